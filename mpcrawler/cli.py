@@ -1,0 +1,338 @@
+"""The command line: ``python -m mpcrawler crawl|demo|serve-site``.
+
+Parses and checks everything before anything is crawled: a usage error
+prints one line on stderr and exits 2.  Then it builds a Settings, runs a
+Crawler and prints the summary.
+
+Exit codes: 0 the crawl completed (failed pages are data, not a failure of
+the job); 2 usage or configuration error; 130 interrupted; 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import __version__
+from .settings import DEFAULT_USER_AGENT, Settings
+from .urls import InvalidURL, canonicalize
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EPILOG = """exit codes:
+  0    the crawl completed (pages that failed are data, not a failure of the job)
+  1    internal error
+  2    usage or configuration error
+  130  interrupted
+"""
+
+
+class UsageError(Exception):
+    """A problem with the command line or its files: one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def _add_crawl_options(p: argparse.ArgumentParser) -> None:
+    d = Settings()
+    p.add_argument("--workers", type=_positive_int, default=d.workers,
+                   help="worker processes (default: the CPU count, %(default)s here)")
+    p.add_argument("--threads", type=_positive_int, default=d.threads,
+                   help="download slots per worker (default %(default)s)")
+    p.add_argument("--out", help="JSON Lines output, appended to "
+                   "(default: pages.jsonl in the job dir, or ./pages.jsonl)")
+    p.add_argument("--job-dir", help="directory for the frontier, seen set, output and stats "
+                   "(default: a temporary directory, removed at the end)")
+    p.add_argument("--max-pages", type=_positive_int, help="stop after this many records")
+    p.add_argument("--max-depth", type=_non_negative_int, help="seeds are depth 0")
+    p.add_argument("--allow-domain", action="append", default=[], metavar="D",
+                   help="also crawl domain D and its subdomains (repeatable)")
+    p.add_argument("--user-agent", default=DEFAULT_USER_AGENT, help="default: %(default)s")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--cache-size", type=_positive_int, default=d.cache_size,
+                   help="URLs the frontier keeps in memory (default %(default)s)")
+    p.add_argument("--analyzer", default=d.analyzer, metavar="PKG.MOD:CLASS")
+    p.add_argument("--downloader", default=d.downloader, metavar="PKG.MOD:CLASS")
+    p.add_argument("--pipeline", action="append", default=[], metavar="PKG.MOD:CLASS",
+                   help="a pipeline run on every record before the output (repeatable)")
+    p.add_argument("--no-robots", action="store_true", help="ignore robots.txt")
+    p.add_argument("--host-concurrency", type=_positive_int, default=d.host_concurrency,
+                   help="requests in flight per host (default %(default)s)")
+    p.add_argument("--delay", type=_non_negative_float, default=d.delay,
+                   help="seconds between the starts of two requests to one host "
+                   "(default %(default)s)")
+    p.add_argument("--max-redirects", type=_non_negative_int, default=d.max_redirects)
+    p.add_argument("--timeout", type=_non_negative_float, default=d.timeout,
+                   help="seconds for connect and for each read (default %(default)s)")
+    p.add_argument("--retries", type=_non_negative_int, default=d.retries,
+                   help="retries of a transient failure (default %(default)s)")
+    p.add_argument("--retry-delay", type=_non_negative_float, default=d.retry_delay,
+                   help="first retry backoff in seconds, doubled each time "
+                   "(default %(default)s)")
+    p.add_argument("--max-bytes", type=_positive_int, default=d.max_bytes,
+                   help="cap on a decoded body (default %(default)s)")
+    p.add_argument("--max-url-length", type=_positive_int, default=d.max_url_length)
+    p.add_argument("--max-pages-per-host", type=_positive_int)
+    p.add_argument("--log-file", help="write the full log here")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mpcrawler", description="A multiprocess web crawler.",
+                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mpcrawler {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    crawl = sub.add_parser("crawl", help="crawl from seed URLs", epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    crawl.add_argument("seeds", nargs="*", metavar="SEED", help="http(s) URLs to start from")
+    crawl.add_argument("--seeds-file", metavar="F",
+                       help="one URL a line; blank lines and # comments ignored")
+    _add_crawl_options(crawl)
+
+    demo = sub.add_parser("demo", help="serve the built-in demo site and crawl it")
+    demo.add_argument("--pages", type=_positive_int, default=500)
+    demo.add_argument("--workers", type=_positive_int, default=Settings().workers)
+    demo.add_argument("--job-dir", default="mpcrawler-demo",
+                      help="where the results go; emptied first (default %(default)s)")
+    demo.add_argument("--quiet", action="store_true")
+
+    site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
+    site.add_argument("--pages", type=_positive_int, default=500)
+    site.add_argument("--latency", type=_non_negative_float, default=0.0,
+                      help="seconds of delay per request")
+    site.add_argument("--size", type=_non_negative_int, default=30_000, help="bytes per page")
+    site.add_argument("--port", type=_non_negative_int, default=8000, help="0 picks a free one")
+    site.add_argument("--host", default="127.0.0.1")
+    site.add_argument("--fanout", type=_non_negative_int, default=12,
+                      help="extra links per page")
+    return parser
+
+
+def read_seeds(args: argparse.Namespace) -> list[str]:
+    seeds: list[str] = []
+    for seed in args.seeds:
+        try:
+            seeds.append(canonicalize(seed))
+        except InvalidURL as exc:
+            raise UsageError(f"malformed seed URL {seed!r}: {exc}") from None
+    if args.seeds_file:
+        try:
+            lines = Path(args.seeds_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read seeds file {args.seeds_file}: {exc}") from None
+        bad = []
+        for number, line in enumerate(lines, 1):
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                seeds.append(canonicalize(text))
+            except InvalidURL:
+                bad.append(str(number))
+        if bad:
+            raise UsageError(f"malformed URL in {args.seeds_file} on line(s) {', '.join(bad)}")
+    if not seeds:
+        raise UsageError("no seed URLs given")
+    return seeds
+
+
+def _check_writable(path: Path, what: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    settings = Settings(
+        seeds=read_seeds(args), workers=args.workers, threads=args.threads, out=args.out,
+        job_dir=args.job_dir, max_pages=args.max_pages, max_depth=args.max_depth,
+        allow_domains=args.allow_domain, user_agent=args.user_agent, quiet=args.quiet,
+        cache_size=args.cache_size, downloader=args.downloader, analyzer=args.analyzer,
+        pipelines=args.pipeline, robots=not args.no_robots,
+        host_concurrency=args.host_concurrency, delay=args.delay,
+        max_redirects=args.max_redirects, timeout=args.timeout, retries=args.retries,
+        retry_delay=args.retry_delay, max_bytes=args.max_bytes,
+        max_url_length=args.max_url_length, max_pages_per_host=args.max_pages_per_host,
+        log_file=args.log_file)
+    try:
+        settings.validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if settings.job_dir:
+        job = Path(settings.job_dir)
+        if job.exists() and not job.is_dir():
+            raise UsageError(f"job dir {job} is not a directory")
+        _check_writable(job / ".write-test", "job dir")
+        (job / ".write-test").unlink()
+    out = Path(settings.out) if settings.out else (
+        Path(settings.job_dir) / "pages.jsonl" if settings.job_dir else Path("pages.jsonl"))
+    _check_writable(out, "output")
+    if settings.log_file:
+        _check_writable(Path(settings.log_file), "log file")
+    from .modules import load_object
+
+    for spec in [settings.analyzer, settings.downloader, *settings.pipelines]:
+        try:
+            load_object(spec)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    return settings
+
+
+def format_summary(stats: dict[str, Any]) -> str:
+    lines = [
+        f"pages      {stats['pages']}  ({stats['pages_per_s']} pages/s in {stats['elapsed_s']} s)",
+        f"errors     {stats['errors']}  "
+        + (" ".join(f"{k}={v}" for k, v in stats["errors_by_kind"].items()) or ""),
+        "statuses   " + " ".join(f"{k}={v}" for k, v in stats["statuses"].items()),
+        "frontier   " + " ".join(f"{k}={v}" for k, v in stats["frontier"].items()),
+        f"workers    {stats['workers']} x {stats['threads']} slots, "
+        f"{stats['worker_restarts']} restarts",
+    ]
+    by_type: dict[str, dict[str, int]] = {}
+    for module in stats["modules"]:
+        total = by_type.setdefault(module["type"], {"instances": 0, "called": 0,
+                                                     "accepted": 0, "completed": 0})
+        total["instances"] += 1
+        for key in ("called", "accepted", "completed"):
+            total[key] += module[key]
+    for name, total in sorted(by_type.items()):
+        lines.append(f"module     {name} x{total['instances']}: called={total['called']} "
+                     f"accepted={total['accepted']} completed={total['completed']}")
+    lines.append(f"output     {stats['out']}")
+    return "\n".join(lines)
+
+
+def run_crawl(settings: Settings) -> int:
+    from .crawler import Crawler, configure_logging
+
+    configure_logging(settings.log_file)
+    crawler = Crawler(settings)
+    result = crawler.run()
+    print(format_summary(result.stats), flush=True)
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+
+
+@contextmanager
+def site_process(pages: int, latency: float = 0.0, size: int = 30_000,
+                 fanout: int = 12) -> Iterator[str]:
+    """Run ``serve-site`` in a child process on a free port; yields its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mpcrawler", "serve-site", "--port", "0",
+         "--pages", str(pages), "--latency", str(latency), "--size", str(size),
+         "--fanout", str(fanout)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        if not line.startswith("serving"):
+            raise RuntimeError(f"test site did not start: {line!r}")
+        yield line.rsplit(" ", 1)[1]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    job = Path(args.job_dir)
+    if job.exists():
+        if not (job / "frontier").exists() and any(job.iterdir()):
+            raise UsageError(f"{job} exists and is not a demo job dir; pick another --job-dir")
+        shutil.rmtree(job)
+    with site_process(args.pages) as url:
+        print(f"demo: crawling the built-in site at {url} ({args.pages} pages of 30 KB)",
+              flush=True)
+        settings = Settings(seeds=[url], workers=args.workers, job_dir=str(job),
+                            quiet=args.quiet)
+        return run_crawl(settings)
+
+
+def run_site(args: argparse.Namespace) -> int:
+    from .testsite import SiteServer, TestSite
+
+    site = TestSite(pages=args.pages, size=args.size, fanout=args.fanout)
+    try:
+        server = SiteServer(site, args.host, args.port, args.latency)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    print(f"serving {args.pages} pages at {server.url}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "crawl":
+            return run_crawl(settings_from_args(args))
+        if args.command == "demo":
+            return run_demo(args)
+        if args.command == "serve-site":
+            return run_site(args)
+        raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover
+    except UsageError as exc:
+        print(f"mpcrawler: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("mpcrawler: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

@@ -1,0 +1,126 @@
+"""Identity and load counters shared by every processing module.
+
+A module is a Downloader (type letter ``D``), an Analyzer (``A``) or a
+Pipeline (``P``).  Each instance gets an ID made of its type letter, a serial
+number and its address, e.g. ``D3|pid-4711``, and counts its calls: called,
+accepted (a call can be refused for bad arguments or overload), completed,
+and handling right now.  Workers send their modules' summaries to the master
+as plain dicts; the master puts them in the final stats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+__all__ = ["Module", "Refused", "SerialGenerator", "load_object", "object_path"]
+
+
+class Refused(Exception):
+    """A module declined a call (bad arguments or overload); counted, not completed."""
+
+
+class SerialGenerator:
+    """Serial numbers from ``start`` to ``maximum``, then around again.
+
+    ``cycles`` counts how many times the range wrapped.  Thread-safe.
+    """
+
+    def __init__(self, start: int = 1, maximum: int = 2**63 - 1) -> None:
+        if maximum < start:
+            raise ValueError("maximum must be >= start")
+        self.start, self.maximum = start, maximum
+        self.cycles = 0
+        self._next = start
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        with self._lock:
+            value = self._next
+            if value >= self.maximum:
+                self._next = self.start
+                self.cycles += 1
+            else:
+                self._next = value + 1
+            return value
+
+
+class Module:
+    """Base of Downloader, Analyzer and Pipeline: an ID and four counters."""
+
+    type_letter: ClassVar[str] = "M"
+    _generators: ClassVar[dict[str, SerialGenerator]] = {}
+    _generators_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        with Module._generators_lock:
+            generator = Module._generators.setdefault(self.type_letter, SerialGenerator())
+        self.serial = generator.next()
+        self.address = f"pid-{os.getpid()}"
+        self.id = f"{self.type_letter}{self.serial}|{self.address}"
+        self.called = self.accepted = self.completed = self.handling = 0
+        self._counter_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def track(self) -> Iterator[None]:
+        """Count one call around the body: accepted unless it raises Refused,
+        completed unless it raises at all."""
+        with self._counter_lock:
+            self.called += 1
+            self.handling += 1
+        accepted = completed = False
+        try:
+            yield
+            accepted = completed = True
+        except Refused:
+            raise
+        except BaseException:
+            accepted = True
+            raise
+        finally:
+            with self._counter_lock:
+                self.handling -= 1
+                self.accepted += accepted
+                self.completed += completed
+
+    def score(self) -> int:
+        """Load right now; lower is less loaded."""
+        return self.handling
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": type(self).__name__,
+            "called": self.called,
+            "accepted": self.accepted,
+            "completed": self.completed,
+            "handling": self.handling,
+        }
+
+
+def object_path(obj: type | str) -> str:
+    """``pkg.mod:Name`` for a class, so that it can cross a process boundary."""
+    if isinstance(obj, str):
+        return obj
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def load_object(path: str) -> Any:
+    """Import ``pkg.mod:Name``; raises ValueError with a clear message."""
+    module_name, sep, name = path.partition(":")
+    if not sep or not module_name or not name:
+        raise ValueError(f"expected pkg.module:Name, got {path!r}")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name!r}: {exc}") from exc
+    for part in name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise ValueError(f"{module_name!r} has no attribute {name!r}") from exc
+    return obj

@@ -1,0 +1,269 @@
+"""The scheduler: a queued scheduler with per-host politeness, in the master.
+
+Two queues meet here, after the classic queued-scheduler design: requests,
+and idle worker slots (one entry per free slot, announced by the workers).
+``dispatch()`` hands the head request of the next ready host to the head idle
+slot.  Requests wait in one FIFO queue per host; a heap orders hosts by the
+time each may be hit next, so a host that must wait (delay, Crawl-delay,
+concurrency limit, robots.txt not yet known) never idles the pool while
+another host has work.  Retries wait in a heap of their own, holding no slot.
+
+robots.txt is fetched once per host, before any other request to that host,
+as a request of kind ``robots`` that goes through the same slots.  The master
+feeds the answer back with ``robots_result()``.  Parsing and matching follow
+RFC 9309 through protego.
+
+The scheduler owns no I/O: the master moves requests from the frontier into
+it and sends what it dispatches to the workers.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from protego import Protego
+
+from .frontier import UrlInfo
+
+__all__ = ["MAX_CRAWL_DELAY", "Host", "Request", "Scheduler"]
+
+log = logging.getLogger(__name__)
+
+MAX_CRAWL_DELAY = 30.0
+ROBOTS_ATTEMPTS = 3  # a host whose robots.txt fails this often is given up
+
+
+@dataclass(slots=True)
+class Request:
+    """One fetch the master tracks, from the frontier (or a redirect) to its result."""
+
+    id: int
+    url: str
+    host: str  # scheme://host[:port], the unit of politeness
+    depth: int = 0
+    kind: str = "page"  # "page" or "robots"
+    info: UrlInfo | None = None  # the frontier item to ack when the chain ends
+    origin: str | None = None  # the first URL of a redirect chain
+    hops: list[str] = field(default_factory=list)  # URLs this chain redirected through
+    attempts: int = 0
+    worker: int = -1
+    sent_at: float = 0.0
+    crashes: int = 0
+
+    @property
+    def first_url(self) -> str:
+        return self.origin or self.url
+
+
+@dataclass(slots=True)
+class Host:
+    key: str
+    queue: deque[Request] = field(default_factory=deque)
+    in_flight: int = 0
+    next_start: float = 0.0
+    limit: int = 1
+    delay: float = 0.0
+    robots: Protego | None = None
+    robots_state: str = "unknown"  # unknown | fetching | ready | failed
+    robots_failures: int = 0
+    robots_retry_at: float = 0.0
+    scheduled: bool = False
+
+
+def host_key(url: str) -> str:
+    scheme_end = url.find("://")
+    end = url.find("/", scheme_end + 3)
+    return url if end < 0 else url[:end]
+
+
+class Scheduler:
+    """Matches requests to free worker slots, politely.
+
+    ``host_concurrency`` requests in flight per host; ``delay`` seconds at
+    least between the starts of two requests to one host.  A robots.txt
+    Crawl-delay makes that host one-at-a-time, spaced by the larger of it
+    (capped at 30 s) and ``delay``.
+    """
+
+    def __init__(self, *, host_concurrency: int = 8, delay: float = 0.0, robots: bool = True,
+                 user_agent: str = "mpcrawler", robots_retry_delay: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.host_concurrency = host_concurrency
+        self.delay = delay
+        self.use_robots = robots
+        self.user_agent = user_agent
+        self.robots_retry_delay = robots_retry_delay
+        self.clock = clock
+        self.hosts: dict[str, Host] = {}
+        self.slots: deque[int] = deque()
+        self._ready: list[tuple[float, int, str]] = []
+        self._delayed: list[tuple[float, int, Request]] = []
+        self._order = itertools.count()
+        self._ids = itertools.count(1)
+        self.queued = 0  # requests in host queues and the retry heap
+
+    # ------------------------------------------------------------- requests
+    def new_request(self, url: str, **fields: object) -> Request:
+        return Request(next(self._ids), url, host_key(url), **fields)  # type: ignore[arg-type]
+
+    def submit(self, request: Request) -> None:
+        host = self._host(request.host)
+        host.queue.append(request)
+        self.queued += 1
+        self._schedule(host, self.clock())
+
+    def retry_later(self, request: Request, when: float) -> None:
+        heapq.heappush(self._delayed, (when, next(self._order), request))
+        self.queued += 1
+
+    def finished(self, request: Request) -> None:
+        """A dispatched request came back (or its worker died)."""
+        host = self.hosts[request.host]
+        host.in_flight -= 1
+        if request.kind == "robots":
+            return  # robots_result() reschedules the host
+        self._schedule(host, max(self.clock(), host.next_start))
+
+    def robots_result(self, request: Request, status: int | None, body: str | None,
+                      transient_failure: bool) -> None:
+        """Feed a robots.txt answer back.  4xx allows everything; 5xx or a
+        network failure disallows the host for now and retries later; after
+        ROBOTS_ATTEMPTS failures the host is given up."""
+        host = self.hosts[request.host]
+        now = self.clock()
+        if status is not None and 200 <= status < 300 and body is not None:
+            host.robots = Protego.parse(body)
+            host.robots_state = "ready"
+            crawl_delay = host.robots.crawl_delay(self.user_agent)
+            if crawl_delay:
+                host.limit = 1
+                host.delay = max(self.delay, min(float(crawl_delay), MAX_CRAWL_DELAY))
+        elif transient_failure or status is None or status >= 500:
+            host.robots_failures += 1
+            if host.robots_failures >= ROBOTS_ATTEMPTS:
+                log.warning("robots.txt of %s failed %d times; giving the host up",
+                            host.key, host.robots_failures)
+                host.robots_state = "failed"
+            else:
+                host.robots_state = "unknown"
+                host.robots_retry_at = now + self.robots_retry_delay * 2 ** (
+                    host.robots_failures - 1)
+        else:  # 3xx left over, 4xx: no usable robots.txt, so no restrictions
+            host.robots = None
+            host.robots_state = "ready"
+        self._schedule(host, now)
+
+    # ---------------------------------------------------------------- slots
+    def add_slots(self, worker: int, count: int = 1) -> None:
+        self.slots.extend(itertools.repeat(worker, count))
+
+    def remove_worker(self, worker: int) -> None:
+        self.slots = deque(w for w in self.slots if w != worker)
+
+    # ------------------------------------------------------------- dispatch
+    def dispatch(self) -> tuple[list[tuple[int, Request]], list[tuple[Request, str]]]:
+        """Match ready requests to free slots.
+
+        Returns ``(assigned, refused)``: ``(worker, request)`` pairs to send,
+        and requests that will never be fetched, with the reason.
+        """
+        now = self.clock()
+        self._release_delayed(now)
+        assigned: list[tuple[int, Request]] = []
+        refused: list[tuple[Request, str]] = []
+        ready = self._ready
+        while self.slots and ready and ready[0][0] <= now:
+            _, _, key = heapq.heappop(ready)
+            host = self.hosts[key]
+            host.scheduled = False
+            if not host.queue or host.in_flight >= host.limit:
+                continue  # finished() puts it back
+            if self.use_robots and host.robots_state != "ready":
+                if host.robots_state == "failed":
+                    refused.extend((r, "robots.txt unavailable") for r in host.queue)
+                    self.queued -= len(host.queue)
+                    host.queue.clear()
+                elif host.robots_state == "unknown":
+                    if now < host.robots_retry_at:
+                        self._schedule(host, host.robots_retry_at)
+                        continue
+                    scheme_host = host.key
+                    robots = Request(next(self._ids), scheme_host + "/robots.txt", key,
+                                     kind="robots")
+                    host.robots_state = "fetching"
+                    host.in_flight += 1
+                    assigned.append((self._take_slot(robots, now), robots))
+                continue
+            if now < host.next_start:
+                self._schedule(host, host.next_start)
+                continue
+            request = host.queue.popleft()
+            self.queued -= 1
+            if host.robots is not None and not host.robots.can_fetch(
+                request.url, self.user_agent
+            ):
+                refused.append((request, "disallowed by robots.txt"))
+                self._schedule(host, now)
+                continue
+            host.in_flight += 1
+            host.next_start = now + host.delay
+            assigned.append((self._take_slot(request, now), request))
+            self._schedule(host, max(now, host.next_start))
+        return assigned, refused
+
+    def next_event(self) -> float | None:
+        """Seconds until a request may become dispatchable (None: nothing waits)."""
+        times = []
+        if self._ready:
+            times.append(self._ready[0][0])
+        if self._delayed:
+            times.append(self._delayed[0][0])
+        if not times:
+            return None
+        return max(0.0, min(times) - self.clock())
+
+    def pending(self) -> Iterator[Request]:
+        """Every request not yet dispatched (queued or waiting to retry)."""
+        for host in self.hosts.values():
+            yield from host.queue
+        for _, _, request in self._delayed:
+            yield request
+
+    def host_state(self, key: str) -> Host | None:
+        return self.hosts.get(key)
+
+    # ------------------------------------------------------------ internals
+    def _host(self, key: str) -> Host:
+        host = self.hosts.get(key)
+        if host is None:
+            host = self.hosts[key] = Host(key, limit=self.host_concurrency, delay=self.delay)
+            if not self.use_robots:
+                host.robots_state = "ready"
+        return host
+
+    def _schedule(self, host: Host, when: float) -> None:
+        if host.scheduled or not host.queue or host.in_flight >= host.limit:
+            return
+        host.scheduled = True
+        heapq.heappush(self._ready, (when, next(self._order), host.key))
+
+    def _take_slot(self, request: Request, now: float) -> int:
+        worker = self.slots.popleft()
+        request.worker = worker
+        request.sent_at = now
+        return worker
+
+    def _release_delayed(self, now: float) -> None:
+        while self._delayed and self._delayed[0][0] <= now:
+            _, _, request = heapq.heappop(self._delayed)
+            self.queued -= 1
+            host = self._host(request.host)
+            host.queue.appendleft(request)
+            self.queued += 1
+            self._schedule(host, now)

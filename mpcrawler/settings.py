@@ -1,0 +1,82 @@
+"""Every option of a crawl, as one plain dataclass.
+
+The CLI builds it from arguments, the Python API takes it directly, workers
+receive it as a dict (``to_dict``), and the job directory stores it as JSON so
+that a resumed crawl can check it runs with the same scope.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import __version__
+
+__all__ = ["DEFAULT_USER_AGENT", "Settings"]
+
+DEFAULT_USER_AGENT = f"mpcrawler/{__version__} (+https://pypi.org/project/mpcrawler/)"
+MIB = 1 << 20
+
+
+@dataclass
+class Settings:
+    seeds: list[str] = field(default_factory=list)
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = 4
+    out: str | None = None
+    job_dir: str | None = None
+    max_pages: int | None = None
+    max_depth: int | None = None
+    allow_domains: list[str] = field(default_factory=list)
+    user_agent: str = DEFAULT_USER_AGENT
+    quiet: bool = False
+    cache_size: int = 10_000
+    downloader: str = "mpcrawler.downloader:HttpDownloader"
+    analyzer: str = "mpcrawler.analyzer:HtmlAnalyzer"
+    pipelines: list[str] = field(default_factory=list)
+    robots: bool = True
+    host_concurrency: int = 8
+    delay: float = 0.0
+    max_redirects: int = 5
+    timeout: float = 30.0
+    retries: int = 2
+    retry_delay: float = 1.0
+    max_retry_after: float = 60.0
+    max_bytes: int = 10 * MIB
+    max_url_length: int = 2048
+    max_pages_per_host: int | None = None
+    grace: float = 10.0
+    log_file: str | None = None
+    checkpoint_interval: float = 2.0
+    robots_retry_delay: float = 30.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def validate(self) -> None:
+        """Raise ValueError with one clear line for an impossible setting."""
+        positive = {"workers": self.workers, "threads": self.threads,
+                    "cache_size": self.cache_size, "host_concurrency": self.host_concurrency,
+                    "max_redirects": self.max_redirects + 1, "max_bytes": self.max_bytes,
+                    "max_url_length": self.max_url_length}
+        for name, value in positive.items():
+            if value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        for name in ("max_pages", "max_pages_per_host"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.max_depth is not None and self.max_depth < 0:
+            raise ValueError("--max-depth must be 0 or more")
+        for name in ("delay", "timeout", "grace", "retries"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name} must not be negative")
+        if self.timeout == 0:
+            raise ValueError("--timeout must be more than 0")

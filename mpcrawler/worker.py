@@ -1,0 +1,216 @@
+"""Worker processes: download slots that turn requests into result messages.
+
+A worker owns ``threads`` download slots, each a thread with its own
+Downloader (and so its own HTTP session); the slots share one Analyzer.
+It talks to the master over one duplex pipe, in plain tuples and dicts:
+
+    master -> worker   ("fetch", [(request_id, url, kind), ...])
+                       ("stop",)
+    worker -> master   ("hello", index, pid, slots)        announces free slots
+                       ("results", index, [result, ...], summaries | None)
+                       ("bye", index, summaries)
+
+Scheduling is pull-based: ``hello`` announces every slot free, and each
+result frees the slot that produced it, so the master never sends a worker
+more requests than it has free slots.  A receiver thread reads the pipe at
+all times, so a send from the master never blocks on a busy worker; the main
+thread batches finished results into one message.  Workers ignore SIGINT:
+the master alone decides how to stop.  If the master's end of the pipe
+closes, the worker exits at once.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+from urllib.parse import urljoin
+
+from .analyzer import Analyzer
+from .downloader import ROBOTS_MAX_BYTES, DownloadError, Downloader
+from .modules import load_object
+from .settings import Settings
+from .urls import InvalidURL, Scope, canonicalize
+
+__all__ = ["LinkResolver", "run_worker"]
+
+_SUMMARY_INTERVAL = 0.5
+_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+
+
+class LinkResolver:
+    """Resolves, canonicalises, length-checks and scope-filters raw hrefs.
+
+    Keeps a bounded memo of hrefs that do not depend on the page's path
+    (absolute URLs and absolute paths), which repeat on every page of a site.
+    """
+
+    def __init__(self, scope: Scope, max_url_length: int, memo_size: int = 50_000) -> None:
+        self.scope = scope
+        self.max_url_length = max_url_length
+        self._memo: dict[tuple[str, str], str | None] = {}
+        self._memo_size = memo_size
+
+    def _canonical(self, href: str, base: str) -> str | None:
+        stripped = href.strip()
+        memo_key: tuple[str, str] | None = None
+        if stripped.startswith("/") and not stripped.startswith("//"):
+            scheme_end = base.find("/", base.find("//") + 2)
+            memo_key = (base[:scheme_end] if scheme_end > 0 else base, stripped)
+        elif "://" in stripped[:12]:
+            memo_key = ("", stripped)
+        if memo_key is not None:
+            cached = self._memo.get(memo_key, "")
+            if cached != "":
+                return cached
+        try:
+            url: str | None = canonicalize(stripped, base)
+        except InvalidURL:
+            url = None
+        if url is not None and len(url) > self.max_url_length:
+            url = None
+        if memo_key is not None:
+            if len(self._memo) >= self._memo_size:
+                self._memo.clear()
+            self._memo[memo_key] = url
+        return url
+
+    def resolve(self, hrefs: list[str], base: str) -> tuple[int, list[str]]:
+        """(number of distinct fetchable links, the in-scope ones in page order)."""
+        found: set[str] = set()
+        inside: list[str] = []
+        allows = self.scope.allows
+        for href in hrefs:
+            if len(href) > self.max_url_length * 3:
+                continue
+            url = self._canonical(href, base)
+            if url is None or url in found:
+                continue
+            found.add(url)
+            if allows(url):
+                inside.append(url)
+        return len(found), inside
+
+
+class _Worker:
+    def __init__(self, index: int, conn: Connection, settings: Settings, scope: Scope) -> None:
+        self.index = index
+        self.conn = conn
+        self.settings = settings
+        self.slots = settings.threads
+        downloader_cls = load_object(settings.downloader)
+        analyzer_cls = load_object(settings.analyzer)
+        self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
+        self.analyzer: Analyzer = analyzer_cls(settings)
+        self.resolver = LinkResolver(scope, settings.max_url_length)
+        self.inbox: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
+        self.outbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
+        self.resolver_lock = threading.Lock()
+
+    # -------------------------------------------------------------- threads
+    def receive(self) -> None:
+        try:
+            while True:
+                message = self.conn.recv()
+                if message[0] == "fetch":
+                    for request in message[1]:
+                        self.inbox.put(request)
+                elif message[0] == "stop":
+                    break
+        except (EOFError, OSError):
+            os._exit(0)  # the master is gone; nobody wants our results
+        for _ in range(self.slots):
+            self.inbox.put(None)
+
+    def slot(self, downloader: Downloader) -> None:
+        while (request := self.inbox.get()) is not None:
+            self.outbox.put(self.handle(downloader, *request))
+        self.outbox.put(None)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [d.summary() for d in self.downloaders] + [self.analyzer.summary()]
+
+    def run(self) -> None:
+        threading.Thread(target=self.receive, name="receiver", daemon=True).start()
+        for n, downloader in enumerate(self.downloaders):
+            threading.Thread(target=self.slot, args=(downloader,), name=f"slot-{n}",
+                             daemon=True).start()
+        self.conn.send(("hello", self.index, os.getpid(), self.slots))
+        running = self.slots
+        last_summary = 0.0
+        while running:
+            batch: list[dict[str, Any]] = []
+            item = self.outbox.get()
+            while True:
+                if item is None:
+                    running -= 1
+                else:
+                    batch.append(item)
+                try:
+                    item = self.outbox.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                now = time.monotonic()
+                summaries = None
+                if now - last_summary >= _SUMMARY_INTERVAL:
+                    summaries, last_summary = self.summaries(), now
+                self.conn.send(("results", self.index, batch, summaries))
+        for downloader in self.downloaders:
+            downloader.close()
+        self.conn.send(("bye", self.index, self.summaries()))
+
+    # ------------------------------------------------------------- requests
+    def handle(self, downloader: Downloader, request_id: int, url: str, kind: str
+               ) -> dict[str, Any]:
+        result: dict[str, Any] = {"id": request_id, "url": url, "kind": kind,
+                                  "worker": downloader.id, "status": None, "error": None}
+        started = time.perf_counter()
+        try:
+            if kind == "robots":
+                response = downloader.download(url, max_bytes=ROBOTS_MAX_BYTES,
+                                               follow_redirects=True)
+                result["status"] = response.status
+                result["body"] = response.body.decode("utf-8", "replace")
+                return result
+            response = downloader.download(url)
+        except DownloadError as exc:
+            result.update(status=exc.status, error=str(exc), error_kind=exc.kind,
+                          transient=exc.transient, content_type=exc.content_type,
+                          bytes=exc.size)
+            return result
+        except Exception as exc:  # a user Downloader's bug is this page's error
+            result.update(error=f"downloader: {type(exc).__name__}: {exc}",
+                          error_kind="downloader")
+            return result
+        finally:
+            result["elapsed_ms"] = round((time.perf_counter() - started) * 1000.0, 2)
+        result.update(status=response.status, content_type=response.content_type,
+                      bytes=len(response.body))
+        if response.status in (429, 503) and "retry-after" in response.headers:
+            result["retry_after"] = response.headers["retry-after"]
+        if response.status in _REDIRECT_CODES and response.headers.get("location"):
+            result["location"] = urljoin(url, response.headers["location"].strip())
+            return result
+        try:
+            analysis = self.analyzer.analyze(response)
+            base = urljoin(url, analysis.base) if analysis.base != url else url
+            with self.resolver_lock:
+                result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
+            result["item"] = analysis.item
+        except Exception as exc:
+            result.update(error=f"analyzer: {type(exc).__name__}: {exc}", error_kind="analyzer",
+                          links=0, outlinks=[])
+        return result
+
+
+def run_worker(index: int, conn: Connection, settings: dict[str, Any],
+               scope: dict[str, list[str]]) -> None:
+    """Entry point of a worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
+    worker.run()
