@@ -2,12 +2,12 @@
 
 __version__ = "0.1.0"
 
-from .analyzer import Analysis, Analyzer, HtmlAnalyzer  # noqa: E402
-from .crawler import Crawler, CrawlResult  # noqa: E402
-from .downloader import Downloader, DownloadError, HttpDownloader, Response  # noqa: E402
-from .frontier import SeenSet, UrlInfo, UrlQueueManager  # noqa: E402
-from .pipelines import JsonLinesPipeline, Pipeline  # noqa: E402
-from .settings import Settings  # noqa: E402
+from .analyzer import Analysis, Analyzer, HtmlAnalyzer
+from .crawler import Crawler, CrawlResult
+from .downloader import Downloader, DownloadError, HttpDownloader, Response
+from .frontier import SeenSet, UrlInfo, UrlQueueManager
+from .pipelines import JsonLinesPipeline, Pipeline
+from .settings import Settings
 
 __all__ = [
     "Analysis",

@@ -77,76 +77,138 @@ def _non_negative_int(text: str) -> int:
 
 def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     d = Settings()
-    p.add_argument("--workers", type=_positive_int, default=d.workers,
-                   help="worker processes (default: the CPU count, %(default)s here)")
-    p.add_argument("--threads", type=_positive_int, default=d.threads,
-                   help="download slots per worker (default %(default)s)")
-    p.add_argument("--out", help="JSON Lines output, appended to "
-                   "(default: pages.jsonl in the job dir, or ./pages.jsonl)")
-    p.add_argument("--job-dir", help="directory for the frontier, seen set, output and stats "
-                   "(default: a temporary directory, removed at the end)")
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=d.workers,
+        help="worker processes (default: the CPU count, %(default)s here)",
+    )
+    p.add_argument(
+        "--threads",
+        type=_positive_int,
+        default=d.threads,
+        help="download slots per worker (default %(default)s)",
+    )
+    p.add_argument(
+        "--out",
+        help="JSON Lines output, appended to "
+        "(default: pages.jsonl in the job dir, or ./pages.jsonl)",
+    )
+    p.add_argument(
+        "--job-dir",
+        help="directory for the frontier, seen set, output and stats "
+        "(default: a temporary directory, removed at the end)",
+    )
     p.add_argument("--max-pages", type=_positive_int, help="stop after this many records")
     p.add_argument("--max-depth", type=_non_negative_int, help="seeds are depth 0")
-    p.add_argument("--allow-domain", action="append", default=[], metavar="D",
-                   help="also crawl domain D and its subdomains (repeatable)")
+    p.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="D",
+        help="also crawl domain D and its subdomains (repeatable)",
+    )
     p.add_argument("--user-agent", default=DEFAULT_USER_AGENT, help="default: %(default)s")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--cache-size", type=_positive_int, default=d.cache_size,
-                   help="URLs the frontier keeps in memory (default %(default)s)")
+    p.add_argument(
+        "--cache-size",
+        type=_positive_int,
+        default=d.cache_size,
+        help="URLs the frontier keeps in memory (default %(default)s)",
+    )
     p.add_argument("--analyzer", default=d.analyzer, metavar="PKG.MOD:CLASS")
     p.add_argument("--downloader", default=d.downloader, metavar="PKG.MOD:CLASS")
-    p.add_argument("--pipeline", action="append", default=[], metavar="PKG.MOD:CLASS",
-                   help="a pipeline run on every record before the output (repeatable)")
+    p.add_argument(
+        "--pipeline",
+        action="append",
+        default=[],
+        metavar="PKG.MOD:CLASS",
+        help="a pipeline run on every record before the output (repeatable)",
+    )
     p.add_argument("--no-robots", action="store_true", help="ignore robots.txt")
-    p.add_argument("--host-concurrency", type=_positive_int, default=d.host_concurrency,
-                   help="requests in flight per host (default %(default)s)")
-    p.add_argument("--delay", type=_non_negative_float, default=d.delay,
-                   help="seconds between the starts of two requests to one host "
-                   "(default %(default)s)")
+    p.add_argument(
+        "--host-concurrency",
+        type=_positive_int,
+        default=d.host_concurrency,
+        help="requests in flight per host (default %(default)s)",
+    )
+    p.add_argument(
+        "--delay",
+        type=_non_negative_float,
+        default=d.delay,
+        help="seconds between the starts of two requests to one host (default %(default)s)",
+    )
     p.add_argument("--max-redirects", type=_non_negative_int, default=d.max_redirects)
-    p.add_argument("--timeout", type=_non_negative_float, default=d.timeout,
-                   help="seconds for connect and for each read (default %(default)s)")
-    p.add_argument("--retries", type=_non_negative_int, default=d.retries,
-                   help="retries of a transient failure (default %(default)s)")
-    p.add_argument("--retry-delay", type=_non_negative_float, default=d.retry_delay,
-                   help="first retry backoff in seconds, doubled each time "
-                   "(default %(default)s)")
-    p.add_argument("--max-bytes", type=_positive_int, default=d.max_bytes,
-                   help="cap on a decoded body (default %(default)s)")
+    p.add_argument(
+        "--timeout",
+        type=_non_negative_float,
+        default=d.timeout,
+        help="seconds for connect and for each read (default %(default)s)",
+    )
+    p.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=d.retries,
+        help="retries of a transient failure (default %(default)s)",
+    )
+    p.add_argument(
+        "--retry-delay",
+        type=_non_negative_float,
+        default=d.retry_delay,
+        help="first retry backoff in seconds, doubled each time (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=_positive_int,
+        default=d.max_bytes,
+        help="cap on a decoded body (default %(default)s)",
+    )
     p.add_argument("--max-url-length", type=_positive_int, default=d.max_url_length)
     p.add_argument("--max-pages-per-host", type=_positive_int)
     p.add_argument("--log-file", help="write the full log here")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mpcrawler", description="A multiprocess web crawler.",
-                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="mpcrawler",
+        description="A multiprocess web crawler.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"mpcrawler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    crawl = sub.add_parser("crawl", help="crawl from seed URLs", epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     crawl.add_argument("seeds", nargs="*", metavar="SEED", help="http(s) URLs to start from")
-    crawl.add_argument("--seeds-file", metavar="F",
-                       help="one URL a line; blank lines and # comments ignored")
+    crawl.add_argument(
+        "--seeds-file", metavar="F", help="one URL a line; blank lines and # comments ignored"
+    )
     _add_crawl_options(crawl)
 
     demo = sub.add_parser("demo", help="serve the built-in demo site and crawl it")
     demo.add_argument("--pages", type=_positive_int, default=500)
     demo.add_argument("--workers", type=_positive_int, default=Settings().workers)
-    demo.add_argument("--job-dir", default="mpcrawler-demo",
-                      help="where the results go; emptied first (default %(default)s)")
+    demo.add_argument(
+        "--job-dir",
+        default="mpcrawler-demo",
+        help="where the results go; emptied first (default %(default)s)",
+    )
     demo.add_argument("--quiet", action="store_true")
 
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
     site.add_argument("--pages", type=_positive_int, default=500)
-    site.add_argument("--latency", type=_non_negative_float, default=0.0,
-                      help="seconds of delay per request")
+    site.add_argument(
+        "--latency", type=_non_negative_float, default=0.0, help="seconds of delay per request"
+    )
     site.add_argument("--size", type=_non_negative_int, default=30_000, help="bytes per page")
     site.add_argument("--port", type=_non_negative_int, default=8000, help="0 picks a free one")
     site.add_argument("--host", default="127.0.0.1")
-    site.add_argument("--fanout", type=_non_negative_int, default=12,
-                      help="extra links per page")
+    site.add_argument("--fanout", type=_non_negative_int, default=12, help="extra links per page")
     return parser
 
 
@@ -179,41 +241,51 @@ def read_seeds(args: argparse.Namespace) -> list[str]:
 
 
 def _check_writable(path: Path, what: str) -> None:
+    """Fail now, not after the crawl, if ``path`` cannot be appended to.
+    Leaves nothing behind that was not there."""
+    existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8"):
             pass
+        if not existed:
+            path.unlink()
     except OSError as exc:
         raise UsageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     settings = Settings(
-        seeds=read_seeds(args), workers=args.workers, threads=args.threads, out=args.out,
-        job_dir=args.job_dir, max_pages=args.max_pages, max_depth=args.max_depth,
-        allow_domains=args.allow_domain, user_agent=args.user_agent, quiet=args.quiet,
-        cache_size=args.cache_size, downloader=args.downloader, analyzer=args.analyzer,
-        pipelines=args.pipeline, robots=not args.no_robots,
-        host_concurrency=args.host_concurrency, delay=args.delay,
-        max_redirects=args.max_redirects, timeout=args.timeout, retries=args.retries,
-        retry_delay=args.retry_delay, max_bytes=args.max_bytes,
-        max_url_length=args.max_url_length, max_pages_per_host=args.max_pages_per_host,
-        log_file=args.log_file)
+        seeds=read_seeds(args),
+        workers=args.workers,
+        threads=args.threads,
+        out=args.out,
+        job_dir=args.job_dir,
+        max_pages=args.max_pages,
+        max_depth=args.max_depth,
+        allow_domains=args.allow_domain,
+        user_agent=args.user_agent,
+        quiet=args.quiet,
+        cache_size=args.cache_size,
+        downloader=args.downloader,
+        analyzer=args.analyzer,
+        pipelines=args.pipeline,
+        robots=not args.no_robots,
+        host_concurrency=args.host_concurrency,
+        delay=args.delay,
+        max_redirects=args.max_redirects,
+        timeout=args.timeout,
+        retries=args.retries,
+        retry_delay=args.retry_delay,
+        max_bytes=args.max_bytes,
+        max_url_length=args.max_url_length,
+        max_pages_per_host=args.max_pages_per_host,
+        log_file=args.log_file,
+    )
     try:
         settings.validate()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if settings.job_dir:
-        job = Path(settings.job_dir)
-        if job.exists() and not job.is_dir():
-            raise UsageError(f"job dir {job} is not a directory")
-        _check_writable(job / ".write-test", "job dir")
-        (job / ".write-test").unlink()
-    out = Path(settings.out) if settings.out else (
-        Path(settings.job_dir) / "pages.jsonl" if settings.job_dir else Path("pages.jsonl"))
-    _check_writable(out, "output")
-    if settings.log_file:
-        _check_writable(Path(settings.log_file), "log file")
     from .modules import load_object
 
     for spec in [settings.analyzer, settings.downloader, *settings.pipelines]:
@@ -221,6 +293,19 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
             load_object(spec)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if settings.job_dir:
+        job = Path(settings.job_dir)
+        if job.exists() and not job.is_dir():
+            raise UsageError(f"job dir {job} is not a directory")
+        _check_writable(job / ".write-test", "job dir")
+    out = (
+        Path(settings.out)
+        if settings.out
+        else (Path(settings.job_dir) / "pages.jsonl" if settings.job_dir else Path("pages.jsonl"))
+    )
+    _check_writable(out, "output")
+    if settings.log_file:
+        _check_writable(Path(settings.log_file), "log file")
     return settings
 
 
@@ -236,14 +321,17 @@ def format_summary(stats: dict[str, Any]) -> str:
     ]
     by_type: dict[str, dict[str, int]] = {}
     for module in stats["modules"]:
-        total = by_type.setdefault(module["type"], {"instances": 0, "called": 0,
-                                                     "accepted": 0, "completed": 0})
+        total = by_type.setdefault(
+            module["type"], {"instances": 0, "called": 0, "accepted": 0, "completed": 0}
+        )
         total["instances"] += 1
         for key in ("called", "accepted", "completed"):
             total[key] += module[key]
     for name, total in sorted(by_type.items()):
-        lines.append(f"module     {name} x{total['instances']}: called={total['called']} "
-                     f"accepted={total['accepted']} completed={total['completed']}")
+        lines.append(
+            f"module     {name} x{total['instances']}: called={total['called']} "
+            f"accepted={total['accepted']} completed={total['completed']}"
+        )
     lines.append(f"output     {stats['out']}")
     return "\n".join(lines)
 
@@ -259,14 +347,30 @@ def run_crawl(settings: Settings) -> int:
 
 
 @contextmanager
-def site_process(pages: int, latency: float = 0.0, size: int = 30_000,
-                 fanout: int = 12) -> Iterator[str]:
+def site_process(
+    pages: int, latency: float = 0.0, size: int = 30_000, fanout: int = 12
+) -> Iterator[str]:
     """Run ``serve-site`` in a child process on a free port; yields its URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mpcrawler", "serve-site", "--port", "0",
-         "--pages", str(pages), "--latency", str(latency), "--size", str(size),
-         "--fanout", str(fanout)],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "mpcrawler",
+            "serve-site",
+            "--port",
+            "0",
+            "--pages",
+            str(pages),
+            "--latency",
+            str(latency),
+            "--size",
+            str(size),
+            "--fanout",
+            str(fanout),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()
@@ -289,10 +393,10 @@ def run_demo(args: argparse.Namespace) -> int:
             raise UsageError(f"{job} exists and is not a demo job dir; pick another --job-dir")
         shutil.rmtree(job)
     with site_process(args.pages) as url:
-        print(f"demo: crawling the built-in site at {url} ({args.pages} pages of 30 KB)",
-              flush=True)
-        settings = Settings(seeds=[url], workers=args.workers, job_dir=str(job),
-                            quiet=args.quiet)
+        print(
+            f"demo: crawling the built-in site at {url} ({args.pages} pages of 30 KB)", flush=True
+        )
+        settings = Settings(seeds=[url], workers=args.workers, job_dir=str(job), quiet=args.quiet)
         return run_crawl(settings)
 
 
@@ -335,4 +439,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-

@@ -86,9 +86,14 @@ class Crawler:
     master before the JSON Lines output.
     """
 
-    def __init__(self, settings: Settings, *, analyzer: type | str | None = None,
-                 downloader: type | str | None = None,
-                 pipelines: list[Pipeline | type | str] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        analyzer: type | str | None = None,
+        downloader: type | str | None = None,
+        pipelines: list[Pipeline | type | str] | None = None,
+    ) -> None:
         self.settings = settings
         if analyzer is not None:
             settings.analyzer = object_path(analyzer)
@@ -113,18 +118,26 @@ class Crawler:
             self._temp_dir = tempfile.mkdtemp(prefix="mpcrawler-")
             state_dir = Path(self._temp_dir)
         state_dir.mkdir(parents=True, exist_ok=True)
-        self.out = Path(s.out) if s.out else (
-            state_dir / "pages.jsonl" if self.job_dir else Path("pages.jsonl"))
-        self.stats_path = (self.job_dir / "stats.json" if self.job_dir
-                           else self.out.with_name("stats.json"))
+        self.out = (
+            Path(s.out)
+            if s.out
+            else (state_dir / "pages.jsonl" if self.job_dir else Path("pages.jsonl"))
+        )
+        self.stats_path = (
+            self.job_dir / "stats.json" if self.job_dir else self.out.with_name("stats.json")
+        )
         self.frontier = UrlQueueManager(state_dir / "frontier", cache_size=s.cache_size)
         self.seen = SeenSet(state_dir / "seen")
         self.pipelines: list[Pipeline] = [self._make_pipeline(p) for p in self._extra_pipelines]
         self.output = JsonLinesPipeline(self.out)
         self.pipelines.append(self.output)
         self.scheduler = Scheduler(
-            host_concurrency=s.host_concurrency, delay=s.delay, robots=s.robots,
-            user_agent=s.user_agent, robots_retry_delay=s.robots_retry_delay)
+            host_concurrency=s.host_concurrency,
+            delay=s.delay,
+            robots=s.robots,
+            user_agent=s.user_agent,
+            robots_retry_delay=s.robots_retry_delay,
+        )
         self.workers: dict[int, _WorkerHandle] = {}
         self.in_flight: dict[int, Request] = {}
         self.chain_urls: set[str] = set()
@@ -165,8 +178,11 @@ class Crawler:
         self._next_worker += 1
         parent, child = self._ctx.Pipe(duplex=True)
         process = self._ctx.Process(
-            target=run_worker, name=f"mpcrawler-worker-{index}", daemon=True,
-            args=(index, child, self.settings.to_dict(), self.scope.to_dict()))
+            target=run_worker,
+            name=f"mpcrawler-worker-{index}",
+            daemon=True,
+            args=(index, child, self.settings.to_dict(), self.scope.to_dict()),
+        )
         process.start()
         child.close()
         self.workers[index] = _WorkerHandle(index, process, parent)
@@ -176,8 +192,10 @@ class Crawler:
             self._fill()
             assigned, refused = self.scheduler.dispatch()
             for request, reason in refused:
-                self._finish(request, {"error": reason, "error_kind": "robots",
-                                       "status": None, "worker": None})
+                self._finish(
+                    request,
+                    {"error": reason, "error_kind": "robots", "status": None, "worker": None},
+                )
             self._send(assigned)
             if not self.in_flight and not self.scheduler.queued and not self._can_pull():
                 break
@@ -210,8 +228,7 @@ class Crawler:
             if item is None:
                 break
             self.pages_started += 1
-            self.scheduler.submit(self.scheduler.new_request(item.url, depth=item.depth,
-                                                             info=item))
+            self.scheduler.submit(self.scheduler.new_request(item.url, depth=item.depth, info=item))
 
     def _send(self, assigned: list[tuple[int, Request]]) -> None:
         batches: dict[int, list[tuple[int, str, str]]] = collections.defaultdict(list)
@@ -221,10 +238,9 @@ class Crawler:
             batches[worker].append((request.id, request.url, request.kind))
         for worker, batch in batches.items():
             handle = self.workers[worker]
-            try:
+            # A dead worker's sentinel fires next; _on_worker_exit re-queues the batch.
+            with contextlib.suppress(OSError):
                 handle.conn.send(("fetch", batch))
-            except OSError:
-                pass  # its sentinel fires next; _on_worker_exit re-queues the batch
 
     def _on_ready(self, ready: Any) -> None:
         for handle in list(self.workers.values()):
@@ -277,16 +293,27 @@ class Crawler:
         self.scheduler.remove_worker(handle.index)
         if handle.stopping:
             return
-        log.warning("worker %d (pid %s) died with exit code %s; re-queueing %d requests",
-                    handle.index, handle.pid, handle.process.exitcode, len(handle.requests))
+        log.warning(
+            "worker %d (pid %s) died with exit code %s; re-queueing %d requests",
+            handle.index,
+            handle.pid,
+            handle.process.exitcode,
+            len(handle.requests),
+        )
         for request in handle.requests.values():
             self.in_flight.pop(request.id, None)
             self.scheduler.finished(request)
             request.crashes += 1
             if request.crashes >= MAX_WORKER_CRASHES:
-                self._finish(request, {
-                    "status": None, "worker": None, "error_kind": "worker_crash",
-                    "error": f"crashed {request.crashes} worker processes"})
+                self._finish(
+                    request,
+                    {
+                        "status": None,
+                        "worker": None,
+                        "error_kind": "worker_crash",
+                        "error": f"crashed {request.crashes} worker processes",
+                    },
+                )
             elif request.kind == "robots":
                 self.scheduler.robots_result(request, None, None, True)
             else:
@@ -298,9 +325,12 @@ class Crawler:
     def _on_result(self, request: Request, result: dict[str, Any]) -> None:
         if request.kind == "robots":
             self.scheduler.robots_result(
-                request, result["status"], result.get("body"),
-                bool(result.get("transient")) or (result["error"] is not None
-                                                  and result["status"] is None))
+                request,
+                result["status"],
+                result.get("body"),
+                bool(result.get("transient"))
+                or (result["error"] is not None and result["status"] is None),
+            )
             return
         status = result["status"]
         transient = bool(result.get("transient")) or status in RETRY_STATUSES
@@ -348,8 +378,13 @@ class Crawler:
             return "already seen"
         self.chain_urls.add(target)
         hop = self.scheduler.new_request(
-            target, depth=request.depth, info=request.info, origin=request.first_url,
-            hops=[*request.hops, target], attempts=0)
+            target,
+            depth=request.depth,
+            info=request.info,
+            origin=request.first_url,
+            hops=[*request.hops, target],
+            attempts=0,
+        )
         self.scheduler.submit(hop)
         return None
 
@@ -360,8 +395,11 @@ class Crawler:
         if error is None and status is not None and status >= 400:
             error = f"HTTP {status}"
             result["error_kind"] = f"http_{status // 100}xx"
-        new_links = self._put_links(request, result.get("outlinks") or ()) if (
-            status is not None and 200 <= status < 300 and error is None) else 0
+        new_links = (
+            self._put_links(request, result.get("outlinks") or ())
+            if (status is not None and 200 <= status < 300 and error is None)
+            else 0
+        )
         item = result.get("item") or {}
         record: dict[str, Any] = {
             "url": request.first_url,
@@ -464,8 +502,7 @@ class Crawler:
         self._checkpoint()
         self.final_stats = self._stats()
         self.stats_path.parent.mkdir(parents=True, exist_ok=True)
-        self.stats_path.write_text(json.dumps(self.final_stats, indent=2) + "\n",
-                                   encoding="utf-8")
+        self.stats_path.write_text(json.dumps(self.final_stats, indent=2) + "\n", encoding="utf-8")
         for pipeline in self.pipelines:
             pipeline.close()
         self.frontier.close()
@@ -476,8 +513,12 @@ class Crawler:
     # --------------------------------------------------------------- report
     def _progress_fields(self) -> dict[str, Any]:
         f = self.frontier.stats()
-        return {"queued": f["queued"] + self.scheduler.queued, "in_flight": len(self.in_flight),
-                "disk": f["waiting"] + f["finding"], "errors": sum(self.errors.values())}
+        return {
+            "queued": f["queued"] + self.scheduler.queued,
+            "in_flight": len(self.in_flight),
+            "disk": f["waiting"] + f["finding"],
+            "errors": sum(self.errors.values()),
+        }
 
     def _stats(self) -> dict[str, Any]:
         elapsed = time.monotonic() - self._started

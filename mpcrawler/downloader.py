@@ -50,8 +50,9 @@ class DownloadError(Exception):
     kind = "download"
     transient = False
 
-    def __init__(self, message: str, status: int | None = None, content_type: str = "",
-                 size: int = 0) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, content_type: str = "", size: int = 0
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.content_type = content_type
@@ -99,8 +100,9 @@ class Downloader(Module):
         super().__init__()
         self.settings = settings
 
-    def download(self, url: str, *, max_bytes: int | None = None,
-                 follow_redirects: bool = False) -> Response:
+    def download(
+        self, url: str, *, max_bytes: int | None = None, follow_redirects: bool = False
+    ) -> Response:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -118,14 +120,16 @@ class HttpDownloader(Downloader):
         self.session.max_redirects = 5
         self.timeout = (settings.timeout, settings.timeout)
 
-    def download(self, url: str, *, max_bytes: int | None = None,
-                 follow_redirects: bool = False) -> Response:
+    def download(
+        self, url: str, *, max_bytes: int | None = None, follow_redirects: bool = False
+    ) -> Response:
         limit = self.settings.max_bytes if max_bytes is None else max_bytes
         with self.track():
             started = time.perf_counter()
             try:
-                raw = self.session.get(url, stream=True, timeout=self.timeout,
-                                       allow_redirects=follow_redirects)
+                raw = self.session.get(
+                    url, stream=True, timeout=self.timeout, allow_redirects=follow_redirects
+                )
             except requests.Timeout as exc:
                 raise TimedOut(f"timeout: {exc}") from None
             except requests.TooManyRedirects as exc:
@@ -144,15 +148,18 @@ class HttpDownloader(Downloader):
                         size += len(chunk)
                         if size > limit:
                             raise BodyTooLarge(
-                                f"body larger than {limit} bytes", raw.status_code,
-                                content_type, size)
+                                f"body larger than {limit} bytes",
+                                raw.status_code,
+                                content_type,
+                                size,
+                            )
                         chunks.append(chunk)
                 except requests.Timeout as exc:
                     raise TimedOut(f"timeout reading body: {exc}", raw.status_code) from None
-                except (requests.RequestException, urllib3.exceptions.HTTPError,
-                        OSError) as exc:
-                    raise BrokenBody(f"broken body: {exc}", raw.status_code,
-                                     content_type, size) from None
+                except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+                    raise BrokenBody(
+                        f"broken body: {exc}", raw.status_code, content_type, size
+                    ) from None
                 return Response(
                     url=raw.url if follow_redirects else url,
                     status=raw.status_code,

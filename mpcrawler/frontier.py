@@ -163,8 +163,9 @@ class UrlQueueManager:
     another format version or an unreadable ``state.json``.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], cache_size: int = 10_000, *,
-                 fsync: bool = True) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], cache_size: int = 10_000, *, fsync: bool = True
+    ) -> None:
         if cache_size < 1:
             raise ValueError("cache_size must be at least 1")
         self.directory = Path(directory)
@@ -263,7 +264,7 @@ class UrlQueueManager:
             "next_segment": self._next_segment,
             "spilled": self.spilled_total,
             "snapshot": self._snapshot,
-            "segments": [s.to_json() + [w] for w, segs in self._disk.items() for s in segs],
+            "segments": [[*s.to_json(), w] for w, segs in self._disk.items() for s in segs],
         }
         _atomic_write(self.directory / STATE_FILE, json.dumps(state).encode(), self._fsync)
         if old_snapshot:
@@ -408,8 +409,12 @@ class UrlQueueManager:
         try:
             f = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
-            log.warning("frontier: cannot read %s (%s); its %d URLs are lost",
-                        segment.name, exc, segment.count)
+            log.warning(
+                "frontier: cannot read %s (%s); its %d URLs are lost",
+                segment.name,
+                exc,
+                segment.count,
+            )
             self._drop(segment, segment.count)
             return items
         with f:
@@ -418,8 +423,11 @@ class UrlQueueManager:
             while len(items) < limit and segment.offset < segment.end:
                 data = f.read(min(chunk, segment.end - segment.offset))
                 if not data:
-                    log.warning("frontier: %s is shorter than recorded; %d URLs lost",
-                                segment.name, segment.count)
+                    log.warning(
+                        "frontier: %s is shorter than recorded; %d URLs lost",
+                        segment.name,
+                        segment.count,
+                    )
                     self._drop(segment, segment.count)
                     break
                 got, used, corrupt = _decode_records(data, limit - len(items), segment.name)
@@ -534,7 +542,9 @@ class SeenSet:
     seen only once its put is durable.  Callers pass canonical URLs.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, flush_every: int | None = None) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, flush_every: int | None = None
+    ) -> None:
         self.directory = Path(directory)
         self._cache = diskcache.Cache(
             str(self.directory),

@@ -21,8 +21,14 @@ class Progress:
     def __init__(self, *, disabled: bool, total: int | None = None) -> None:
         self._bar: tqdm[Any] | None = None
         if not disabled:
-            self._bar = tqdm(total=total, unit="page", file=sys.stderr, dynamic_ncols=True,
-                             mininterval=0.25, smoothing=0.1)
+            self._bar = tqdm(
+                total=total,
+                unit="page",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                mininterval=0.25,
+                smoothing=0.1,
+            )
         self._done = 0
 
     def update(self, done: int, fields: dict[str, Any]) -> None:

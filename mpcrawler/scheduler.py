@@ -91,9 +91,16 @@ class Scheduler:
     (capped at 30 s) and ``delay``.
     """
 
-    def __init__(self, *, host_concurrency: int = 8, delay: float = 0.0, robots: bool = True,
-                 user_agent: str = "mpcrawler", robots_retry_delay: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        host_concurrency: int = 8,
+        delay: float = 0.0,
+        robots: bool = True,
+        user_agent: str = "mpcrawler",
+        robots_retry_delay: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.host_concurrency = host_concurrency
         self.delay = delay
         self.use_robots = robots
@@ -130,8 +137,9 @@ class Scheduler:
             return  # robots_result() reschedules the host
         self._schedule(host, max(self.clock(), host.next_start))
 
-    def robots_result(self, request: Request, status: int | None, body: str | None,
-                      transient_failure: bool) -> None:
+    def robots_result(
+        self, request: Request, status: int | None, body: str | None, transient_failure: bool
+    ) -> None:
         """Feed a robots.txt answer back.  4xx allows everything; 5xx or a
         network failure disallows the host for now and retries later; after
         ROBOTS_ATTEMPTS failures the host is given up."""
@@ -147,13 +155,17 @@ class Scheduler:
         elif transient_failure or status is None or status >= 500:
             host.robots_failures += 1
             if host.robots_failures >= ROBOTS_ATTEMPTS:
-                log.warning("robots.txt of %s failed %d times; giving the host up",
-                            host.key, host.robots_failures)
+                log.warning(
+                    "robots.txt of %s failed %d times; giving the host up",
+                    host.key,
+                    host.robots_failures,
+                )
                 host.robots_state = "failed"
             else:
                 host.robots_state = "unknown"
                 host.robots_retry_at = now + self.robots_retry_delay * 2 ** (
-                    host.robots_failures - 1)
+                    host.robots_failures - 1
+                )
         else:  # 3xx left over, 4xx: no usable robots.txt, so no restrictions
             host.robots = None
             host.robots_state = "ready"
@@ -194,8 +206,9 @@ class Scheduler:
                         self._schedule(host, host.robots_retry_at)
                         continue
                     scheme_host = host.key
-                    robots = Request(next(self._ids), scheme_host + "/robots.txt", key,
-                                     kind="robots")
+                    robots = Request(
+                        next(self._ids), scheme_host + "/robots.txt", key, kind="robots"
+                    )
                     host.robots_state = "fetching"
                     host.in_flight += 1
                     assigned.append((self._take_slot(robots, now), robots))
@@ -205,9 +218,7 @@ class Scheduler:
                 continue
             request = host.queue.popleft()
             self.queued -= 1
-            if host.robots is not None and not host.robots.can_fetch(
-                request.url, self.user_agent
-            ):
+            if host.robots is not None and not host.robots.can_fetch(request.url, self.user_agent):
                 refused.append((request, "disallowed by robots.txt"))
                 self._schedule(host, now)
                 continue

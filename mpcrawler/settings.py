@@ -62,10 +62,15 @@ class Settings:
 
     def validate(self) -> None:
         """Raise ValueError with one clear line for an impossible setting."""
-        positive = {"workers": self.workers, "threads": self.threads,
-                    "cache_size": self.cache_size, "host_concurrency": self.host_concurrency,
-                    "max_redirects": self.max_redirects + 1, "max_bytes": self.max_bytes,
-                    "max_url_length": self.max_url_length}
+        positive = {
+            "workers": self.workers,
+            "threads": self.threads,
+            "cache_size": self.cache_size,
+            "host_concurrency": self.host_concurrency,
+            "max_redirects": self.max_redirects + 1,
+            "max_bytes": self.max_bytes,
+            "max_url_length": self.max_url_length,
+        }
         for name, value in positive.items():
             if value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1")

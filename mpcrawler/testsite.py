@@ -24,10 +24,36 @@ from typing import Any
 
 __all__ = ["SiteServer", "TestSite", "serve_site"]
 
-_WORDS = (
-    "crawler frontier politeness robots scheduler worker process queue disk cache "
-    "waiting finding analyzer pipeline downloader request response link page site "
-    "host depth weight priority checkpoint record throughput latency").split()
+_WORDS = [
+    "crawler",
+    "frontier",
+    "politeness",
+    "robots",
+    "scheduler",
+    "worker",
+    "process",
+    "queue",
+    "disk",
+    "cache",
+    "waiting",
+    "finding",
+    "analyzer",
+    "pipeline",
+    "downloader",
+    "request",
+    "response",
+    "link",
+    "page",
+    "site",
+    "host",
+    "depth",
+    "weight",
+    "priority",
+    "checkpoint",
+    "record",
+    "throughput",
+    "latency",
+]
 
 
 class TestSite:
@@ -35,8 +61,14 @@ class TestSite:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, pages: int = 500, size: int = 30_000, fanout: int = 12,
-                 offsite_host: str = "127.0.0.2", seed: int = 7) -> None:
+    def __init__(
+        self,
+        pages: int = 500,
+        size: int = 30_000,
+        fanout: int = 12,
+        offsite_host: str = "127.0.0.2",
+        seed: int = 7,
+    ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
         self.pages = pages
@@ -49,8 +81,9 @@ class TestSite:
         sentences = []
         for i in range(0, len(words), 12):
             sentences.append(" ".join(words[i : i + 12]).capitalize() + ".")
-        self._filler = "\n".join(f"<p>{' '.join(sentences[i:i + 5])}</p>"
-                                 for i in range(0, len(sentences), 5))
+        self._filler = "\n".join(
+            f"<p>{' '.join(sentences[i : i + 5])}</p>" for i in range(0, len(sentences), 5)
+        )
         while len(self._filler) < size:
             self._filler += self._filler
 
@@ -86,7 +119,7 @@ class TestSite:
         ]
         nav = "\n".join(f'<li><a href="{h}">link {n}</a></li>' for n, h in enumerate(hrefs))
         head = (
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>Page {i}</title>"
             "<style>body{font-family:sans-serif}li{margin:2px}</style></head>\n"
             f"<body><h1>Page {i}</h1>\n<nav><ul>\n{nav}\n</ul></nav>\n<main>\n"
@@ -112,8 +145,14 @@ class SiteServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, site: TestSite, host: str = "127.0.0.1", port: int = 0,
-                 latency: float = 0.0, robots: str | None = None) -> None:
+    def __init__(
+        self,
+        site: TestSite,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        robots: str | None = None,
+    ) -> None:
         self.site = site
         self.latency = latency
         self.robots = robots
@@ -162,12 +201,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serve_site(site: TestSite, host: str = "127.0.0.1", port: int = 0, latency: float = 0.0,
-               robots: str | None = None) -> Iterator[SiteServer]:
+def serve_site(
+    site: TestSite,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    latency: float = 0.0,
+    robots: str | None = None,
+) -> Iterator[SiteServer]:
     """Serve ``site`` from a background thread for the duration of the block."""
     server = SiteServer(site, host, port, latency, robots)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+    )
     thread.start()
     try:
         yield server

@@ -48,10 +48,10 @@ def _normalize_component(text: str, safe: frozenset[int]) -> str:
         b = data[i]
         if b == 0x25 and i + 2 < n and data[i + 1] in _HEX and data[i + 2] in _HEX:
             value = int(data[i + 1 : i + 3], 16)
-            out.append(chr(value) if value in _UNRESERVED else "%%%02X" % value)
+            out.append(chr(value) if value in _UNRESERVED else f"%{value:02X}")
             i += 3
             continue
-        out.append(chr(b) if b in safe else "%%%02X" % b)
+        out.append(chr(b) if b in safe else f"%{b:02X}")
         i += 1
     return "".join(out)
 

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from .analyzer import Analyzer
-from .downloader import ROBOTS_MAX_BYTES, DownloadError, Downloader
+from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError
 from .modules import load_object
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize
@@ -137,8 +137,9 @@ class _Worker:
     def run(self) -> None:
         threading.Thread(target=self.receive, name="receiver", daemon=True).start()
         for n, downloader in enumerate(self.downloaders):
-            threading.Thread(target=self.slot, args=(downloader,), name=f"slot-{n}",
-                             daemon=True).start()
+            threading.Thread(
+                target=self.slot, args=(downloader,), name=f"slot-{n}", daemon=True
+            ).start()
         self.conn.send(("hello", self.index, os.getpid(), self.slots))
         running = self.slots
         last_summary = 0.0
@@ -165,32 +166,45 @@ class _Worker:
         self.conn.send(("bye", self.index, self.summaries()))
 
     # ------------------------------------------------------------- requests
-    def handle(self, downloader: Downloader, request_id: int, url: str, kind: str
-               ) -> dict[str, Any]:
-        result: dict[str, Any] = {"id": request_id, "url": url, "kind": kind,
-                                  "worker": downloader.id, "status": None, "error": None}
+    def handle(
+        self, downloader: Downloader, request_id: int, url: str, kind: str
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "id": request_id,
+            "url": url,
+            "kind": kind,
+            "worker": downloader.id,
+            "status": None,
+            "error": None,
+        }
         started = time.perf_counter()
         try:
             if kind == "robots":
-                response = downloader.download(url, max_bytes=ROBOTS_MAX_BYTES,
-                                               follow_redirects=True)
+                response = downloader.download(
+                    url, max_bytes=ROBOTS_MAX_BYTES, follow_redirects=True
+                )
                 result["status"] = response.status
                 result["body"] = response.body.decode("utf-8", "replace")
                 return result
             response = downloader.download(url)
         except DownloadError as exc:
-            result.update(status=exc.status, error=str(exc), error_kind=exc.kind,
-                          transient=exc.transient, content_type=exc.content_type,
-                          bytes=exc.size)
+            result.update(
+                status=exc.status,
+                error=str(exc),
+                error_kind=exc.kind,
+                transient=exc.transient,
+                content_type=exc.content_type,
+                bytes=exc.size,
+            )
             return result
         except Exception as exc:  # a user Downloader's bug is this page's error
-            result.update(error=f"downloader: {type(exc).__name__}: {exc}",
-                          error_kind="downloader")
+            result.update(error=f"downloader: {type(exc).__name__}: {exc}", error_kind="downloader")
             return result
         finally:
             result["elapsed_ms"] = round((time.perf_counter() - started) * 1000.0, 2)
-        result.update(status=response.status, content_type=response.content_type,
-                      bytes=len(response.body))
+        result.update(
+            status=response.status, content_type=response.content_type, bytes=len(response.body)
+        )
         if response.status in (429, 503) and "retry-after" in response.headers:
             result["retry_after"] = response.headers["retry-after"]
         if response.status in _REDIRECT_CODES and response.headers.get("location"):
@@ -203,13 +217,18 @@ class _Worker:
                 result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
             result["item"] = analysis.item
         except Exception as exc:
-            result.update(error=f"analyzer: {type(exc).__name__}: {exc}", error_kind="analyzer",
-                          links=0, outlinks=[])
+            result.update(
+                error=f"analyzer: {type(exc).__name__}: {exc}",
+                error_kind="analyzer",
+                links=0,
+                outlinks=[],
+            )
         return result
 
 
-def run_worker(index: int, conn: Connection, settings: dict[str, Any],
-               scope: dict[str, list[str]]) -> None:
+def run_worker(
+    index: int, conn: Connection, settings: dict[str, Any], scope: dict[str, list[str]]
+) -> None:
     """Entry point of a worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))

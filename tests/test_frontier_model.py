@@ -84,7 +84,5 @@ class FrontierModel(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-FrontierModel.TestCase.settings = settings(
-    max_examples=300, stateful_step_count=60, deadline=None
-)
+FrontierModel.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
 TestFrontierMatchesHeap = FrontierModel.TestCase

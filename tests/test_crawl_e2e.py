@@ -1,0 +1,230 @@
+"""The whole crawler, end to end: the CLI in a subprocess against a real site.
+
+Every assertion is made from the server's side (which paths it served, how
+often) and from the records the crawler wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import read_records, run_cli
+
+from mpcrawler.testsite import SiteServer, TestSite
+
+
+def page_hits(server: SiteServer) -> dict[str, int]:
+    return {path: n for path, n in server.hits.items() if path != "/robots.txt"}
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_every_page_found_exactly_once(site_300: SiteServer, tmp_path: Path, workers: int) -> None:
+    job = tmp_path / "job"
+    proc = run_cli(
+        "crawl",
+        site_300.url,
+        "--workers",
+        str(workers),
+        "--threads",
+        "3",
+        "--job-dir",
+        str(job),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = set(site_300.site.paths())
+    hits = page_hits(site_300)
+    assert set(hits) == expected
+    assert all(n == 1 for n in hits.values()), {p: n for p, n in hits.items() if n != 1}
+    assert site_300.hits["/robots.txt"] == 1
+    records = read_records(job / "pages.jsonl")
+    assert len(records) == 300
+    base = site_300.url.rstrip("/")
+    assert {r["url"] for r in records} == {base + p for p in expected}
+    assert all(r["status"] == 200 and r["error"] is None for r in records)
+    assert all(
+        r["title"] == f"Page {TestSite.page_index(site_300.site, r['url'][len(base) :])}"
+        for r in records
+    )
+    # every page was discovered exactly once, so new links add up to all but the seed
+    assert sum(r["new_links"] for r in records) == 299
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["pages"] == 300 and stats["errors"] == 0
+    kinds = {m["type"] for m in stats["modules"]}
+    assert {"HttpDownloader", "HtmlAnalyzer", "JsonLinesPipeline"} <= kinds
+    downloads = sum(m["completed"] for m in stats["modules"] if m["type"] == "HttpDownloader")
+    assert downloads == 301  # 300 pages and one robots.txt
+    assert "pages" in proc.stdout and "pages/s" in proc.stdout
+
+
+def test_record_fields(site_300: SiteServer, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    proc = run_cli(
+        "crawl",
+        site_300.url,
+        "--workers",
+        "1",
+        "--max-pages",
+        "5",
+        "--out",
+        str(out),
+        "--job-dir",
+        str(tmp_path / "job"),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = read_records(out)[0]
+    for key in (
+        "url",
+        "final_url",
+        "status",
+        "depth",
+        "content_type",
+        "bytes",
+        "title",
+        "links",
+        "new_links",
+        "elapsed_ms",
+        "worker",
+        "error",
+    ):
+        assert key in record
+    assert record["depth"] == 0 and record["content_type"] == "text/html"
+    assert record["bytes"] == 4_000
+    assert record["worker"].startswith("D") and "|pid-" in record["worker"]
+
+
+def test_max_pages_is_exact(site_300: SiteServer, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    proc = run_cli(
+        "crawl",
+        site_300.url,
+        "--workers",
+        "2",
+        "--max-pages",
+        "37",
+        "--job-dir",
+        str(job),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(read_records(job / "pages.jsonl")) == 37
+    assert sum(page_hits(site_300).values()) == 37
+
+
+def test_max_depth(site_300: SiteServer, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    proc = run_cli(
+        "crawl",
+        site_300.url,
+        "--workers",
+        "2",
+        "--max-depth",
+        "1",
+        "--job-dir",
+        str(job),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    site = site_300.site
+    depth1 = {TestSite.path(j) for j in site.links(0)} | {"/"}
+    assert set(page_hits(site_300)) == depth1
+    records = read_records(job / "pages.jsonl")
+    assert max(r["depth"] for r in records) == 1
+    assert len(records) == len(depth1)
+
+
+def test_offsite_links_never_fetched(make_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    home = make_site(TestSite(pages=60, size=2_000))
+    # The site's off-site links point at 127.0.0.2 on the same port: listen there.
+    offsite = make_site(TestSite(pages=60, size=2_000), host="127.0.0.2", port=home.port)
+    proc = run_cli("crawl", home.url, "--workers", "2", "--job-dir", str(tmp_path / "j"), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert sum(offsite.hits.values()) == 0
+    assert len(page_hits(home)) == 60
+
+
+def test_allow_domain_widens_scope(make_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    home = make_site(TestSite(pages=20, size=2_000))
+    offsite = make_site(TestSite(pages=20, size=2_000), host="127.0.0.2", port=home.port)
+    proc = run_cli(
+        "crawl",
+        home.url,
+        "--workers",
+        "1",
+        "--job-dir",
+        str(tmp_path / "j"),
+        "--allow-domain",
+        "127.0.0.2",
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    # each /offsite/N path is a 404 there, fetched once
+    assert offsite.hits and all(n == 1 for n in offsite.hits.values())
+    assert {p for p in offsite.hits if p.startswith("/offsite/")}
+
+
+def test_seeds_file(site_300: SiteServer, tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"# a comment\n\n{site_300.url}page/5\n  {site_300.url}page/6  \n")
+    job = tmp_path / "job"
+    proc = run_cli(
+        "crawl", "--seeds-file", str(seeds), "--max-depth", "0", "--job-dir", str(job), "--quiet"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert set(page_hits(site_300)) == {"/page/5", "/page/6"}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["crawl", "not a url"], "malformed seed URL"),
+        (["crawl", "ftp://example.invalid/"], "malformed seed URL"),
+        (["crawl", "http://127.0.0.1:9/", "--bogus"], "unrecognized arguments"),
+        (["crawl", "--seeds-file", "/nonexistent/seeds.txt"], "cannot read seeds file"),
+        (["crawl", "http://127.0.0.1:9/", "--out", "/proc/nope/out.jsonl"], "cannot write output"),
+        (["crawl", "http://127.0.0.1:9/", "--workers", "0"], "must be at least 1"),
+        (["crawl"], "no seed URLs"),
+        (["crawl", "http://127.0.0.1:9/", "--analyzer", "nosuchmodule:Thing"], "cannot import"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    proc = run_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert message in lines[0]
+    assert not (tmp_path / "pages.jsonl").exists() or args[-1] == "--bogus"
+
+
+def test_malformed_seeds_file_lines_reported(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.0.0.1:9/\nnot a url\n# fine\nmailto:x@y\n")
+    proc = run_cli("crawl", "--seeds-file", str(seeds))
+    assert proc.returncode == 2
+    assert "line(s) 2, 4" in proc.stderr
+
+
+def test_unreachable_seed_is_a_record_not_a_failure(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    # port 9 (discard) on loopback: nothing listens, so the connection is refused
+    proc = run_cli(
+        "crawl",
+        "http://127.0.0.1:9/",
+        "--workers",
+        "1",
+        "--retries",
+        "1",
+        "--retry-delay",
+        "0.05",
+        "--no-robots",
+        "--job-dir",
+        str(job),
+        "--quiet",
+    )
+    assert proc.returncode == 0, proc.stderr
+    [record] = read_records(job / "pages.jsonl")
+    assert record["status"] is None and record["error_kind"] == "connection"
+    assert record["attempts"] == 2
