@@ -1,0 +1,197 @@
+"""UrlQueueManager and SeenSet: the contract, crashes, corruption, memory."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from frontier_child import operations
+
+from mpcrawler.frontier import FrontierError, SeenSet, UrlQueueManager
+
+TESTS = Path(__file__).resolve().parent
+
+
+def drain(q: UrlQueueManager) -> list[str]:
+    urls = []
+    while (item := q.get()) is not None:
+        urls.append(item.url)
+        q.ack(item)
+    return urls
+
+
+def test_contract_as_written(tmp_path: Path) -> None:
+    q = UrlQueueManager(tmp_path, cache_size=10_000)
+    q.put("http://a/1", depth=0, weight=0)
+    q.put("http://a/2", depth=1, weight=5)
+    assert len(q) == 2
+    item = q.get()
+    assert item is not None and (item.url, item.depth, item.weight) == ("http://a/2", 1, 5)
+    q.ack(item)
+    q.flush()
+    q.close()
+    with UrlQueueManager(tmp_path, cache_size=10_000) as q2:
+        assert [i.url for i in q2] == ["http://a/1"]
+    seen = SeenSet(tmp_path / "seen")
+    assert seen.add("http://a/1") and not seen.add("http://a/1")
+    assert "http://a/1" in seen and "http://a/2" not in seen and len(seen) == 1
+    seen.flush()
+    seen.close()
+    with SeenSet(tmp_path / "seen") as again:
+        assert "http://a/1" in again and len(again) == 1
+
+
+def test_unacked_items_return_in_their_place_after_reopen(tmp_path: Path) -> None:
+    with UrlQueueManager(tmp_path, cache_size=2) as q:
+        for i in range(20):
+            q.put(f"u{i}", weight=i % 3)
+        got = [q.get() for _ in range(5)]
+        q.ack(got[1])
+    with UrlQueueManager(tmp_path, cache_size=3) as q:
+        order = drain(q)
+    expected = sorted((f"u{i}" for i in range(20)), key=lambda u: (-(int(u[1:]) % 3), int(u[1:])))
+    assert got[1] is not None
+    expected.remove(got[1].url)
+    assert order == expected
+
+
+def _replay(seed: int, flushes: int) -> tuple[set[str], set[str]]:
+    """The state at the given flush: (queued or un-acked, acked)."""
+    import heapq
+
+    heap: list[tuple[int, int, str]] = []
+    gotten: list[tuple[int, int, str]] = []
+    acked: set[str] = set()
+    n = done = 0
+    if flushes == 0:
+        return set(), set()
+    for op in operations(seed):
+        if op[0] == "put":
+            heapq.heappush(heap, (-op[3], n, op[1]))
+            n += 1
+        elif op[0] == "get":
+            if heap:
+                gotten.append(heapq.heappop(heap))
+        elif op[0] == "ack":
+            if gotten:
+                acked.add(gotten.pop(int(op[1] * len(gotten)))[2])
+        else:
+            done += 1
+            if done == flushes:
+                return {u for _, _, u in heap} | {u for _, _, u in gotten}, acked
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("seed, kill_after", [(1, 0.3), (2, 0.6), (3, 0.9), (4, 1.3)])
+def test_sigkill_loses_nothing_flushed(tmp_path: Path, seed: int, kill_after: float) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, str(TESTS / "frontier_child.py"), str(tmp_path), str(seed), "7"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+    )
+    time.sleep(kill_after)
+    proc.send_signal(signal.SIGKILL)
+    out, _ = proc.communicate(timeout=10)
+    flushes = len([line for line in out.splitlines() if line.startswith("FLUSHED")])
+    with UrlQueueManager(tmp_path, cache_size=7) as q:
+        found = drain(q)
+    assert len(found) == len(set(found)), "an item came back twice"
+    assert flushes > 3, "the child made too little progress to test anything"
+    # The kill may land after a flush completed but before it was reported,
+    # so the state on disk is that of the last reported flush or the next.
+    candidates = [_replay(seed, n) for n in (flushes, flushes + 1)]
+    assert any(must <= set(found) and not (acked & set(found)) for must, acked in candidates)
+
+
+def test_torn_tail_record_is_skipped_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with UrlQueueManager(tmp_path, cache_size=4) as q:
+        for i in range(100):
+            q.put(f"http://h/{i}")
+    state = json.loads((tmp_path / "state.json").read_text())
+    finding = [s for s in state["segments"] if s[1] == "finding"]
+    assert finding
+    path = tmp_path / finding[-1][0]
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF  # damage the last record's URL: its checksum no longer matches
+    path.write_bytes(bytes(data))
+    with caplog.at_level(logging.WARNING), UrlQueueManager(tmp_path, cache_size=4) as q:
+        found = drain(q)
+    assert found == [f"http://h/{i}" for i in range(99)]
+    assert any("checksum" in r.message for r in caplog.records)
+
+
+def test_truncated_segment_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with UrlQueueManager(tmp_path, cache_size=4) as q:
+        for i in range(50):
+            q.put(f"http://h/{i}")
+    state = json.loads((tmp_path / "state.json").read_text())
+    path = tmp_path / [s for s in state["segments"] if s[1] == "finding"][-1][0]
+    path.write_bytes(path.read_bytes()[:-5])
+    with caplog.at_level(logging.WARNING), UrlQueueManager(tmp_path, cache_size=4) as q:
+        found = drain(q)
+    assert found == [f"http://h/{i}" for i in range(49)]
+    assert caplog.records
+
+
+def test_no_pickle_on_disk(tmp_path: Path) -> None:
+    with UrlQueueManager(tmp_path / "q", cache_size=3) as q:
+        for i in range(30):
+            q.put(f"http://h/{i}", weight=i % 2)
+        q.get()
+    for path in (tmp_path / "q").iterdir():
+        data = path.read_bytes()
+        assert not data.startswith(b"\x80"), f"{path.name} looks like a pickle"
+    json.loads((tmp_path / "q" / "state.json").read_text())
+
+
+def test_other_format_version_is_refused(tmp_path: Path) -> None:
+    with UrlQueueManager(tmp_path, cache_size=3) as q:
+        q.put("http://h/1")
+    state = json.loads((tmp_path / "state.json").read_text())
+    state["format"] = 999
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    with pytest.raises(FrontierError, match="format 999"):
+        UrlQueueManager(tmp_path)
+
+
+MEMORY_SCRIPT = """
+import sys, tempfile
+from mpcrawler.frontier import UrlQueueManager
+def rss():
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmRSS'):
+                return int(line.split()[1]) * 1024
+q = UrlQueueManager(tempfile.mkdtemp(dir=sys.argv[1]), cache_size=10_000, fsync=False)
+q.put('http://warm.test/'); q.get(); q.flush()
+before = rss()
+for i in range(int(sys.argv[2])):
+    q.put(f'http://www.example.com/section/{i % 997}/page-{i}.html', depth=i % 7)
+q.flush()
+print(rss() - before, len(q))
+"""
+
+
+def test_memory_is_bounded_by_cache_size(tmp_path: Path) -> None:
+    count = 5_000_000
+    out = subprocess.run(
+        [sys.executable, "-c", MEMORY_SCRIPT, str(tmp_path), str(count)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+    ).stdout
+    growth, length = map(int, out.split())
+    assert length == count
+    assert growth < 60 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB"
