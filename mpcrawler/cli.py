@@ -435,6 +435,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mpcrawler: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:
+        from .crawler import CrawlError
+
+        if isinstance(exc, CrawlError):
+            print(f"mpcrawler: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

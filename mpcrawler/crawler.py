@@ -47,13 +47,19 @@ from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize
 from .worker import run_worker
 
-__all__ = ["CrawlResult", "Crawler"]
+__all__ = ["CrawlError", "CrawlResult", "Crawler"]
 
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_WORKER_CRASHES = 3
+MAX_STARTUP_FAILURES = 3
 _STOP_TIMEOUT = 10.0
+
+
+class CrawlError(RuntimeError):
+    """The crawl cannot go on (workers cannot start, the disk is full...).
+    The job directory is left resumable."""
 
 
 @dataclass
@@ -149,6 +155,7 @@ class Crawler:
         self.host_pages: collections.Counter[str] = collections.Counter()
         self.links_dropped = collections.Counter[str]()
         self.worker_restarts = 0
+        self._startup_failures = 0
         self._next_worker = 0
         self._started = time.monotonic()
         self._last_checkpoint = self._started
@@ -259,6 +266,7 @@ class Crawler:
         kind = message[0]
         if kind == "hello":
             handle.pid = message[2]
+            self._startup_failures = 0
             if not handle.stopping:
                 self.scheduler.add_slots(handle.index, message[3])
         elif kind == "results":
@@ -293,6 +301,13 @@ class Crawler:
         self.scheduler.remove_worker(handle.index)
         if handle.stopping:
             return
+        if not handle.pid:
+            self._startup_failures += 1
+            if self._startup_failures >= MAX_STARTUP_FAILURES:
+                raise CrawlError(
+                    f"worker processes exit during startup (exit code "
+                    f"{handle.process.exitcode}); if Crawler.run() is called from a script, "
+                    "call it under `if __name__ == '__main__':`")
         log.warning(
             "worker %d (pid %s) died with exit code %s; re-queueing %d requests",
             handle.index,
