@@ -105,7 +105,10 @@ class Crawler:
             settings.analyzer = object_path(analyzer)
         if downloader is not None:
             settings.downloader = object_path(downloader)
-        self._extra_pipelines = list(pipelines or [])
+        self._pipeline_specs: list[Pipeline | type | str] = [
+            *settings.pipelines,
+            *(pipelines or []),
+        ]
         settings.validate()
         for path in (settings.analyzer, settings.downloader):
             load_object(path)  # fail now, in the master, with a clear message
@@ -134,7 +137,7 @@ class Crawler:
         )
         self.frontier = UrlQueueManager(state_dir / "frontier", cache_size=s.cache_size)
         self.seen = SeenSet(state_dir / "seen")
-        self.pipelines: list[Pipeline] = [self._make_pipeline(p) for p in self._extra_pipelines]
+        self.pipelines: list[Pipeline] = [self._make_pipeline(p) for p in self._pipeline_specs]
         self.output = JsonLinesPipeline(self.out)
         self.pipelines.append(self.output)
         self.scheduler = Scheduler(
@@ -307,7 +310,8 @@ class Crawler:
                 raise CrawlError(
                     f"worker processes exit during startup (exit code "
                     f"{handle.process.exitcode}); if Crawler.run() is called from a script, "
-                    "call it under `if __name__ == '__main__':`")
+                    "call it under `if __name__ == '__main__':`"
+                )
         log.warning(
             "worker %d (pid %s) died with exit code %s; re-queueing %d requests",
             handle.index,

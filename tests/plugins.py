@@ -1,0 +1,40 @@
+"""User-supplied modules, as a user would write them, for the plug-in tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpcrawler import Analysis, HtmlAnalyzer, Pipeline, Response
+
+
+class CountingAnalyzer(HtmlAnalyzer):
+    """The default analysis plus a word count of the body."""
+
+    def analyze(self, response: Response) -> Analysis:
+        analysis = super().analyze(response)
+        analysis.item["words"] = len(response.body.split())
+        return analysis
+
+
+class FailingAnalyzer(HtmlAnalyzer):
+    """Raises on every page whose path ends in 7."""
+
+    def analyze(self, response: Response) -> Analysis:
+        if response.url.endswith("7"):
+            raise ValueError("this analyzer dislikes sevens")
+        return super().analyze(response)
+
+
+class TaggingPipeline(Pipeline):
+    def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        with self.track():
+            record["tag"] = "seen-by-tagger"
+            return record
+
+
+class FailingPipeline(Pipeline):
+    def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        with self.track():
+            if record["url"].endswith("3"):
+                raise RuntimeError("pipeline dislikes threes")
+            return record
