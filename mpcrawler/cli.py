@@ -158,6 +158,19 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         help="first retry backoff in seconds, doubled each time (default %(default)s)",
     )
     p.add_argument(
+        "--max-retry-after",
+        type=_non_negative_float,
+        default=d.max_retry_after,
+        help="cap on a server's Retry-After, in seconds (default %(default)s)",
+    )
+    p.add_argument(
+        "--robots-retry-delay",
+        type=_non_negative_float,
+        default=d.robots_retry_delay,
+        help="wait before refetching a robots.txt that failed, doubled each time; "
+        "the host is given up after 3 failures (default %(default)s)",
+    )
+    p.add_argument(
         "--max-bytes",
         type=_positive_int,
         default=d.max_bytes,
@@ -277,6 +290,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         timeout=args.timeout,
         retries=args.retries,
         retry_delay=args.retry_delay,
+        max_retry_after=args.max_retry_after,
+        robots_retry_delay=args.robots_retry_delay,
         max_bytes=args.max_bytes,
         max_url_length=args.max_url_length,
         max_pages_per_host=args.max_pages_per_host,

@@ -1,0 +1,147 @@
+"""A scripted loopback server for politeness and hostile-input tests.
+
+Each route is a function of (handler, hit number) returning status, headers
+and body (bytes, or an iterator of bytes to stream).  The server logs every
+request with its time and how many requests were open at once, per host.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Reply = tuple[int, dict[str, str], bytes | Iterable[bytes]]
+Route = Callable[["Handler", int], Reply]
+
+
+def html(body: str, status: int = 200, charset: str | None = "utf-8",
+         encoding: str = "utf-8", **headers: str) -> Reply:
+    content_type = "text/html" + (f"; charset={charset}" if charset else "")
+    return status, {"Content-Type": content_type, **headers}, body.encode(encoding)
+
+
+def links(*hrefs: str, title: str = "page") -> Reply:
+    items = "".join(f'<a href="{h}">{h}</a>' for h in hrefs)
+    return html(f"<html><head><title>{title}</title></head><body>{items}</body></html>")
+
+
+def redirect(location: str, status: int = 302) -> Reply:
+    return status, {"Location": location, "Content-Type": "text/html"}, b""
+
+
+@dataclass
+class Hit:
+    path: str
+    start: float
+    end: float = 0.0
+
+
+@dataclass
+class Log:
+    hits: list[Hit] = field(default_factory=list)
+    open_now: int = 0
+    max_open: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def counts(self) -> Counter[str]:
+        return Counter(h.path for h in self.hits)
+
+    def paths(self) -> list[str]:
+        return [h.path for h in self.hits]
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host: str, port: int, routes: dict[str, Route],
+                 default: Route | None = None) -> None:
+        self.routes = routes
+        self.default = default
+        self.log = Log()
+        super().__init__((host, port), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.server_address[0]}:{self.server_address[1]}"
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Server
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        log = self.server.log
+        hit = Hit(self.path, time.monotonic())
+        with log.lock:
+            n = sum(1 for h in log.hits if h.path == self.path)
+            log.hits.append(hit)
+            log.open_now += 1
+            log.max_open = max(log.max_open, log.open_now)
+        try:
+            route = self.server.routes.get(self.path, self.server.default)
+            if route is None:
+                status, headers, body = html("<title>nope</title>", status=404)
+            else:
+                status, headers, body = route(self, n)
+        finally:
+            # Closed as soon as the answer is ready: the client cannot start its
+            # next request before it has read this one.
+            hit.end = time.monotonic()
+            with log.lock:
+                log.open_now -= 1
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if isinstance(body, bytes):
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            else:
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                for chunk in body:
+                    self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+@contextmanager
+def serve(routes: dict[str, Route], host: str = "127.0.0.1", port: int = 0,
+          default: Route | None = None) -> Iterator[Server]:
+    server = Server(host, port, routes, default)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def slow(seconds: float, reply: Reply) -> Route:
+    def route(handler: Handler, n: int) -> Reply:
+        time.sleep(seconds)
+        return reply
+
+    return route
+
+
+def stream_forever(chunk: bytes = b"x" * 65536, limit_s: float = 20.0) -> Iterator[bytes]:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        yield chunk
