@@ -130,28 +130,44 @@ def run_one(impl: str, n: int, directory: str) -> dict[str, Any]:
         seen.flush()
         t3 = time.perf_counter()
         seen.close()
-        return {"impl": impl, "n": n, "put_per_s": n / (t1 - t0), "get_per_s": n / (t2 - t1),
-                "mixed_per_s": n / (t3 - t2), "rss_mb": peak / 2**20}
+        return {
+            "impl": impl,
+            "n": n,
+            "put_per_s": n / (t1 - t0),
+            "get_per_s": n / (t2 - t1),
+            "mixed_per_s": n / (t3 - t2),
+            "rss_mb": peak / 2**20,
+        }
     else:
         raise SystemExit(f"unknown implementation {impl}")
     assert got == n or impl == "seenset", (impl, got, n)
-    return {"impl": impl, "n": n, "put_per_s": n / (t1 - t0), "get_per_s": n / (t2 - t1),
-            "rss_mb": peak / 2**20}
+    return {
+        "impl": impl,
+        "n": n,
+        "put_per_s": n / (t1 - t0),
+        "get_per_s": n / (t2 - t1),
+        "rss_mb": peak / 2**20,
+    }
 
 
 def measure(impl: str, n: int) -> dict[str, Any]:
     directory = tempfile.mkdtemp(prefix=f"bench-{impl}-")
     try:
-        out = subprocess.run([sys.executable, __file__, "--one", impl, str(n), directory],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", impl, str(n), directory],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         return json.loads(out)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="1000000,10000000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--diskcache-max", type=int, default=200_000)
@@ -173,22 +189,35 @@ def main() -> None:
                 runs[impl].append(measure(impl, size))
         for impl in impls:
             r = runs[impl]
-            rows.append({"impl": impl, "n": r[0]["n"], "size": n,
-                         "put_per_s": statistics.median(x["put_per_s"] for x in r),
-                         "get_per_s": statistics.median(x["get_per_s"] for x in r),
-                         "rss_mb": statistics.median(x["rss_mb"] for x in r)})
+            rows.append(
+                {
+                    "impl": impl,
+                    "n": r[0]["n"],
+                    "size": n,
+                    "put_per_s": statistics.median(x["put_per_s"] for x in r),
+                    "get_per_s": statistics.median(x["get_per_s"] for x in r),
+                    "rss_mb": statistics.median(x["rss_mb"] for x in r),
+                }
+            )
     seen_runs = [measure("seenset", args.seen) for _ in range(args.repeat)]
-    print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
-          f"medians of {args.repeat} runs\n")
-    print(f"{'queue':<16}{'URLs':>12}{'put/s':>12}{'get+ack/s':>12}{'RSS MB':>9}"
-          f"{'vs queuelib':>13}")
+    print(
+        f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
+        f"medians of {args.repeat} runs\n"
+    )
+    print(
+        f"{'queue':<16}{'URLs':>12}{'put/s':>12}{'get+ack/s':>12}{'RSS MB':>9}{'vs queuelib':>13}"
+    )
     for row in rows:
         peer = next(r for r in rows if r["impl"] == "queuelib" and r["size"] == row["size"])
         ratio = (row["put_per_s"] + row["get_per_s"]) / (peer["put_per_s"] + peer["get_per_s"])
-        print(f"{row['impl']:<16}{row['n']:>12,}{row['put_per_s']:>12,.0f}"
-              f"{row['get_per_s']:>12,.0f}{row['rss_mb']:>9.1f}{ratio:>12.2f}x")
-    seen = {k: statistics.median(r[k] for r in seen_runs)
-            for k in ("put_per_s", "get_per_s", "mixed_per_s", "rss_mb")}
+        print(
+            f"{row['impl']:<16}{row['n']:>12,}{row['put_per_s']:>12,.0f}"
+            f"{row['get_per_s']:>12,.0f}{row['rss_mb']:>9.1f}{ratio:>12.2f}x"
+        )
+    seen = {
+        k: statistics.median(r[k] for r in seen_runs)
+        for k in ("put_per_s", "get_per_s", "mixed_per_s", "rss_mb")
+    }
     print(f"\nSeenSet, {args.seen:,} URLs (16-byte digests in diskcache):")
     print(f"  add, all new, flush every 10,000   {seen['put_per_s']:>10,.0f}/s")
     print(f"  membership test, half new          {seen['get_per_s']:>10,.0f}/s")

@@ -167,8 +167,7 @@ class Crawler:
             for pipeline in self.pipelines:
                 pipeline.open()
             for seed in self.seeds:
-                if self.seen.add(seed):
-                    self.frontier.put(seed, depth=0)
+                self._admit(seed, 0)
             self._checkpoint()
             self._start_workers()
             self._loop()
@@ -475,23 +474,23 @@ class Crawler:
         max_depth = self.settings.max_depth
         if max_depth is not None and depth > max_depth:
             return 0
+        return sum(self._admit(url, depth) for url in links if url not in self.chain_urls)
+
+    def _admit(self, url: str, depth: int) -> bool:
+        """Queue ``url`` unless it was seen or its host's page budget is spent."""
         budget = self.settings.max_pages_per_host
-        new = 0
-        for url in links:
-            if url in self.chain_urls:
-                continue
-            if budget is not None:
-                host = url.split("/", 3)[2]
-                if self.host_pages[host] >= budget:
-                    if url not in self.seen:
-                        self.links_dropped["host_budget"] += 1
-                    continue
-            if self.seen.add(url):
-                self.frontier.put(url, depth=depth)
-                new += 1
-                if budget is not None:
-                    self.host_pages[url.split("/", 3)[2]] += 1
-        return new
+        if budget is not None:
+            host = url.split("/", 3)[2]
+            if self.host_pages[host] >= budget:
+                if url not in self.seen:
+                    self.links_dropped["host_budget"] += 1
+                return False
+        if not self.seen.add(url):
+            return False
+        self.frontier.put(url, depth=depth)
+        if budget is not None:
+            self.host_pages[host] += 1
+        return True
 
     # -------------------------------------------------- checkpoint and stop
     def _checkpoint(self) -> None:

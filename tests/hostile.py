@@ -20,8 +20,13 @@ Reply = tuple[int, dict[str, str], bytes | Iterable[bytes]]
 Route = Callable[["Handler", int], Reply]
 
 
-def html(body: str, status: int = 200, charset: str | None = "utf-8",
-         encoding: str = "utf-8", **headers: str) -> Reply:
+def html(
+    body: str,
+    status: int = 200,
+    charset: str | None = "utf-8",
+    encoding: str = "utf-8",
+    **headers: str,
+) -> Reply:
     content_type = "text/html" + (f"; charset={charset}" if charset else "")
     return status, {"Content-Type": content_type, **headers}, body.encode(encoding)
 
@@ -60,8 +65,9 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str, port: int, routes: dict[str, Route],
-                 default: Route | None = None) -> None:
+    def __init__(
+        self, host: str, port: int, routes: dict[str, Route], default: Route | None = None
+    ) -> None:
         self.routes = routes
         self.default = default
         self.log = Log()
@@ -119,11 +125,13 @@ class Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def serve(routes: dict[str, Route], host: str = "127.0.0.1", port: int = 0,
-          default: Route | None = None) -> Iterator[Server]:
+def serve(
+    routes: dict[str, Route], host: str = "127.0.0.1", port: int = 0, default: Route | None = None
+) -> Iterator[Server]:
     server = Server(host, port, routes, default)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from conftest import read_records, run_cli
@@ -22,8 +23,22 @@ Disallow: /*.pdf$
 
 def crawl(url: str, tmp_path: Path, *extra: str) -> list[dict]:  # type: ignore[type-arg]
     job = tmp_path / "job"
-    proc = run_cli("crawl", url, "--job-dir", str(job), "--quiet", "--workers", "2",
-                   "--threads", "2", "--timeout", "5", "--retry-delay", "0.05", *extra)
+    proc = run_cli(
+        "crawl",
+        url,
+        "--job-dir",
+        str(job),
+        "--quiet",
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+        "--timeout",
+        "5",
+        "--retry-delay",
+        "0.05",
+        *extra,
+    )
     assert proc.returncode == 0, proc.stderr
     return read_records(job / "pages.jsonl")
 
@@ -31,8 +46,9 @@ def crawl(url: str, tmp_path: Path, *extra: str) -> list[dict]:  # type: ignore[
 def test_robots_rfc9309(tmp_path: Path) -> None:
     routes = {
         "/robots.txt": lambda h, n: (200, {"Content-Type": "text/plain"}, ROBOTS.encode()),
-        "/": lambda h, n: links("/a", "/a/b", "/a/b/c", "/ab", "/tie", "/x", "/doc.pdf",
-                                "/doc.pdf?v=1"),
+        "/": lambda h, n: links(
+            "/a", "/a/b", "/a/b/c", "/ab", "/tie", "/x", "/doc.pdf", "/doc.pdf?v=1"
+        ),
     }
     with serve(routes, default=lambda h, n: links()) as server:
         records = crawl(server.url + "/", tmp_path)
@@ -91,7 +107,7 @@ def test_delay_spaces_request_starts(tmp_path: Path) -> None:
         crawl(server.url + "/", tmp_path, "--delay", "0.25", "--no-robots")
         starts = sorted(h.start for h in server.log.hits)
     assert len(starts) == 7
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= 0.24, gaps
 
 
@@ -99,8 +115,17 @@ def test_host_concurrency_limit(tmp_path: Path) -> None:
     hrefs = [f"/p{i}" for i in range(12)]
     routes = {"/": lambda h, n: links(*hrefs)}
     with serve(routes, default=slow(0.2, links())) as server:
-        crawl(server.url + "/", tmp_path, "--host-concurrency", "2", "--no-robots",
-              "--workers", "2", "--threads", "4")
+        crawl(
+            server.url + "/",
+            tmp_path,
+            "--host-concurrency",
+            "2",
+            "--no-robots",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+        )
         assert server.log.max_open == 2
         assert len(server.log.hits) == 13
 
@@ -108,19 +133,25 @@ def test_host_concurrency_limit(tmp_path: Path) -> None:
 def test_crawl_delay_is_one_at_a_time_and_other_hosts_keep_going(tmp_path: Path) -> None:
     slow_robots = b"User-agent: *\nCrawl-delay: 0.5\n"
     hrefs_b = [f"/b{i}" for i in range(30)]
-    with serve({"/robots.txt": lambda h, n: (200, {}, b"")},
-               default=lambda h, n: links(*hrefs_b), host="127.0.0.3") as fast:
-        routes_a = {"/robots.txt": lambda h, n: (200, {}, slow_robots),
-                    "/": lambda h, n: links(*(f"/a{i}" for i in range(4)), fast.url + "/")}
+    with serve(
+        {"/robots.txt": lambda h, n: (200, {}, b"")},
+        default=lambda h, n: links(*hrefs_b),
+        host="127.0.0.3",
+    ) as fast:
+        routes_a = {
+            "/robots.txt": lambda h, n: (200, {}, slow_robots),
+            "/": lambda h, n: links(*(f"/a{i}" for i in range(4)), fast.url + "/"),
+        }
         with serve(routes_a, default=slow(0.05, links())) as polite:
-            crawl(polite.url + "/", tmp_path, "--allow-domain", "127.0.0.3",
-                  "--host-concurrency", "4")
+            crawl(
+                polite.url + "/", tmp_path, "--allow-domain", "127.0.0.3", "--host-concurrency", "4"
+            )
             a_hits = [h for h in polite.log.hits if h.path != "/robots.txt"]
             b_hits = [h for h in fast.log.hits if h.path != "/robots.txt"]
             a_max_open = polite.log.max_open
     assert len(a_hits) == 5 and len(b_hits) == 31
     starts = sorted(h.start for h in a_hits)
-    assert min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= 0.49
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.49
     assert a_max_open == 1
     # While host A waits out its Crawl-delay, host B is crawled to the end.
     assert max(h.end for h in b_hits) < starts[-1]
