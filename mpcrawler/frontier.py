@@ -21,14 +21,19 @@ Per weight, the disk holds one sorted run as a deque of immutable segment
 files: spills push a *waiting* segment at the front, puts append to the last
 *finding* segment, refills read from the front.
 
-Durability is by checkpoint.  ``flush()`` writes the cache and the gotten but
-un-acked items to a snapshot file, fsyncs every segment written since the
-last checkpoint, and then atomically replaces ``state.json``, which records
-each segment's read offset and valid length.  Reopening after a crash
-returns to that checkpoint exactly: later appends past a recorded length and
-unreferenced files are ignored and removed.  Records carry their length and a
-CRC32, so a torn or corrupt record is detected, logged and skipped.  Nothing
-on disk is pickle: records are ``struct``-packed, state is JSON.
+Durability is a checkpoint plus a journal.  A *checkpoint* writes the cache
+and the gotten-but-unacked items to a snapshot file, fsyncs every segment
+written since the last one, and atomically replaces ``state.json``, which
+records each segment's read offset and valid length and names a new, empty
+*journal*.  Between checkpoints every put, get and ack is appended to the
+journal: ``sync()`` hands it to the OS (survives the process being killed),
+``flush()`` also fsyncs it (survives a power cut) and checkpoints once the
+journal is long.  Reopening loads the checkpoint, deletes files it does not
+reference, replays the journal (the queue is deterministic, so replay
+rebuilds the exact state), and puts items gotten but not acked back in their
+places.  Records carry their length and a CRC32: a torn or corrupt record is
+detected, logged and skipped.  Nothing on disk is pickle: records are
+``struct``-packed, state is JSON.
 """
 
 from __future__ import annotations
@@ -53,14 +58,17 @@ __all__ = ["FORMAT_VERSION", "FrontierError", "SeenSet", "UrlInfo", "UrlQueueMan
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 STATE_FILE = "state.json"
 _HEADER = struct.Struct("<II")  # payload length, crc32(payload)
 _PAYLOAD = struct.Struct("<qqI")  # seq, weight, depth; the UTF-8 url follows
+_SEQ = struct.Struct("<q")
 _MAX_RECORD = 1 << 20
 _SEGMENT_RECORDS = 200_000  # a finding segment is sealed after this many records
 _MAX_OPEN_WRITERS = 32
-_SEGMENT_NAME = re.compile(r"^(waiting|finding|snapshot)-(\d+)\.seg$")
+_JOURNAL_LIMIT = 500_000  # records; flush() checkpoints past this
+_FILE_NAME = re.compile(r"^(waiting|finding|snapshot|journal)-(\d+)\.(seg|log)$")
+_PUT, _GET, _ACK = b"P", b"G", b"A"
 
 
 class FrontierError(RuntimeError):
@@ -76,36 +84,44 @@ class UrlInfo(NamedTuple):
     seq: int
 
 
-def _encode(item: UrlInfo) -> bytes:
-    payload = _PAYLOAD.pack(item.seq, item.weight, item.depth) + item.url.encode("utf-8")
+def _frame(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
-def _decode_records(data: bytes, limit: int, name: str) -> tuple[list[UrlInfo], int, bool]:
-    """Decode up to ``limit`` records from ``data``.
+def _encode(item: UrlInfo) -> bytes:
+    return _frame(_PAYLOAD.pack(item.seq, item.weight, item.depth) + item.url.encode("utf-8"))
 
-    Returns the items, the number of bytes consumed, and whether a corrupt
-    record was met (after which nothing more can be trusted in this file).
+
+def _decode(payload: bytes | memoryview) -> UrlInfo:
+    seq, weight, depth = _PAYLOAD.unpack_from(payload)
+    return UrlInfo(bytes(payload[_PAYLOAD.size :]).decode("utf-8"), depth, weight, seq)
+
+
+def _frames(data: bytes, limit: int, name: str) -> tuple[list[bytes], int, bool]:
+    """Split up to ``limit`` framed payloads off the front of ``data``.
+
+    Returns the payloads, the bytes consumed, and whether a corrupt record was
+    met (after which nothing more in this file can be trusted).  A record cut
+    off by the end of ``data`` is left for the caller to read on.
     """
-    items: list[UrlInfo] = []
+    payloads: list[bytes] = []
     pos, end = 0, len(data)
-    header_size, payload_size = _HEADER.size, _PAYLOAD.size
-    while len(items) < limit and pos + header_size <= end:
+    header_size = _HEADER.size
+    while len(payloads) < limit and pos + header_size <= end:
         length, crc = _HEADER.unpack_from(data, pos)
         start = pos + header_size
-        if length < payload_size or length > _MAX_RECORD or start + length > end:
-            if start + length > end and length <= _MAX_RECORD:
-                break  # record continues past this chunk; the caller reads on
+        if length > _MAX_RECORD:
             log.warning("frontier: corrupt record length in %s at byte %d; skipped", name, pos)
-            return items, pos, True
+            return payloads, pos, True
+        if start + length > end:
+            break
         payload = data[start : start + length]
         if zlib.crc32(payload) != crc:
             log.warning("frontier: checksum mismatch in %s at byte %d; skipped", name, pos)
-            return items, pos, True
-        seq, weight, depth = _PAYLOAD.unpack_from(payload)
-        items.append(UrlInfo(payload[payload_size:].decode("utf-8"), depth, weight, seq))
+            return payloads, pos, True
+        payloads.append(payload)
         pos = start + length
-    return items, pos, False
+    return payloads, pos, False
 
 
 @dataclass
@@ -120,16 +136,49 @@ class _Segment:
     count: int  # records not yet read
 
     def to_json(self) -> list[Any]:
-        return [self.name, self.kind, self.offset, self.end, self.count]
+        return [self.name, self.kind, self.offset, self.end, self.count, self.weight]
 
 
-class _Writer:
+class _AppendFile:
+    """An append-only file with a buffer the queue controls (no hidden buffering)."""
+
+    __slots__ = ("buffer", "fd")
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.buffer = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+        if len(self.buffer) >= 1 << 16:
+            self.sync()
+
+    def sync(self) -> None:
+        if not self.buffer:
+            return
+        data = bytes(self.buffer)
+        self.buffer.clear()
+        written = 0
+        while written < len(data):
+            written += os.write(self.fd, data[written:])
+
+    def fsync(self) -> None:
+        self.sync()
+        os.fsync(self.fd)
+
+    def close(self, *, discard: bool = False) -> None:
+        if not discard:
+            self.sync()
+        os.close(self.fd)
+
+
+class _Writer(_AppendFile):
     """The open tail of a finding segment."""
 
-    __slots__ = ("file", "segment")
+    __slots__ = ("segment",)
 
     def __init__(self, path: Path, segment: _Segment) -> None:
-        self.file = open(path, "ab", buffering=1 << 16)  # noqa: SIM115 - closed by the queue
+        super().__init__(path)
         self.segment = segment
 
 
@@ -160,7 +209,8 @@ class UrlQueueManager:
     weights.  Not thread-safe: the master process is its only user.
 
     Raises :class:`FrontierError` when ``directory`` holds a frontier of
-    another format version or an unreadable ``state.json``.
+    another format version or an unreadable ``state.json``; ``OSError`` (such
+    as ENOSPC) from writes propagates, and the last checkpoint stays intact.
     """
 
     def __init__(
@@ -186,6 +236,11 @@ class UrlQueueManager:
         self._next_seq = 0
         self._next_segment = 0
         self._snapshot: str | None = None
+        self._journal: _AppendFile | None = None
+        self._journal_name: str | None = None
+        self._journal_records = 0
+        self._replaying = False
+        self.recovered: list[UrlInfo] = []
         self.spilled_total = 0
         self._closed = False
         self._load()
@@ -197,6 +252,8 @@ class UrlQueueManager:
             raise TypeError("weight must be an int")
         item = UrlInfo(url, depth, weight, self._next_seq)
         self._next_seq += 1
+        if not self._replaying:
+            self._log(_PUT + _PAYLOAD.pack(item.seq, weight, depth) + url.encode("utf-8"))
         self._insert(item)
         return item
 
@@ -213,11 +270,17 @@ class UrlQueueManager:
             del self._cache[weight]
         self._cache_count -= 1
         self._unacked[item.seq] = item
+        if not self._replaying:
+            self._log(_GET + _SEQ.pack(item.seq))
         return item
 
     def ack(self, item: UrlInfo) -> bool:
         """Mark a gotten item done; False if it was not outstanding."""
-        return self._unacked.pop(item.seq, None) is not None
+        if self._unacked.pop(item.seq, None) is None:
+            return False
+        if not self._replaying:
+            self._log(_ACK + _SEQ.pack(item.seq))
+        return True
 
     def __len__(self) -> int:
         return self._cache_count + self._disk_count
@@ -237,52 +300,75 @@ class UrlQueueManager:
             "spilled": self.spilled_total,
         }
 
-    def flush(self) -> None:
-        """Checkpoint: once this returns, the current state survives a crash."""
+    def sync(self) -> None:
+        """Hand the journal to the OS: everything so far survives this process
+        being killed (not a power cut; that takes ``flush()``)."""
         self._check_open()
-        snapshot_items = sorted(
-            [*self._unacked.values(), *(i for b in self._cache.values() for i in b)],
-            key=lambda i: (-i.weight, i.seq),
-        )
-        old_snapshot = self._snapshot
+        assert self._journal is not None
+        self._journal.sync()
+
+    def flush(self) -> None:
+        """Everything so far is durable once this returns."""
+        self._check_open()
+        assert self._journal is not None
+        if self._journal_records >= _JOURNAL_LIMIT:
+            self.checkpoint()
+        elif self._fsync:
+            self._journal.fsync()
+        else:
+            self._journal.sync()
+
+    def checkpoint(self) -> None:
+        """Write the whole state afresh and start an empty journal."""
+        self._check_open()
+        cache_items = [i for w in sorted(self._cache, reverse=True) for i in self._cache[w]]
+        unacked = sorted(self._unacked.values(), key=lambda i: (-i.weight, i.seq))
+        old_snapshot, old_journal = self._snapshot, self._journal_name
         self._snapshot = None
-        if snapshot_items:
-            name = self._new_name("snapshot")
+        if cache_items or unacked:
+            name = self._new_name("snapshot", "seg")
             with open(self.directory / name, "wb") as f:
-                f.write(b"".join(_encode(i) for i in snapshot_items))
+                f.write(b"".join(map(_encode, cache_items)) + b"".join(map(_encode, unacked)))
             self._snapshot = name
             self._dirty.add(name)
         for writer in self._writers.values():
-            writer.file.flush()
+            writer.sync()
         if self._fsync:
             for name in self._dirty.difference(self._garbage):
                 _fsync_path(self.directory / name)
         self._dirty.clear()
+        journal_name = self._new_name("journal", "log")
+        journal = _AppendFile(self.directory / journal_name)
         state = {
             "format": FORMAT_VERSION,
             "next_seq": self._next_seq,
             "next_segment": self._next_segment,
             "spilled": self.spilled_total,
             "snapshot": self._snapshot,
-            "segments": [[*s.to_json(), w] for w, segs in self._disk.items() for s in segs],
+            "snapshot_cache": len(cache_items),
+            "journal": journal_name,
+            "segments": [s.to_json() for segs in self._disk.values() for s in segs],
         }
         _atomic_write(self.directory / STATE_FILE, json.dumps(state).encode(), self._fsync)
-        if old_snapshot:
-            self._garbage.append(old_snapshot)
+        if self._journal is not None:
+            self._journal.close(discard=True)
+        self._journal, self._journal_name, self._journal_records = journal, journal_name, 0
+        self._garbage += [n for n in (old_snapshot, old_journal) if n]
         for name in self._garbage:
             with contextlib.suppress(FileNotFoundError):
                 (self.directory / name).unlink()
         self._garbage.clear()
 
     def close(self) -> None:
-        """Flush and release files.  Un-acked items are delivered again on reopen."""
+        """Checkpoint and release files.  Un-acked items are delivered again on reopen."""
         if self._closed:
             return
-        self.flush()
-        for writer in self._writers.values():
-            writer.file.close()
-        self._writers.clear()
-        self._closed = True
+        self.checkpoint()
+        self._release(discard=False)
+
+    def abandon(self) -> None:
+        """Drop everything not yet synced and release files, as if killed (for tests)."""
+        self._release(discard=True)
 
     def __enter__(self) -> UrlQueueManager:
         return self
@@ -296,20 +382,30 @@ class UrlQueueManager:
             yield item
 
     # ------------------------------------------------------------ internals
+    def _release(self, *, discard: bool) -> None:
+        for writer in self._writers.values():
+            writer.close(discard=discard)
+        self._writers.clear()
+        if self._journal is not None:
+            self._journal.close(discard=discard)
+            self._journal = None
+        self._closed = True
+
     def _check_open(self) -> None:
         if self._closed:
             raise FrontierError("the queue is closed")
 
-    def _new_name(self, kind: str) -> str:
-        self._next_segment += 1
-        return f"{kind}-{self._next_segment:08d}.seg"
+    def _log(self, payload: bytes) -> None:
+        assert self._journal is not None, "the queue is closed"
+        self._journal.write(_frame(payload))
+        self._journal_records += 1
 
-    def _max_disk_weight(self) -> int | None:
-        return max(self._disk) if self._disk else None
+    def _new_name(self, kind: str, ext: str = "seg") -> str:
+        self._next_segment += 1
+        return f"{kind}-{self._next_segment:08d}.{ext}"
 
     def _insert(self, item: UrlInfo) -> None:
-        top = self._max_disk_weight()
-        if top is None or item.weight > top:
+        if not self._disk or item.weight > max(self._disk):
             bucket = self._cache.get(item.weight)
             if bucket is None:
                 bucket = self._cache[item.weight] = deque()
@@ -325,7 +421,7 @@ class UrlQueueManager:
         if writer is None or writer.segment.count >= _SEGMENT_RECORDS:
             writer = self._open_writer(item.weight)
         record = _encode(item)
-        writer.file.write(record)
+        writer.write(record)
         segment = writer.segment
         segment.end += len(record)
         segment.count += 1
@@ -334,10 +430,10 @@ class UrlQueueManager:
     def _open_writer(self, weight: int) -> _Writer:
         old = self._writers.pop(weight, None)
         if old is not None:
-            old.file.close()
+            old.close()
         if len(self._writers) >= _MAX_OPEN_WRITERS:
             victim = next(iter(self._writers))
-            self._writers.pop(victim).file.close()
+            self._writers.pop(victim).close()
         name = self._new_name("finding")
         segment = _Segment(name, "finding", weight, 0, 0, 0)
         self._disk.setdefault(weight, deque()).append(segment)
@@ -360,11 +456,12 @@ class UrlQueueManager:
             self._cache_count -= take
             to_spill -= take
             self._push_waiting(weight, spilled)
+            self.spilled_total += take
 
     def _push_waiting(self, weight: int, items: list[UrlInfo]) -> None:
         """Write ``items`` (sorted) as a waiting segment at the front of ``weight``."""
         name = self._new_name("waiting")
-        data = b"".join(_encode(i) for i in items)
+        data = b"".join(map(_encode, items))
         with open(self.directory / name, "wb") as f:
             f.write(data)
         self._dirty.add(name)
@@ -372,7 +469,6 @@ class UrlQueueManager:
         self._disk.setdefault(weight, deque()).appendleft(segment)
         self._disk_count += len(items)
         self._waiting_count += len(items)
-        self.spilled_total += len(items)
 
     def _refill(self) -> None:
         """Move the disk's head items into the cache, up to the cache's 3/4."""
@@ -395,7 +491,7 @@ class UrlQueueManager:
                     del self._disk[weight]
                 writer = self._writers.get(weight)
                 if writer is not None and writer.segment is segment:
-                    writer.file.close()
+                    writer.close()
                     del self._writers[weight]
                 self._garbage.append(segment.name)
 
@@ -403,11 +499,10 @@ class UrlQueueManager:
         """Read up to ``limit`` records from the front of ``segment``."""
         writer = self._writers.get(segment.weight)
         if writer is not None and writer.segment is segment:
-            writer.file.flush()
+            writer.sync()
         items: list[UrlInfo] = []
-        path = self.directory / segment.name
         try:
-            f = open(path, "rb")  # noqa: SIM115 - closed below
+            f = open(self.directory / segment.name, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
             log.warning(
                 "frontier: cannot read %s (%s); its %d URLs are lost",
@@ -418,38 +513,25 @@ class UrlQueueManager:
             self._drop(segment, segment.count)
             return items
         with f:
-            f.seek(segment.offset)
             chunk = max(1 << 16, min(limit * 128, 1 << 24))
-            while len(items) < limit and segment.offset < segment.end:
-                data = f.read(min(chunk, segment.end - segment.offset))
-                if not data:
-                    log.warning(
-                        "frontier: %s is shorter than recorded; %d URLs lost",
-                        segment.name,
-                        segment.count,
-                    )
-                    self._drop(segment, segment.count)
-                    break
-                got, used, corrupt = _decode_records(data, limit - len(items), segment.name)
-                items.extend(got)
-                segment.offset += used
-                self._drop(segment, len(got))
-                if corrupt:
-                    self._drop(segment, segment.count)
-                    segment.offset = segment.end
-                    break
-                if not got and used == 0:
-                    if len(data) >= chunk:
-                        chunk *= 2  # one record longer than the chunk
-                        f.seek(segment.offset)
-                        continue
-                    log.warning("frontier: torn record at the end of %s; skipped", segment.name)
-                    self._drop(segment, segment.count)
-                    segment.offset = segment.end
-                    break
+            while len(items) < limit and segment.offset < segment.end and segment.count:
                 f.seek(segment.offset)
-        if segment.offset >= segment.end and segment.count:
-            log.warning("frontier: %s ended %d records early", segment.name, segment.count)
+                data = f.read(min(chunk, segment.end - segment.offset))
+                payloads, used, corrupt = _frames(data, limit - len(items), segment.name)
+                items.extend(map(_decode, payloads))
+                segment.offset += used
+                self._drop(segment, len(payloads))
+                if corrupt or (not payloads and len(data) < chunk):
+                    if not corrupt:
+                        log.warning("frontier: torn record at the end of %s; skipped", segment.name)
+                    segment.offset = segment.end
+                elif not payloads:
+                    chunk *= 2  # one record longer than the chunk
+        if segment.count and segment.offset >= segment.end:
+            log.warning(
+                "frontier: %s ended %d records early; they are lost", segment.name, segment.count
+            )
+        if segment.offset >= segment.end:
             self._drop(segment, segment.count)
         return items
 
@@ -464,6 +546,7 @@ class UrlQueueManager:
         state_path = self.directory / STATE_FILE
         if not state_path.exists():
             self._remove_unreferenced(set())
+            self.checkpoint()
             return
         try:
             state = json.loads(state_path.read_text("utf-8"))
@@ -485,47 +568,97 @@ class UrlQueueManager:
                 self._disk_count += segment.count
                 if kind == "waiting":
                     self._waiting_count += segment.count
-            snapshot = state.get("snapshot")
+            snapshot, cached = state.get("snapshot"), int(state.get("snapshot_cache", 0))
+            journal = state.get("journal")
         except (KeyError, TypeError, ValueError) as exc:
             raise FrontierError(f"malformed frontier state {state_path}: {exc}") from exc
         referenced = {s.name for segs in self._disk.values() for s in segs}
-        if snapshot:
-            referenced.add(snapshot)
+        referenced.update(n for n in (snapshot, journal) if n)
         self._remove_unreferenced(referenced)
         if snapshot:
-            self._restore_snapshot(snapshot)
+            self._restore_snapshot(snapshot, cached)
+        if journal:
+            self._replay(journal)
+        self._return_unacked()
+        if self._cache_count > self.cache_size:
+            self._spill()
+        self.checkpoint()
 
-    def _restore_snapshot(self, name: str) -> None:
-        path = self.directory / name
+    def _read_file(self, name: str) -> list[bytes]:
         try:
-            data = path.read_bytes()
+            data = (self.directory / name).read_bytes()
         except OSError as exc:
-            log.warning("frontier: cannot read snapshot %s: %s", name, exc)
-            return
-        items, used, corrupt = _decode_records(data, 1 << 62, name)
-        if corrupt or used != len(data):
-            log.warning("frontier: snapshot %s is damaged after %d records", name, len(items))
+            log.warning("frontier: cannot read %s: %s", name, exc)
+            return []
+        payloads, used, corrupt = _frames(data, 1 << 62, name)
+        if not corrupt and used != len(data):
+            log.warning("frontier: torn record at the end of %s; skipped", name)
         self._garbage.append(name)
-        top = self._max_disk_weight()
-        # Items that sort before everything on disk go back to the cache; an
-        # un-acked item of a weight below the disk's top goes to the front of
-        # its weight's disk run, which is exactly where it sorted before.
+        return payloads
+
+    def _restore_snapshot(self, name: str, cached: int) -> None:
+        for n, payload in enumerate(self._read_file(name)):
+            item = _decode(payload)
+            if n < cached:
+                self._cache.setdefault(item.weight, deque()).append(item)
+                self._cache_count += 1
+            else:
+                self._unacked[item.seq] = item
+
+    def _replay(self, name: str) -> None:
+        """Re-run the journal's operations on the checkpointed state."""
+        self._replaying = True
+        try:
+            for payload in self._read_file(name):
+                op, body = payload[:1], payload[1:]
+                if op == _PUT:
+                    item = _decode(body)
+                    if item.seq != self._next_seq:
+                        raise FrontierError(f"journal {name} does not follow its checkpoint")
+                    self.put(item.url, item.depth, item.weight)
+                    self.recovered.append(item)
+                elif op == _GET:
+                    (seq,) = _SEQ.unpack(body)
+                    got = self.get()
+                    if got is None or got.seq != seq:
+                        raise FrontierError(f"journal {name} does not follow its checkpoint")
+                elif op == _ACK:
+                    self._unacked.pop(_SEQ.unpack(body)[0], None)
+        except FrontierError as exc:
+            log.error("frontier: %s; replay stopped there", exc)
+        finally:
+            self._replaying = False
+
+    def _return_unacked(self) -> None:
+        """Put un-acked items back where they sorted.
+
+        One of weight below the disk's top goes to the front of its weight's
+        disk run (it sorts before everything there); the rest merge into the
+        cache, which is rebuilt in order.
+        """
+        if not self._unacked:
+            return
+        top = max(self._disk) if self._disk else None
         behind: dict[int, list[UrlInfo]] = {}
-        for item in items:
+        merged = [i for b in self._cache.values() for i in b]
+        for item in self._unacked.values():
             if top is not None and item.weight < top:
                 behind.setdefault(item.weight, []).append(item)
             else:
-                self._cache.setdefault(item.weight, deque()).append(item)
-                self._cache_count += 1
+                merged.append(item)
+        self._unacked.clear()
+        merged.sort(key=lambda i: (-i.weight, i.seq))
+        self._cache = {}
+        for item in merged:
+            self._cache.setdefault(item.weight, deque()).append(item)
+        self._cache_count = len(merged)
         for weight, group in behind.items():
+            group.sort(key=lambda i: i.seq)
             self._push_waiting(weight, group)
-            self.spilled_total -= len(group)
-        if self._cache_count > self.cache_size:
-            self._spill()
 
     def _remove_unreferenced(self, referenced: set[str]) -> None:
         for path in self.directory.iterdir():
-            match = _SEGMENT_NAME.match(path.name)
+            match = _FILE_NAME.match(path.name)
             if match and path.name not in referenced:
                 path.unlink()
                 self._next_segment = max(self._next_segment, int(match.group(2)))

@@ -15,7 +15,9 @@ from mpcrawler.frontier import UrlQueueManager
 
 class FrontierModel(RuleBasedStateMachine):
     """The reference: a heap keyed by (-weight, put number); un-acked items
-    go back to their original place when the queue is closed and reopened."""
+    go back to their original place when the queue is closed and reopened.
+    A crash (the process killed) goes back to the state of the last sync or
+    flush, with that moment's un-acked items back in their places."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -24,6 +26,7 @@ class FrontierModel(RuleBasedStateMachine):
         self.outstanding: dict[str, tuple[int, int, str, int]] = {}
         self.gotten: dict[str, object] = {}
         self.counter = 0
+        self.synced: tuple[list[tuple[int, int, str, int]], int] = ([], 0)
 
     @initialize(cache_size=st.integers(min_value=1, max_value=6))
     def open_queue(self, cache_size: int) -> None:
@@ -67,10 +70,31 @@ class FrontierModel(RuleBasedStateMachine):
             heapq.heappush(self.heap, key)
         self.outstanding.clear()
         self.gotten.clear()
+        self.remember()
+
+    def remember(self) -> None:
+        state = self.heap + list(self.outstanding.values())
+        heapq.heapify(state)
+        self.synced = (state, self.counter)
 
     @rule()
     def flush(self) -> None:
         self.q.flush()
+        self.remember()
+
+    @rule()
+    def sync(self) -> None:
+        self.q.sync()
+        self.remember()
+
+    @rule()
+    def crash(self) -> None:
+        self.q.abandon()
+        self.q = UrlQueueManager(self.dir, cache_size=self.cache_size, fsync=False)
+        heap, self.counter = self.synced
+        self.heap = list(heap)
+        self.outstanding.clear()
+        self.gotten.clear()
 
     @invariant()
     def length_matches(self) -> None:
