@@ -11,6 +11,7 @@ the job); 2 usage or configuration error; 130 interrupted; 1 internal error.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import signal
 import subprocess
@@ -176,6 +177,17 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         default=d.max_bytes,
         help="cap on a decoded body (default %(default)s)",
     )
+    p.add_argument(
+        "--grace",
+        type=_non_negative_float,
+        default=d.grace,
+        help="on SIGINT/SIGTERM, seconds to let in-flight requests finish (default %(default)s)",
+    )
+    p.add_argument(
+        "--hang-timeout",
+        type=_non_negative_float,
+        help="kill a worker that holds one request this long (default: 4 x timeout + 10 s)",
+    )
     p.add_argument("--max-url-length", type=_positive_int, default=d.max_url_length)
     p.add_argument("--max-pages-per-host", type=_positive_int)
     p.add_argument("--log-file", help="write the full log here")
@@ -212,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the results go; emptied first (default %(default)s)",
     )
     demo.add_argument("--quiet", action="store_true")
+
+    status = sub.add_parser("status", help="print a job's state without touching it")
+    status.add_argument("job_dir", metavar="DIR")
+    status.add_argument("--json", action="store_true", help="as JSON")
 
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
     site.add_argument("--pages", type=_positive_int, default=500)
@@ -296,6 +312,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_url_length=args.max_url_length,
         max_pages_per_host=args.max_pages_per_host,
         log_file=args.log_file,
+        grace=args.grace,
+        hang_timeout=args.hang_timeout,
     )
     try:
         settings.validate()
@@ -353,12 +371,49 @@ def format_summary(stats: dict[str, Any]) -> str:
 
 def run_crawl(settings: Settings) -> int:
     from .crawler import Crawler, configure_logging
+    from .frontier import FrontierError
+    from .jobdir import JobConflict
 
     configure_logging(settings.log_file)
     crawler = Crawler(settings)
-    result = crawler.run()
-    print(format_summary(result.stats), flush=True)
-    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+    try:
+        result = crawler.run()
+    except (JobConflict, FrontierError) as exc:
+        raise UsageError(str(exc)) from None
+    if result.already_finished:
+        print(f"job in {result.job_dir} is already finished; nothing to do", flush=True)
+    if "modules" in result.stats:
+        print(format_summary(result.stats), flush=True)
+    else:
+        print(f"pages      {result.stats.get('pages')}", flush=True)
+    if result.interrupted:
+        print(
+            f"interrupted: rerun the same command to resume from {result.job_dir}"
+            if result.job_dir
+            else "interrupted",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from .jobdir import JobConflict, JobDir
+
+    job = JobDir(args.job_dir)
+    if not job.exists():
+        raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
+    try:
+        status = job.status()
+    except (JobConflict, ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        for key, value in status.items():
+            print(f"{key:<14}{value}")
+    return EXIT_OK
 
 
 @contextmanager
@@ -443,6 +498,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(args)
         if args.command == "serve-site":
             return run_site(args)
+        if args.command == "status":
+            return run_status(args)
         raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover
     except UsageError as exc:
         print(f"mpcrawler: error: {exc}", file=sys.stderr)

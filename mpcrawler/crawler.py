@@ -2,50 +2,56 @@
 
 Data flow (the master is the only writer of crawl state)::
 
-    frontier (UrlQueueManager) --get--> Scheduler --("fetch", ...)--> worker pipe
-         ^                                 ^  ^                            |
-         | put new links (seen set dedup)  |  | free slot                  |
-         |                                 |  +------ ("results", ...) <---+
-         +----------- Crawler._on_result --+--> pipelines --> pages.jsonl
+    frontier (UrlQueueManager) --get--> Scheduler --dispatch--> WorkerPool --> workers
+         ^                                 ^   ^ free slots          |
+         | put new links (seen-set dedup)  |   +--------- results <--+
+         +------------------ Crawler._on_result --> pipelines --> pages.jsonl
 
-One loop waits on every worker pipe and every worker's process sentinel at
-once (``multiprocessing.connection.wait``), so a result or a dead worker is
-seen the moment it happens.  Each frontier item becomes exactly one record:
-fetched, failed, refused by robots.txt, or dropped after crashing workers.
-Redirects and retries stay in the master's memory until the chain ends; only
-then are its hops marked seen, its record written, its links put and its item
-acked, in that order, so a crash at any point replays the chain whole.
+Each frontier item becomes exactly one record: fetched, failed, refused by
+robots.txt, or dropped after crashing workers.  Redirects and retries stay in
+the master's memory until the chain ends; only then are its hops marked seen,
+its record written, its links put and its item acked, in that order.
 
-Checkpoints (every ``checkpoint_interval`` seconds and at the end) flush the
-pipelines, then the frontier, then the seen set: a record is on disk before
-its item's ack is durable, and a URL is durably seen only once its put is.
+Durability, in order: the JSON Lines output is line-buffered, so a record is
+in the OS once written; the frontier's journal is synced to the OS after
+every batch of results, so a killed master loses at most the pages of the
+batch it was handling; every ``checkpoint_interval`` seconds the pipelines,
+then the frontier, then the seen set are made durable and ``job.json`` is
+replaced.  A URL is durably seen only once its put is durable; after a crash
+the frontier's replayed puts are added to the seen set again.
+
+SIGINT or SIGTERM stops the dispatching, lets in-flight requests finish for
+``grace`` seconds, checkpoints and returns ``interrupted``; a second signal
+stops at once.  Running out of disk stops the same way and raises CrawlError.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import email.utils
+import errno
 import json
 import logging
-import multiprocessing
-import multiprocessing.connection
 import shutil
+import signal
+import sqlite3
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .frontier import SeenSet, UrlQueueManager
+from .jobdir import JobDir, JobState
 from .modules import load_object, object_path
 from .pipelines import JsonLinesPipeline, Pipeline
+from .pool import PoolError, WorkerPool
 from .progress import Progress
 from .scheduler import Request, Scheduler
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize
-from .worker import run_worker
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler"]
 
@@ -53,8 +59,7 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_WORKER_CRASHES = 3
-MAX_STARTUP_FAILURES = 3
-_STOP_TIMEOUT = 10.0
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 class CrawlError(RuntimeError):
@@ -70,17 +75,13 @@ class CrawlResult:
     out: Path
     job_dir: Path | None
     interrupted: bool = False
+    already_finished: bool = False
 
 
-@dataclass
-class _WorkerHandle:
-    index: int
-    process: multiprocessing.process.BaseProcess
-    conn: multiprocessing.connection.Connection
-    pid: int = 0
-    requests: dict[int, Request] = field(default_factory=dict)
-    stopping: bool = False
-    said_bye: bool = False
+def _is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError):
+        return exc.errno in _DISK_FULL
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
 
 
 class Crawler:
@@ -89,7 +90,8 @@ class Crawler:
     ``analyzer`` and ``downloader`` may be classes or ``pkg.mod:Class`` paths
     (they are imported again in every worker); ``pipelines`` are Pipeline
     instances or classes (constructed with the settings) that run in the
-    master before the JSON Lines output.
+    master before the JSON Lines output.  Call ``run()`` under
+    ``if __name__ == "__main__":`` in a script, as with any multiprocessing.
     """
 
     def __init__(
@@ -112,32 +114,37 @@ class Crawler:
         settings.validate()
         for path in (settings.analyzer, settings.downloader):
             load_object(path)  # fail now, in the master, with a clear message
-        self.seeds = [canonicalize(s) for s in settings.seeds]
-        self.scope = Scope.from_seeds(self.seeds, settings.allow_domains)
+        settings.seeds = [canonicalize(s) for s in settings.seeds]
+        self.scope = Scope.from_seeds(settings.seeds, settings.allow_domains)
 
     # ------------------------------------------------------------------ run
     def run(self) -> CrawlResult:
         s = self.settings
-        self._temp_dir: str | None = None
-        if s.job_dir:
-            self.job_dir: Path | None = Path(s.job_dir)
-            state_dir = self.job_dir
-        else:
-            self.job_dir = None
-            self._temp_dir = tempfile.mkdtemp(prefix="mpcrawler-")
-            state_dir = Path(self._temp_dir)
+        self._temp_dir = None if s.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
+        self.job_dir = Path(s.job_dir) if s.job_dir else None
+        state_dir = self.job_dir or Path(self._temp_dir or ".")
         state_dir.mkdir(parents=True, exist_ok=True)
-        self.out = (
-            Path(s.out)
-            if s.out
-            else (state_dir / "pages.jsonl" if self.job_dir else Path("pages.jsonl"))
-        )
+        default_out = state_dir / "pages.jsonl" if self.job_dir else Path("pages.jsonl")
+        self.out = Path(s.out) if s.out else default_out
         self.stats_path = (
             self.job_dir / "stats.json" if self.job_dir else self.out.with_name("stats.json")
         )
+        self.jobdir = JobDir(state_dir)
+        self.job = JobState()
+        if self.job_dir and self.jobdir.exists():
+            stored, self.job = self.jobdir.read()
+            self.jobdir.check_compatible(stored, s.to_dict())
+            if self.job.state == "finished":
+                return self._finished_before()
+        unclean = self.job.state == "running"
+        self.job.runs += 1
+        self.job.state = "running"
         self.frontier = UrlQueueManager(state_dir / "frontier", cache_size=s.cache_size)
         self.seen = SeenSet(state_dir / "seen")
-        self.pipelines: list[Pipeline] = [self._make_pipeline(p) for p in self._pipeline_specs]
+        for item in self.frontier.recovered:  # puts replayed after a crash
+            self.seen.add(item.url)
+        self.frontier.recovered.clear()
+        self.pipelines = [self._make_pipeline(p) for p in self._pipeline_specs]
         self.output = JsonLinesPipeline(self.out)
         self.pipelines.append(self.output)
         self.scheduler = Scheduler(
@@ -147,76 +154,96 @@ class Crawler:
             user_agent=s.user_agent,
             robots_retry_delay=s.robots_retry_delay,
         )
-        self.workers: dict[int, _WorkerHandle] = {}
-        self.in_flight: dict[int, Request] = {}
+        self.pool = WorkerPool(
+            s.workers,
+            (s.to_dict(), self.scope.to_dict()),
+            on_slots=self.scheduler.add_slots,
+            on_result=self._on_result,
+            on_lost=self._on_lost,
+            on_summaries=self._record_summaries,
+        )
         self.chain_urls: set[str] = set()
-        self.pages_started = 0
-        self.pages_done = 0
-        self.errors: collections.Counter[str] = collections.Counter()
-        self.statuses: collections.Counter[str] = collections.Counter()
+        self.errors = collections.Counter(self.job.errors)
+        self.statuses = collections.Counter(self.job.statuses)
+        self.host_pages = collections.Counter(self.job.host_pages)
+        self.links_dropped = collections.Counter(self.job.links_dropped)
+        self.pages_done = self.job.pages
+        self._restarts_before, self._elapsed_before = self.job.worker_restarts, self.job.elapsed_s
         self.module_summaries: dict[str, dict[str, Any]] = {}
-        self.host_pages: collections.Counter[str] = collections.Counter()
-        self.links_dropped = collections.Counter[str]()
-        self.worker_restarts = 0
-        self._startup_failures = 0
-        self._next_worker = 0
-        self._started = time.monotonic()
-        self._last_checkpoint = self._started
-        self.progress = Progress(disabled=s.quiet, total=s.max_pages)
+        self._stop_requested = self._abort = self._finished = False
+        self._started = self._last_checkpoint = self._last_hang_check = time.monotonic()
+        self.progress = Progress(disabled=s.quiet, total=s.max_pages, initial=self.pages_done)
+        failure: BaseException | None = None
+        previous = self._install_signal_handlers()
         try:
             for pipeline in self.pipelines:
                 pipeline.open()
-            for seed in self.seeds:
+            if unclean:
+                self._recount_from_output()
+            self.pages_started = self._pages_at_start = self.pages_done
+            for seed in s.seeds:
                 self._admit(seed, 0)
             self._checkpoint()
-            self._start_workers()
+            self.pool.start()
             self._loop()
+        except (OSError, sqlite3.OperationalError) as exc:
+            if not _is_disk_full(exc):
+                raise
+            failure = exc
+            log.error("out of disk space: %s; stopping (the job can be resumed)", exc)
+        except PoolError as exc:
+            failure = exc
         finally:
-            self._shutdown()
-        return CrawlResult(self.final_stats, self.out, self.job_dir)
+            self._shutdown(failure)
+            self._restore_signal_handlers(previous)
+        if failure is not None:
+            raise CrawlError(
+                f"out of disk space ({failure}); free some and rerun the same command to resume"
+                if _is_disk_full(failure)
+                else str(failure)
+            ) from failure
+        interrupted = not self._finished
+        return CrawlResult(self.final_stats, self.out, self.job_dir, interrupted=interrupted)
 
-    # ------------------------------------------------------------ processes
-    def _start_workers(self) -> None:
-        self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(["mpcrawler.worker"])
-        for _ in range(self.settings.workers):
-            self._start_worker()
+    def _finished_before(self) -> CrawlResult:
+        try:
+            stats = json.loads(self.stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            stats = {"pages": self.job.pages, "errors": sum(self.job.errors.values())}
+        return CrawlResult(stats, self.out, self.job_dir, already_finished=True)
 
-    def _start_worker(self) -> None:
-        index = self._next_worker
-        self._next_worker += 1
-        parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(
-            target=run_worker,
-            name=f"mpcrawler-worker-{index}",
-            daemon=True,
-            args=(index, child, self.settings.to_dict(), self.scope.to_dict()),
-        )
-        process.start()
-        child.close()
-        self.workers[index] = _WorkerHandle(index, process, parent)
-
+    # ----------------------------------------------------------------- loop
     def _loop(self) -> None:
-        while True:
-            self._fill()
-            assigned, refused = self.scheduler.dispatch()
-            for request, reason in refused:
-                self._finish(
-                    request,
-                    {"error": reason, "error_kind": "robots", "status": None, "worker": None},
-                )
-            self._send(assigned)
-            if not self.in_flight and not self.scheduler.queued and not self._can_pull():
-                break
-            timeout = self.scheduler.next_event()
-            timeout = 0.5 if timeout is None else min(timeout, 0.5)
-            waitables: list[Any] = []
-            for handle in self.workers.values():
-                waitables.append(handle.conn)
-                waitables.append(handle.process.sentinel)
-            for ready in multiprocessing.connection.wait(waitables, timeout):
-                self._on_ready(ready)
+        grace_deadline: float | None = None
+        hang_limit = self.settings.hang_timeout or 4 * self.settings.timeout + 10
+        while not self._abort:
             now = time.monotonic()
+            if self._stop_requested:
+                if grace_deadline is None:
+                    grace_deadline = now + self.settings.grace
+                    log.warning(
+                        "stopping: letting %d requests finish (up to %.0f s)",
+                        len(self.pool.in_flight),
+                        self.settings.grace,
+                    )
+                if not self.pool.in_flight or now >= grace_deadline:
+                    return
+            else:
+                self._fill()
+                assigned, refused = self.scheduler.dispatch()
+                for request, reason in refused:
+                    self._finish(request, {"error": reason, "error_kind": "robots"})
+                self.pool.send(assigned)
+                if not self.pool.in_flight and not self.scheduler.queued and not self._can_pull():
+                    self._finished = True
+                    return
+            timeout = self.scheduler.next_event()
+            self.pool.wait(0.5 if timeout is None else min(timeout, 0.5))
+            self.frontier.sync()
+            now = time.monotonic()
+            if now - self._last_hang_check >= 1.0:
+                self._last_hang_check = now
+                self.pool.kill_hung(hang_limit)
             if now - self._last_checkpoint >= self.settings.checkpoint_interval:
                 self._checkpoint()
             self.progress.update(self.pages_done, self._progress_fields())
@@ -230,129 +257,44 @@ class Crawler:
     def _fill(self) -> None:
         """Move items from the frontier into the scheduler, up to a buffer
         big enough to keep every slot busy while some hosts wait."""
-        slots = self.settings.workers * self.settings.threads
-        buffer = max(1000, 16 * slots)
+        buffer = max(1000, 16 * self.settings.workers * self.settings.threads)
         while self.scheduler.queued < buffer and self._can_pull():
             item = self.frontier.get()
             if item is None:
                 break
             self.pages_started += 1
-            self.scheduler.submit(self.scheduler.new_request(item.url, depth=item.depth, info=item))
-
-    def _send(self, assigned: list[tuple[int, Request]]) -> None:
-        batches: dict[int, list[tuple[int, str, str]]] = collections.defaultdict(list)
-        for worker, request in assigned:
-            self.in_flight[request.id] = request
-            self.workers[worker].requests[request.id] = request
-            batches[worker].append((request.id, request.url, request.kind))
-        for worker, batch in batches.items():
-            handle = self.workers[worker]
-            # A dead worker's sentinel fires next; _on_worker_exit re-queues the batch.
-            with contextlib.suppress(OSError):
-                handle.conn.send(("fetch", batch))
-
-    def _on_ready(self, ready: Any) -> None:
-        for handle in list(self.workers.values()):
-            if ready is handle.conn:
-                try:
-                    while handle.conn.poll():
-                        self._on_message(handle, handle.conn.recv())
-                except (EOFError, OSError):
-                    self._on_worker_exit(handle)
-                return
-            if ready == handle.process.sentinel:
-                self._on_worker_exit(handle)
-                return
-
-    def _on_message(self, handle: _WorkerHandle, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "hello":
-            handle.pid = message[2]
-            self._startup_failures = 0
-            if not handle.stopping:
-                self.scheduler.add_slots(handle.index, message[3])
-        elif kind == "results":
-            for result in message[2]:
-                request = handle.requests.pop(result["id"], None)
-                if request is None:
-                    continue
-                self.in_flight.pop(request.id, None)
-                if not handle.stopping:
-                    self.scheduler.add_slots(handle.index, 1)
-                self.scheduler.finished(request)
-                self._on_result(request, result)
-            if message[3]:
-                self._record_summaries(message[3])
-        elif kind == "bye":
-            handle.said_bye = True
-            self._record_summaries(message[2])
-
-    def _record_summaries(self, summaries: list[dict[str, Any]]) -> None:
-        for summary in summaries:
-            self.module_summaries[summary["id"]] = summary
-
-    def _on_worker_exit(self, handle: _WorkerHandle) -> None:
-        """A worker is gone: its requests go back to the scheduler."""
-        if self.workers.pop(handle.index, None) is None:
-            return
-        with contextlib.suppress(EOFError, OSError):
-            while handle.conn.poll():  # results it sent before dying still count
-                self._on_message(handle, handle.conn.recv())
-        handle.conn.close()
-        handle.process.join(timeout=1)
-        self.scheduler.remove_worker(handle.index)
-        if handle.stopping:
-            return
-        if not handle.pid:
-            self._startup_failures += 1
-            if self._startup_failures >= MAX_STARTUP_FAILURES:
-                raise CrawlError(
-                    f"worker processes exit during startup (exit code "
-                    f"{handle.process.exitcode}); if Crawler.run() is called from a script, "
-                    "call it under `if __name__ == '__main__':`"
-                )
-        log.warning(
-            "worker %d (pid %s) died with exit code %s; re-queueing %d requests",
-            handle.index,
-            handle.pid,
-            handle.process.exitcode,
-            len(handle.requests),
-        )
-        for request in handle.requests.values():
-            self.in_flight.pop(request.id, None)
-            self.scheduler.finished(request)
-            request.crashes += 1
-            if request.crashes >= MAX_WORKER_CRASHES:
-                self._finish(
-                    request,
-                    {
-                        "status": None,
-                        "worker": None,
-                        "error_kind": "worker_crash",
-                        "error": f"crashed {request.crashes} worker processes",
-                    },
-                )
-            elif request.kind == "robots":
-                self.scheduler.robots_result(request, None, None, True)
-            else:
-                self.scheduler.submit(request)
-        self.worker_restarts += 1
-        self._start_worker()
+            request = self.scheduler.new_request(item.url, depth=item.depth, info=item)
+            self.scheduler.submit(request)
 
     # -------------------------------------------------------------- results
-    def _on_result(self, request: Request, result: dict[str, Any]) -> None:
-        if request.kind == "robots":
-            self.scheduler.robots_result(
+    def _on_lost(self, request: Request) -> None:
+        """A request died with its worker: try again, up to a limit."""
+        self.scheduler.finished(request)
+        request.crashes += 1
+        if request.crashes >= MAX_WORKER_CRASHES:
+            self._finish(
                 request,
-                result["status"],
-                result.get("body"),
-                bool(result.get("transient"))
-                or (result["error"] is not None and result["status"] is None),
+                {
+                    "error_kind": "worker_crash",
+                    "error": f"crashed {request.crashes} worker processes",
+                },
             )
-            return
+        elif request.kind == "robots":
+            self.scheduler.robots_result(request, None, None, True)
+        else:
+            self.scheduler.submit(request)
+
+    def _on_result(self, request: Request, result: dict[str, Any]) -> None:
+        self.scheduler.finished(request)
         status = result["status"]
+        if request.kind == "robots":
+            failed = bool(result.get("transient")) or (
+                result["error"] is not None and status is None
+            )
+            self.scheduler.robots_result(request, status, result.get("body"), failed)
+            return
         transient = bool(result.get("transient")) or status in RETRY_STATUSES
-        if transient and request.attempts < self.settings.retries:
+        if transient and request.attempts < self.settings.retries and not self._stop_requested:
             request.attempts += 1
             delay = self._backoff(request.attempts, result.get("retry_after"))
             self.scheduler.retry_later(request, time.monotonic() + delay)
@@ -362,12 +304,12 @@ class Crawler:
             reason = self._follow_redirect(request, location)
             if reason is None:
                 return
-            result.setdefault("redirect_to", location)
-            if reason != "already seen":
+            result["redirect_to"] = location
+            if reason == "already seen":
+                result["note"] = "redirect target already seen"
+            else:
                 result["error"] = f"redirect not followed: {reason}"
                 result["error_kind"] = "redirect"
-            else:
-                result["note"] = "redirect target already seen"
         self._finish(request, result)
 
     def _backoff(self, attempt: int, retry_after: str | None) -> float:
@@ -379,7 +321,7 @@ class Crawler:
         return min(delay, self.settings.max_retry_after)
 
     def _follow_redirect(self, request: Request, location: str) -> str | None:
-        """Queue the next hop of a chain; None if followed, else the reason not."""
+        """Queue the next hop of a chain; None if followed, else why not."""
         try:
             target = canonicalize(location)
         except InvalidURL:
@@ -401,7 +343,6 @@ class Crawler:
             info=request.info,
             origin=request.first_url,
             hops=[*request.hops, target],
-            attempts=0,
         )
         self.scheduler.submit(hop)
         return None
@@ -413,11 +354,8 @@ class Crawler:
         if error is None and status is not None and status >= 400:
             error = f"HTTP {status}"
             result["error_kind"] = f"http_{status // 100}xx"
-        new_links = (
-            self._put_links(request, result.get("outlinks") or ())
-            if (status is not None and 200 <= status < 300 and error is None)
-            else 0
-        )
+        ok = status is not None and 200 <= status < 300 and error is None
+        new_links = self._put_links(request, result.get("outlinks") or ()) if ok else 0
         item = result.get("item") or {}
         record: dict[str, Any] = {
             "url": request.first_url,
@@ -479,12 +417,11 @@ class Crawler:
     def _admit(self, url: str, depth: int) -> bool:
         """Queue ``url`` unless it was seen or its host's page budget is spent."""
         budget = self.settings.max_pages_per_host
-        if budget is not None:
-            host = url.split("/", 3)[2]
-            if self.host_pages[host] >= budget:
-                if url not in self.seen:
-                    self.links_dropped["host_budget"] += 1
-                return False
+        host = url.split("/", 3)[2]
+        if budget is not None and self.host_pages[host] >= budget:
+            if url not in self.seen:
+                self.links_dropped["host_budget"] += 1
+            return False
         if not self.seen.add(url):
             return False
         self.frontier.put(url, depth=depth)
@@ -492,70 +429,134 @@ class Crawler:
             self.host_pages[host] += 1
         return True
 
-    # -------------------------------------------------- checkpoint and stop
+    def _record_summaries(self, summaries: list[dict[str, Any]]) -> None:
+        for summary in summaries:
+            self.module_summaries[summary["id"]] = summary
+
+    # ----------------------------------------------------- state and stop
     def _checkpoint(self) -> None:
         for pipeline in self.pipelines:
             pipeline.flush()
         self.frontier.flush()
         self.seen.flush()
+        if self.job_dir:
+            self.jobdir.write(self.settings.to_dict(), self._job_state())
         self._last_checkpoint = time.monotonic()
 
-    def _shutdown(self) -> None:
-        for handle in list(self.workers.values()):
-            handle.stopping = True
-            with contextlib.suppress(OSError):
-                handle.conn.send(("stop",))
-        deadline = time.monotonic() + _STOP_TIMEOUT
-        while self.workers and time.monotonic() < deadline:
-            waitables: list[Any] = []
-            for handle in self.workers.values():
-                waitables += [handle.conn, handle.process.sentinel]
-            for ready in multiprocessing.connection.wait(waitables, 0.5):
-                self._on_ready(ready)
-        for handle in list(self.workers.values()):
-            handle.process.kill()
-            handle.process.join(timeout=5)
-            self.workers.pop(handle.index, None)
+    def _job_state(self) -> JobState:
+        job = self.job
+        job.pages = self.pages_done
+        job.errors, job.statuses = dict(self.errors), dict(self.statuses)
+        job.host_pages, job.links_dropped = dict(self.host_pages), dict(self.links_dropped)
+        job.worker_restarts = self._restarts_before + self.pool.restarts
+        job.elapsed_s = self._elapsed_before + (time.monotonic() - self._started)
+        return job
+
+    def _recount_from_output(self) -> None:
+        """After an unclean stop, job.json lags the output: count the records."""
+        self.pages_done = 0
+        self.errors.clear()
+        self.statuses.clear()
+        for record in self.output.records():
+            self.pages_done += 1
+            status = record.get("status")
+            self.statuses[str(status) if status is not None else "none"] += 1
+            if record.get("error"):
+                self.errors[record.get("error_kind") or "other"] += 1
+
+    def _shutdown(self, failure: BaseException | None) -> None:
+        in_flight = bool(getattr(self, "pool", None) and self.pool.in_flight)
+        quick = failure is not None or self._abort or (self._stop_requested and in_flight)
+        if hasattr(self, "pool"):
+            try:
+                self.pool.stop(wait=0.0 if quick else 10.0)
+            except Exception:  # never let a worker problem lose the checkpoint
+                log.exception("while stopping workers")
         self.progress.close()
-        self._checkpoint()
+        self.job.state = (
+            "failed" if failure is not None else "finished" if self._finished else "interrupted"
+        )
+        self.job.message = str(failure) if failure is not None else None
+        try:
+            self._checkpoint()
+        except Exception as exc:
+            log.error(
+                "the final checkpoint failed (%s); the job resumes from the previous one", exc
+            )
         self.final_stats = self._stats()
-        self.stats_path.parent.mkdir(parents=True, exist_ok=True)
-        self.stats_path.write_text(json.dumps(self.final_stats, indent=2) + "\n", encoding="utf-8")
-        for pipeline in self.pipelines:
-            pipeline.close()
-        self.frontier.close()
-        self.seen.close()
+        try:
+            self.stats_path.parent.mkdir(parents=True, exist_ok=True)
+            self.stats_path.write_text(
+                json.dumps(self.final_stats, indent=2) + "\n", encoding="utf-8"
+            )
+        except OSError as exc:
+            log.error("cannot write %s: %s", self.stats_path, exc)
+        for closer in [*(p.close for p in self.pipelines), self.frontier.close, self.seen.close]:
+            try:
+                closer()
+            except Exception as exc:
+                log.error("while closing: %s", exc)
         if self._temp_dir:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    def _restore_signal_handlers(self, previous: dict[int, Any]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self._stop_requested:
+            self._abort = True
+            print("\nmpcrawler: stopping now", file=sys.stderr, flush=True)
+        else:
+            self._stop_requested = True
+            print(
+                f"\nmpcrawler: {signal.Signals(signum).name}: finishing in-flight requests "
+                f"(up to {self.settings.grace:g} s; again to stop now)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     # --------------------------------------------------------------- report
     def _progress_fields(self) -> dict[str, Any]:
         f = self.frontier.stats()
         return {
             "queued": f["queued"] + self.scheduler.queued,
-            "in_flight": len(self.in_flight),
+            "in_flight": len(self.pool.in_flight),
             "disk": f["waiting"] + f["finding"],
+            "spilled": f["spilled"],
             "errors": sum(self.errors.values()),
         }
 
     def _stats(self) -> dict[str, Any]:
-        elapsed = time.monotonic() - self._started
-        frontier = self.frontier.stats()
+        job = self._job_state()
+        run_elapsed = time.monotonic() - self._started
+        run_pages = self.pages_done - getattr(self, "_pages_at_start", self.pages_done)
         modules = sorted(self.module_summaries.values(), key=lambda m: m["id"])
         modules += [p.summary() for p in self.pipelines]
         return {
+            "state": job.state,
             "pages": self.pages_done,
             "errors": sum(self.errors.values()),
             "errors_by_kind": dict(sorted(self.errors.items())),
             "statuses": dict(sorted(self.statuses.items())),
-            "elapsed_s": round(elapsed, 3),
-            "pages_per_s": round(self.pages_done / elapsed, 2) if elapsed > 0 else 0.0,
-            "frontier": frontier,
+            "elapsed_s": round(run_elapsed, 3),
+            "pages_per_s": round(run_pages / run_elapsed, 2) if run_elapsed > 0 else 0.0,
+            "total_elapsed_s": round(job.elapsed_s, 3),
+            "runs": job.runs,
+            "frontier": self.frontier.stats(),
             "seen": len(self.seen),
             "links_dropped": dict(self.links_dropped),
             "workers": self.settings.workers,
             "threads": self.settings.threads,
-            "worker_restarts": self.worker_restarts,
+            "worker_restarts": job.worker_restarts,
             "modules": modules,
             "out": str(self.out),
         }
@@ -564,7 +565,8 @@ class Crawler:
         if isinstance(spec, Pipeline):
             return spec
         cls = load_object(spec) if isinstance(spec, str) else spec
-        return cls(self.settings)
+        pipeline: Pipeline = cls(self.settings)
+        return pipeline
 
 
 def _parse_retry_after(value: str) -> float | None:

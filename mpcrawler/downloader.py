@@ -4,6 +4,8 @@ Runs in a worker process, one instance per download slot, each with its own
 ``requests.Session``.  It never follows redirects (the master checks every hop
 like a link) and reads the body as a stream, counting decoded bytes, so a
 huge page or a compression bomb costs at most ``max_bytes`` of memory.
+``timeout`` bounds the connect and each read; a whole download is cut off
+after 3 x ``timeout``, so a server that drips bytes cannot hold a slot.
 """
 
 from __future__ import annotations
@@ -143,8 +145,15 @@ class HttpDownloader(Downloader):
                 content_type, charset = parse_content_type(headers.get("content-type", ""))
                 chunks: list[bytes] = []
                 size = 0
+                deadline = started + 3 * self.settings.timeout
                 try:
                     for chunk in raw.iter_content(_CHUNK):
+                        if time.perf_counter() > deadline:
+                            raise TimedOut(
+                                f"download took over {3 * self.settings.timeout:g} s "
+                                "(3 x --timeout)",
+                                raw.status_code,
+                            )
                         size += len(chunk)
                         if size > limit:
                             raise BodyTooLarge(

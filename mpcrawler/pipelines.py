@@ -9,8 +9,10 @@ the frontier is checkpointed, so a record acked in the frontier is on disk.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,8 +55,50 @@ class JsonLinesPipeline(Pipeline):
         self.written = 0
 
     def open(self) -> None:
+        """Open for appending, line-buffered: each record reaches the OS as it
+        is written.  A torn last line (the disk filled up, the process was
+        killed mid-write) is cut off first; that page is fetched again."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._drop_torn_tail()
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+
+    def _drop_torn_tail(self) -> None:
+        try:
+            with open(self.path, "rb+") as f:
+                size = f.seek(0, os.SEEK_END)
+                if size == 0:
+                    return
+                f.seek(size - 1)
+                if f.read(1) == b"\n":
+                    return
+                pos = size
+                while pos > 0:
+                    step = min(65536, pos)
+                    f.seek(pos - step)
+                    block = f.read(step)
+                    newline = block.rfind(b"\n")
+                    if newline >= 0:
+                        f.truncate(pos - step + newline + 1)
+                        return
+                    pos -= step
+                f.truncate(0)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.ESPIPE:  # a pipe or a device: nothing to mend
+                raise
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Read back what this file holds (skipping lines that do not parse)."""
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        yield json.loads(line)
+                    except ValueError:
+                        continue
+        except OSError:
+            return
 
     def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
         with self.track():
@@ -66,7 +110,11 @@ class JsonLinesPipeline(Pipeline):
     def flush(self) -> None:
         if self._file is not None:
             self._file.flush()
-            os.fsync(self._file.fileno())
+            try:
+                os.fsync(self._file.fileno())
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # pipes, devices
+                    raise
 
     def close(self) -> None:
         if self._file is not None:

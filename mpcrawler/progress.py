@@ -18,10 +18,12 @@ tqdm.monitor_interval = 0
 
 
 class Progress:
-    def __init__(self, *, disabled: bool, total: int | None = None) -> None:
+    def __init__(self, *, disabled: bool, total: int | None = None, initial: int = 0) -> None:
         self._bar: tqdm[Any] | None = None
+        self._done = initial
         if not disabled:
             self._bar = tqdm(
+                initial=initial,
                 total=total,
                 unit="page",
                 file=sys.stderr,

@@ -48,6 +48,7 @@ class Settings:
     max_url_length: int = 2048
     max_pages_per_host: int | None = None
     grace: float = 10.0
+    hang_timeout: float | None = None  # default: 4 x timeout + 10 s
     log_file: str | None = None
     checkpoint_interval: float = 2.0
     robots_retry_delay: float = 30.0

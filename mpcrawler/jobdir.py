@@ -1,0 +1,151 @@
+"""The job directory: everything a crawl needs to stop and go on later.
+
+Layout::
+
+    DIR/job.json      format version, settings, state, counters (this module)
+    DIR/frontier/     the UrlQueueManager (state.json, segments, journal)
+    DIR/seen/         the SeenSet (diskcache)
+    DIR/pages.jsonl   the output, unless --out points elsewhere (appended to)
+    DIR/stats.json    the last summary
+
+``job.json`` is replaced atomically at every checkpoint.  A rerun with the
+same directory resumes; settings that change what is crawled must match.
+Only the master writes here; ``status`` only reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+__all__ = ["JOB_FORMAT", "SCOPE_SETTINGS", "JobConflict", "JobDir", "JobState"]
+
+JOB_FORMAT = 1
+JOB_FILE = "job.json"
+# Settings that decide what gets crawled: a resume must not change them.
+SCOPE_SETTINGS = ("seeds", "allow_domains", "max_depth", "robots", "max_pages_per_host")
+
+
+class JobConflict(ValueError):
+    """The job directory cannot be used with these settings (or this version)."""
+
+
+@dataclass
+class JobState:
+    """What ``job.json`` holds besides the settings."""
+
+    state: str = "new"  # new | running | interrupted | finished | failed
+    pages: int = 0
+    elapsed_s: float = 0.0
+    errors: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+    host_pages: dict[str, int] = field(default_factory=dict)
+    links_dropped: dict[str, int] = field(default_factory=dict)
+    worker_restarts: int = 0
+    runs: int = 0
+    message: str | None = None
+    updated_at: float = 0.0
+
+
+class JobDir:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.file = self.path / JOB_FILE
+
+    def exists(self) -> bool:
+        return self.file.exists()
+
+    def read(self) -> tuple[dict[str, Any], JobState]:
+        """Settings and state; raises JobConflict if unreadable or of another format."""
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise JobConflict(f"cannot read {self.file}: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != JOB_FORMAT:
+            found = data.get("format") if isinstance(data, dict) else None
+            raise JobConflict(
+                f"{self.path} was written by mpcrawler {data.get('mpcrawler', '?')} "
+                f"in job format {found}; this is mpcrawler {__version__} (job format "
+                f"{JOB_FORMAT}); use a new --job-dir"
+            )
+        known = JobState.__dataclass_fields__
+        state = JobState(**{k: v for k, v in data.get("job", {}).items() if k in known})
+        return data.get("settings", {}), state
+
+    def check_compatible(self, stored: dict[str, Any], settings: dict[str, Any]) -> None:
+        for name in SCOPE_SETTINGS:
+            old, new = stored.get(name), settings.get(name)
+            if isinstance(old, list) and isinstance(new, list):
+                old, new = sorted(old), sorted(new)
+            if old != new:
+                raise JobConflict(
+                    f"{self.path} holds a crawl with {name.replace('_', '-')}={old!r}, "
+                    f"not {new!r}; use the same settings to resume, or a new --job-dir"
+                )
+
+    def write(self, settings: dict[str, Any], state: JobState) -> None:
+        state.updated_at = time.time()
+        data = {
+            "format": JOB_FORMAT,
+            "mpcrawler": __version__,
+            "settings": settings,
+            "job": state.__dict__,
+        }
+        tmp = self.file.with_name(JOB_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.file)
+
+    def status(self) -> dict[str, Any]:
+        """A read-only view for ``mpcrawler status``; never writes."""
+        settings, state = self.read()
+        queued = in_flight = 0
+        frontier = self.path / "frontier" / "state.json"
+        if frontier.exists():
+            data = json.loads(frontier.read_text(encoding="utf-8"))
+            queued = sum(int(s[4]) for s in data.get("segments", []))
+            snapshot = data.get("snapshot")
+            if snapshot:
+                cached = int(data.get("snapshot_cache", 0))
+                total = _count_records(self.path / "frontier" / snapshot)
+                queued += cached
+                in_flight = max(0, total - cached)
+        return {
+            "job_dir": str(self.path),
+            "state": state.state,
+            "pages": state.pages,
+            "errors": sum(state.errors.values()),
+            "errors_by_kind": state.errors,
+            "queued": queued,
+            "in_flight": in_flight,
+            "runs": state.runs,
+            "last_activity": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(state.updated_at))
+            if state.updated_at
+            else None,
+            "seeds": settings.get("seeds", []),
+            "message": state.message,
+        }
+
+
+def _count_records(path: Path) -> int:
+    import struct
+
+    header = struct.Struct("<II")
+    count = pos = 0
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    while pos + header.size <= len(data):
+        length, _ = header.unpack_from(data, pos)
+        pos += header.size + length
+        count += pos <= len(data)
+    return count

@@ -1,0 +1,217 @@
+"""The master's side of the worker processes: start, feed, watch, replace, stop.
+
+The pool knows which request is in which worker, because scheduling is
+pull-based: a worker's ``hello`` announces its free slots and each result
+frees one (see :mod:`mpcrawler.worker` for the messages).  One call to
+``wait()`` blocks on every worker's pipe and process sentinel at once, so a
+result or a death is seen the moment it happens.  A dead worker's requests
+are handed back to the master (``on_lost``) and a replacement is started; a
+worker holding a request past the hang limit is killed and handled the same
+way.  Workers start through the ``forkserver`` method, so they never inherit
+the master's threads or open files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.connection
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from .scheduler import Request
+from .worker import run_worker
+
+__all__ = ["PoolError", "WorkerPool"]
+
+log = logging.getLogger(__name__)
+
+MAX_STARTUP_FAILURES = 3
+
+
+class PoolError(RuntimeError):
+    """Workers cannot be started."""
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: BaseProcess
+    conn: multiprocessing.connection.Connection
+    pid: int = 0
+    requests: dict[int, Request] = field(default_factory=dict)
+
+
+class WorkerPool:
+    """``size`` worker processes; callbacks tell the master what happened.
+
+    * ``on_slots(worker, n)``: the worker has ``n`` more free slots;
+    * ``on_result(request, result)``: a request came back;
+    * ``on_lost(request)``: a request died with its worker;
+    * ``on_summaries(list)``: module counters from a worker.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        args: tuple[dict[str, Any], dict[str, Any]],
+        *,
+        on_slots: Callable[[int, int], None],
+        on_result: Callable[[Request, dict[str, Any]], None],
+        on_lost: Callable[[Request], None],
+        on_summaries: Callable[[list[dict[str, Any]]], None],
+    ) -> None:
+        self.size = size
+        self._args = args
+        self._on_slots, self._on_result = on_slots, on_result
+        self._on_lost, self._on_summaries = on_lost, on_summaries
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload(["mpcrawler.worker"])
+        self.workers: dict[int, _Worker] = {}
+        self.in_flight: dict[int, Request] = {}
+        self.restarts = 0
+        self._next_index = 0
+        self._startup_failures = 0
+        self.stopping = False
+
+    def start(self) -> None:
+        for _ in range(self.size):
+            self._start_one()
+
+    def _start_one(self) -> None:
+        index = self._next_index
+        self._next_index += 1
+        parent, child = self._ctx.Pipe(duplex=True)
+        process = self._ctx.Process(
+            target=run_worker,
+            name=f"mpcrawler-worker-{index}",
+            daemon=True,
+            args=(index, child, *self._args),
+        )
+        process.start()
+        child.close()
+        self.workers[index] = _Worker(index, process, parent)
+
+    # ------------------------------------------------------------- traffic
+    def send(self, assigned: list[tuple[int, Request]]) -> None:
+        batches: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+        for index, request in assigned:
+            self.in_flight[request.id] = request
+            self.workers[index].requests[request.id] = request
+            batches[index].append((request.id, request.url, request.kind))
+        for index, batch in batches.items():
+            # A dead worker's sentinel fires next, and its requests are lost then.
+            with contextlib.suppress(OSError):
+                self.workers[index].conn.send(("fetch", batch))
+
+    def wait(self, timeout: float) -> None:
+        """Handle whatever happens within ``timeout`` seconds."""
+        waitables: list[Any] = []
+        for worker in self.workers.values():
+            waitables += [worker.conn, worker.process.sentinel]
+        if not waitables:
+            time.sleep(timeout)
+            return
+        for ready in multiprocessing.connection.wait(waitables, timeout):
+            for worker in list(self.workers.values()):
+                if ready is worker.conn:
+                    try:
+                        while worker.conn.poll():
+                            self._on_message(worker, worker.conn.recv())
+                    except (EOFError, OSError):
+                        self._on_exit(worker)
+                    break
+                if ready == worker.process.sentinel:
+                    self._on_exit(worker)
+                    break
+
+    def _on_message(self, worker: _Worker, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "hello":
+            worker.pid = message[2]
+            self._startup_failures = 0
+            if not self.stopping:
+                self._on_slots(worker.index, message[3])
+        elif kind == "results":
+            freed = 0
+            for result in message[2]:
+                request = worker.requests.pop(result["id"], None)
+                if request is None:
+                    continue
+                self.in_flight.pop(request.id, None)
+                freed += 1
+                self._on_result(request, result)
+            if freed and not self.stopping:
+                self._on_slots(worker.index, freed)
+            if message[3]:
+                self._on_summaries(message[3])
+        elif kind == "bye":
+            self._on_summaries(message[2])
+
+    def _on_exit(self, worker: _Worker) -> None:
+        if self.workers.pop(worker.index, None) is None:
+            return
+        with contextlib.suppress(EOFError, OSError):
+            while worker.conn.poll():  # results sent before it died still count
+                self._on_message(worker, worker.conn.recv())
+        worker.conn.close()
+        worker.process.join(timeout=1)
+        lost = list(worker.requests.values())
+        for request in lost:
+            self.in_flight.pop(request.id, None)
+        if self.stopping:
+            return
+        if not worker.pid:
+            self._startup_failures += 1
+            if self._startup_failures >= MAX_STARTUP_FAILURES:
+                raise PoolError(
+                    f"worker processes exit during startup (exit code "
+                    f"{worker.process.exitcode}); if Crawler.run() is called from a script, "
+                    "call it under `if __name__ == '__main__':`"
+                )
+        log.warning(
+            "worker %d (pid %s) died with exit code %s; re-queueing %d requests",
+            worker.index,
+            worker.pid,
+            worker.process.exitcode,
+            len(lost),
+        )
+        self.restarts += 1
+        self._start_one()
+        for request in lost:
+            self._on_lost(request)
+
+    def kill_hung(self, limit: float) -> None:
+        """Kill every worker holding a request for longer than ``limit`` seconds."""
+        now = time.monotonic()
+        for worker in list(self.workers.values()):
+            if any(now - r.sent_at > limit for r in worker.requests.values()):
+                log.warning(
+                    "worker %d (pid %s) has held a request for over %.0f s; killing it",
+                    worker.index,
+                    worker.pid,
+                    limit,
+                )
+                worker.process.kill()
+
+    # ----------------------------------------------------------------- stop
+    def stop(self, *, wait: float) -> None:
+        """Ask every worker to finish what it holds and exit; after ``wait``
+        seconds, kill what is left.  Results that arrive meanwhile count."""
+        self.stopping = True
+        for worker in self.workers.values():
+            with contextlib.suppress(OSError):
+                worker.conn.send(("stop",))
+        deadline = time.monotonic() + wait
+        while self.workers and time.monotonic() < deadline:
+            self.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+        for worker in list(self.workers.values()):
+            worker.process.kill()
+            worker.process.join(timeout=5)
+            worker.conn.close()
+            self.workers.pop(worker.index, None)
