@@ -508,10 +508,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("mpcrawler: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        from .crawler import CrawlError
+        from .crawler import CrawlError, is_disk_full
 
         if isinstance(exc, CrawlError):
             print(f"mpcrawler: error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+        if is_disk_full(exc):
+            print(
+                f"mpcrawler: error: out of disk space ({exc}); free some and rerun the same "
+                "command to resume",
+                file=sys.stderr,
+            )
             return EXIT_ERROR
         raise
 

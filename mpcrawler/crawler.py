@@ -53,7 +53,7 @@ from .scheduler import Request, Scheduler
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize
 
-__all__ = ["CrawlError", "CrawlResult", "Crawler"]
+__all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class CrawlResult:
     already_finished: bool = False
 
 
-def _is_disk_full(exc: BaseException) -> bool:
+def is_disk_full(exc: BaseException) -> bool:
     if isinstance(exc, OSError):
         return exc.errno in _DISK_FULL
     return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
@@ -160,6 +160,7 @@ class Crawler:
             on_slots=self.scheduler.add_slots,
             on_result=self._on_result,
             on_lost=self._on_lost,
+            on_gone=self.scheduler.remove_worker,
             on_summaries=self._record_summaries,
         )
         self.chain_urls: set[str] = set()
@@ -187,7 +188,7 @@ class Crawler:
             self.pool.start()
             self._loop()
         except (OSError, sqlite3.OperationalError) as exc:
-            if not _is_disk_full(exc):
+            if not is_disk_full(exc):
                 raise
             failure = exc
             log.error("out of disk space: %s; stopping (the job can be resumed)", exc)
@@ -199,7 +200,7 @@ class Crawler:
         if failure is not None:
             raise CrawlError(
                 f"out of disk space ({failure}); free some and rerun the same command to resume"
-                if _is_disk_full(failure)
+                if is_disk_full(failure)
                 else str(failure)
             ) from failure
         interrupted = not self._finished

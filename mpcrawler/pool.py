@@ -53,6 +53,7 @@ class WorkerPool:
     * ``on_slots(worker, n)``: the worker has ``n`` more free slots;
     * ``on_result(request, result)``: a request came back;
     * ``on_lost(request)``: a request died with its worker;
+    * ``on_gone(worker)``: a worker exited; its free slots are gone with it;
     * ``on_summaries(list)``: module counters from a worker.
     """
 
@@ -64,12 +65,13 @@ class WorkerPool:
         on_slots: Callable[[int, int], None],
         on_result: Callable[[Request, dict[str, Any]], None],
         on_lost: Callable[[Request], None],
+        on_gone: Callable[[int], None],
         on_summaries: Callable[[list[dict[str, Any]]], None],
     ) -> None:
         self.size = size
         self._args = args
         self._on_slots, self._on_result = on_slots, on_result
-        self._on_lost, self._on_summaries = on_lost, on_summaries
+        self._on_lost, self._on_gone, self._on_summaries = on_lost, on_gone, on_summaries
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(["mpcrawler.worker"])
         self.workers: dict[int, _Worker] = {}
@@ -120,15 +122,24 @@ class WorkerPool:
         for ready in multiprocessing.connection.wait(waitables, timeout):
             for worker in list(self.workers.values()):
                 if ready is worker.conn:
-                    try:
-                        while worker.conn.poll():
-                            self._on_message(worker, worker.conn.recv())
-                    except (EOFError, OSError):
-                        self._on_exit(worker)
+                    # Only the pipe's own errors mean the worker is gone; an
+                    # error raised while handling a message is the master's.
+                    while (message := self._receive(worker)) is not None:
+                        self._on_message(worker, message)
                     break
                 if ready == worker.process.sentinel:
                     self._on_exit(worker)
                     break
+
+    def _receive(self, worker: _Worker) -> tuple[Any, ...] | None:
+        """The next waiting message, or None (nothing waiting, or the worker is gone)."""
+        try:
+            if worker.conn.poll():
+                message: tuple[Any, ...] = worker.conn.recv()
+                return message
+        except (EOFError, OSError):
+            self._on_exit(worker)
+        return None
 
     def _on_message(self, worker: _Worker, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -156,11 +167,17 @@ class WorkerPool:
     def _on_exit(self, worker: _Worker) -> None:
         if self.workers.pop(worker.index, None) is None:
             return
-        with contextlib.suppress(EOFError, OSError):
-            while worker.conn.poll():  # results sent before it died still count
-                self._on_message(worker, worker.conn.recv())
+        while True:  # results sent before it died still count
+            try:
+                if not worker.conn.poll():
+                    break
+                message = worker.conn.recv()
+            except (EOFError, OSError):
+                break
+            self._on_message(worker, message)
         worker.conn.close()
         worker.process.join(timeout=1)
+        self._on_gone(worker.index)
         lost = list(worker.requests.values())
         for request in lost:
             self.in_flight.pop(request.id, None)

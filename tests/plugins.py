@@ -38,3 +38,26 @@ class FailingPipeline(Pipeline):
             if record["url"].endswith("3"):
                 raise RuntimeError("pipeline dislikes threes")
             return record
+
+
+class CrashingAnalyzer(HtmlAnalyzer):
+    """Kills its own worker process on /page/13, every time."""
+
+    def analyze(self, response: Response) -> Analysis:
+        if response.url.endswith("/page/13"):
+            import os
+            import signal
+
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().analyze(response)
+
+
+class HangingAnalyzer(HtmlAnalyzer):
+    """Never returns on /page/7."""
+
+    def analyze(self, response: Response) -> Analysis:
+        if response.url.endswith("/page/7"):
+            import time
+
+            time.sleep(3600)
+        return super().analyze(response)

@@ -1,0 +1,332 @@
+"""Batch jobs under fire: kills, signals, crashing and hanging workers, a full
+disk, resume.  Every test checks, against the test site, that every reachable
+page ends up recorded, and how often each was fetched."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, read_records, run_cli
+
+from mpcrawler.testsite import SiteServer, TestSite, serve_site
+
+PAGES = 300
+
+
+@pytest.fixture
+def slow_site() -> Iterator[SiteServer]:
+    with serve_site(TestSite(pages=PAGES, size=2_000), latency=0.02) as server:
+        yield server
+
+
+def start_crawl(url: str, job: Path, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mpcrawler",
+            "crawl",
+            url,
+            "--job-dir",
+            str(job),
+            "--workers",
+            "2",
+            "--threads",
+            "2",
+            "--quiet",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def wait_for_records(
+    path: Path, count: int, proc: subprocess.Popen[str], timeout: float = 60
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {count} records after {timeout} s")
+
+
+def page_urls(server: SiteServer) -> set[str]:
+    base = server.url.rstrip("/")
+    return {base + p for p in server.site.paths()}
+
+
+def fetch_counts(server: SiteServer) -> Counter[str]:
+    return Counter({p: n for p, n in server.hits.items() if p != "/robots.txt"})
+
+
+def assert_all_recorded(records: list[dict[str, Any]], server: SiteServer) -> Counter[str]:
+    urls = Counter(r["url"] for r in records)
+    assert set(urls) == page_urls(server)
+    return urls
+
+
+def test_sigkill_of_everything_then_resume(slow_site: SiteServer, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job)
+    wait_for_records(job / "pages.jsonl", 80, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert json.loads((job / "job.json").read_text())["job"]["state"] == "running"
+    second = run_cli(
+        "crawl", slow_site.url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet"
+    )
+    assert second.returncode == 0, second.stderr
+    urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
+    twice = {u for u, n in urls.items() if n > 1}
+    fetched_twice = {p for p, n in fetch_counts(slow_site).items() if n > 1}
+    slots = 2 * 2
+    assert len(twice) <= slots and len(fetched_twice) <= slots, (twice, fetched_twice)
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["state"] == "finished" and stats["runs"] == 2
+    assert stats["pages"] == sum(urls.values())
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGINT-group"])
+def test_signal_stops_gracefully_and_resumes_exactly(
+    slow_site: SiteServer, tmp_path: Path, how: str
+) -> None:
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job)
+    wait_for_records(job / "pages.jsonl", 60, proc)
+    if how == "SIGINT-group":  # Ctrl-C in a terminal reaches the whole group
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(getattr(signal, how))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "resume" in err
+    assert json.loads((job / "job.json").read_text())["job"]["state"] == "interrupted"
+    partial = read_records(job / "pages.jsonl")
+    assert len(partial) < PAGES
+    second = run_cli(
+        "crawl", slow_site.url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet"
+    )
+    assert second.returncode == 0, second.stderr
+    urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
+    assert max(urls.values()) == 1  # a graceful stop loses and repeats nothing
+    assert max(fetch_counts(slow_site).values()) == 1
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["pages"] == PAGES and stats["runs"] == 2
+
+
+def test_second_sigint_stops_at_once_and_stays_resumable(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=120, size=2_000), latency=0.3) as site:
+        job = tmp_path / "job"
+        proc = start_crawl(site.url, job, "--grace", "60")
+        wait_for_records(job / "pages.jsonl", 10, proc)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert time.monotonic() - started < 15  # not the 60 s grace
+        second = run_cli(
+            "crawl", site.url, "--job-dir", str(job), "--workers", "2", "--threads", "4", "--quiet"
+        )
+        assert second.returncode == 0, second.stderr
+        assert_all_recorded(read_records(job / "pages.jsonl"), site)
+
+
+def test_finished_job_rerun_is_a_no_op(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=30, size=1_000)) as site:
+        job = tmp_path / "job"
+        first = run_cli("crawl", site.url, "--job-dir", str(job), "--quiet")
+        assert first.returncode == 0, first.stderr
+        hits = sum(site.hits.values())
+        again = run_cli("crawl", site.url, "--job-dir", str(job), "--quiet")
+        assert again.returncode == 0, again.stderr
+        assert "already finished" in again.stdout and "pages      30" in again.stdout
+        assert sum(site.hits.values()) == hits
+        assert len(read_records(job / "pages.jsonl")) == 30
+
+
+def test_conflicting_settings_and_other_formats_are_refused(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=10, size=1_000)) as site:
+        job = tmp_path / "job"
+        assert run_cli("crawl", site.url, "--job-dir", str(job), "--quiet").returncode == 0
+        other = run_cli("crawl", site.url + "page/3", "--job-dir", str(job), "--quiet")
+        assert other.returncode == 2 and "seeds" in other.stderr
+        assert len(other.stderr.strip().splitlines()) == 1
+        scope = run_cli("crawl", site.url, "--job-dir", str(job), "--allow-domain", "x.test")
+        assert scope.returncode == 2 and "allow-domain" in scope.stderr
+        data = json.loads((job / "job.json").read_text())
+        data["format"] = 99
+        (job / "job.json").write_text(json.dumps(data))
+        old = run_cli("crawl", site.url, "--job-dir", str(job), "--quiet")
+        assert old.returncode == 2 and "job format 99" in old.stderr
+
+
+def test_status_reads_without_touching(slow_site: SiteServer, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job)
+    wait_for_records(job / "pages.jsonl", 50, proc)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+
+    def snapshot() -> dict[str, tuple[int, int]]:
+        return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in job.rglob("*")}
+
+    before = snapshot()
+    status = run_cli("status", str(job), "--json")
+    assert status.returncode == 0, status.stderr
+    info = json.loads(status.stdout)
+    assert snapshot() == before
+    assert info["state"] == "interrupted"
+    assert info["pages"] == len(read_records(job / "pages.jsonl"))
+    assert info["queued"] > 0 and info["last_activity"]
+    assert run_cli("status", str(tmp_path / "nope")).returncode == 2
+
+
+# ------------------------------------------------------------ worker faults
+def test_killed_worker_is_replaced_and_loses_nothing(slow_site: SiteServer, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job)
+    wait_for_records(job / "pages.jsonl", 40, proc)
+    victim = int(read_records(job / "pages.jsonl")[-1]["worker"].split("pid-")[1])
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
+    assert max(urls.values()) == 1
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["worker_restarts"] == 1 and stats["errors"] == 0
+    assert "died" in err
+
+
+def test_poison_page_is_dropped_after_three_crashes(slow_site: SiteServer, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    proc = run_cli(
+        "crawl",
+        slow_site.url,
+        "--job-dir",
+        str(job),
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+        "--quiet",
+        "--analyzer",
+        "plugins:CrashingAnalyzer",
+    )
+    assert proc.returncode == 0, proc.stderr
+    records = read_records(job / "pages.jsonl")
+    urls = assert_all_recorded(records, slow_site)
+    assert max(urls.values()) == 1
+    [poison] = [r for r in records if r["url"].endswith("/page/13")]
+    assert poison["error_kind"] == "worker_crash" and "crashed 3" in poison["error"]
+    assert slow_site.hits["/page/13"] == 3
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["worker_restarts"] == 3
+
+
+def test_hung_worker_is_killed(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=40, size=1_000)) as site:
+        job = tmp_path / "job"
+        started = time.monotonic()
+        proc = run_cli(
+            "crawl",
+            site.url,
+            "--job-dir",
+            str(job),
+            "--workers",
+            "2",
+            "--threads",
+            "2",
+            "--quiet",
+            "--analyzer",
+            "plugins:HangingAnalyzer",
+            "--hang-timeout",
+            "1",
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert time.monotonic() - started < 60
+        records = read_records(job / "pages.jsonl")
+        assert_all_recorded(records, site)
+        [hung] = [r for r in records if r["url"].endswith("/page/7")]
+        assert hung["error_kind"] == "worker_crash"
+        assert "over 1 s" in proc.stderr
+
+
+# ---------------------------------------------------------------- disk full
+@contextlib.contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    path.mkdir()
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
+    if not mounted:
+        pytest.fail("this test needs to mount a small tmpfs (run as root)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Take every free byte of ``disk``, as another program might."""
+    filler = disk / "filler"
+    with open(filler, "wb") as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * 65536)
+            f.flush()
+    return filler
+
+
+def test_disk_full_stops_cleanly_and_resumes(slow_site: SiteServer, tmp_path: Path) -> None:
+    with small_disk(tmp_path / "small", "16m") as disk:
+        job = disk / "job"
+        proc = start_crawl(slow_site.url, job, "--cache-size", "20")
+        wait_for_records(job / "pages.jsonl", 60, proc)
+        filler = fill(disk)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 1, err
+        assert "out of disk space" in err and "Traceback" not in err
+        written = (job / "pages.jsonl").read_bytes()  # its last line may be torn
+        assert 0 < written.count(b"\n") < PAGES
+        filler.unlink()  # free some, then rerun the same command
+        done = run_cli(
+            "crawl",
+            slow_site.url,
+            "--job-dir",
+            str(job),
+            "--workers",
+            "2",
+            "--threads",
+            "2",
+            "--quiet",
+            "--cache-size",
+            "20",
+        )
+        assert done.returncode == 0, done.stderr
+        records = read_records(job / "pages.jsonl")
+        urls = assert_all_recorded(records, slow_site)
+        assert sum(urls.values()) - len(urls) <= 4  # repeated: at most what was in flight
