@@ -142,13 +142,15 @@ def test_second_sigint_stops_at_once_and_stays_resumable(tmp_path: Path) -> None
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - started
         assert proc.returncode == 130, err
-        assert time.monotonic() - started < 15  # not the 60 s grace
+        assert took < 15, (took, err)  # not the 60 s grace
         second = run_cli(
             "crawl", site.url, "--job-dir", str(job), "--workers", "2", "--threads", "4", "--quiet"
         )
-        assert second.returncode == 0, second.stderr
-        assert_all_recorded(read_records(job / "pages.jsonl"), site)
+        assert second.returncode == 0, (err, second.stderr)
+        records = read_records(job / "pages.jsonl")
+        assert {r["url"] for r in records} == page_urls(site), (err, second.stderr)
 
 
 def test_finished_job_rerun_is_a_no_op(tmp_path: Path) -> None:
