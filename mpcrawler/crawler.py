@@ -32,6 +32,7 @@ import email.utils
 import errno
 import json
 import logging
+import os
 import shutil
 import signal
 import sqlite3
@@ -52,6 +53,7 @@ from .progress import Progress
 from .scheduler import Request, Scheduler
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize
+from .worker import process_usage
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -540,8 +542,13 @@ class Crawler:
         job = self._job_state()
         run_elapsed = time.monotonic() - self._started
         run_pages = self.pages_done - getattr(self, "_pages_at_start", self.pages_done)
-        modules = sorted(self.module_summaries.values(), key=lambda m: m["id"])
+        summaries = sorted(self.module_summaries.values(), key=lambda m: m["id"])
+        modules = [m for m in summaries if m["type"] != "Worker"]
         modules += [p.summary() for p in self.pipelines]
+        processes = {
+            "master": {"id": f"master|pid-{os.getpid()}", **process_usage()},
+            "workers": [m for m in summaries if m["type"] == "Worker"],
+        }
         return {
             "state": job.state,
             "pages": self.pages_done,
@@ -559,6 +566,7 @@ class Crawler:
             "threads": self.settings.threads,
             "worker_restarts": job.worker_restarts,
             "modules": modules,
+            "processes": processes,
             "out": str(self.out),
         }
 

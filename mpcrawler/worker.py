@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import queue
+import resource
 import signal
 import threading
 import time
@@ -132,7 +133,12 @@ class _Worker:
         self.outbox.put(None)
 
     def summaries(self) -> list[dict[str, Any]]:
-        return [d.summary() for d in self.downloaders] + [self.analyzer.summary()]
+        """Module counters, and this process's own CPU time and memory."""
+        return [
+            *(d.summary() for d in self.downloaders),
+            self.analyzer.summary(),
+            {"id": f"W{self.index}|pid-{os.getpid()}", "type": "Worker", **process_usage()},
+        ]
 
     def run(self) -> None:
         threading.Thread(target=self.receive, name="receiver", daemon=True).start()
@@ -224,6 +230,22 @@ class _Worker:
                 outlinks=[],
             )
         return result
+
+
+def process_usage() -> dict[str, float]:
+    """CPU seconds and memory (current and peak RSS, MB) of this process."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss_mb = 0.0
+    try:
+        with open("/proc/self/statm") as f:
+            rss_mb = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "rss_mb": round(rss_mb, 1),
+        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }
 
 
 def run_worker(
