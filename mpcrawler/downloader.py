@@ -11,6 +11,7 @@ after 3 x ``timeout``, so a server that drips bytes cannot hold a slot.
 from __future__ import annotations
 
 import time
+import urllib.request
 from dataclasses import dataclass, field
 
 import requests
@@ -120,6 +121,9 @@ class HttpDownloader(Downloader):
         self.session.headers["User-Agent"] = settings.user_agent
         self.session.headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
         self.session.max_redirects = 5
+        # Looking up proxy settings in the environment costs more than a
+        # loopback request; skip it when there are none to find.
+        self.session.trust_env = bool(urllib.request.getproxies())
         self.timeout = (settings.timeout, settings.timeout)
 
     def download(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import resource
 import signal
 import threading
@@ -40,14 +41,16 @@ from .urls import InvalidURL, Scope, canonicalize
 __all__ = ["LinkResolver", "run_worker"]
 
 _SUMMARY_INTERVAL = 0.5
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
 class LinkResolver:
     """Resolves, canonicalises, length-checks and scope-filters raw hrefs.
 
-    Keeps a bounded memo of hrefs that do not depend on the page's path
-    (absolute URLs and absolute paths), which repeat on every page of a site.
+    Keeps a bounded memo keyed by the href and the part of the base URL its
+    resolution depends on (nothing, the origin or the directory), because the
+    same links repeat on many pages of a site.
     """
 
     def __init__(self, scope: Scope, max_url_length: int, memo_size: int = 50_000) -> None:
@@ -56,28 +59,39 @@ class LinkResolver:
         self._memo: dict[tuple[str, str], str | None] = {}
         self._memo_size = memo_size
 
+    @staticmethod
+    def _memo_base(href: str, base: str) -> str:
+        """The part of ``base`` that resolving ``href`` depends on."""
+        if _SCHEME.match(href):
+            return ""  # absolute: depends on nothing
+        origin_end = base.find("/", base.find("//") + 2)
+        if origin_end < 0:
+            origin_end = len(base)
+        if href.startswith("//"):
+            return base[: base.find(":")]  # the scheme
+        if href.startswith("/"):
+            return base[:origin_end]  # scheme and host
+        if not href or href[0] in "?#":
+            return base.split("#", 1)[0]  # the whole page URL
+        path_end = base.find("?", origin_end)
+        path = base if path_end < 0 else base[:path_end]
+        return path[: path.rfind("/") + 1]  # the page's directory
+
     def _canonical(self, href: str, base: str) -> str | None:
         stripped = href.strip()
-        memo_key: tuple[str, str] | None = None
-        if stripped.startswith("/") and not stripped.startswith("//"):
-            scheme_end = base.find("/", base.find("//") + 2)
-            memo_key = (base[:scheme_end] if scheme_end > 0 else base, stripped)
-        elif "://" in stripped[:12]:
-            memo_key = ("", stripped)
-        if memo_key is not None:
-            cached = self._memo.get(memo_key, "")
-            if cached != "":
-                return cached
+        key = (self._memo_base(stripped, base), stripped)
+        cached = self._memo.get(key, "")
+        if cached != "":
+            return cached
         try:
             url: str | None = canonicalize(stripped, base)
         except InvalidURL:
             url = None
         if url is not None and len(url) > self.max_url_length:
             url = None
-        if memo_key is not None:
-            if len(self._memo) >= self._memo_size:
-                self._memo.clear()
-            self._memo[memo_key] = url
+        if len(self._memo) >= self._memo_size:
+            self._memo.clear()
+        self._memo[key] = url
         return url
 
     def resolve(self, hrefs: list[str], base: str) -> tuple[int, list[str]]:

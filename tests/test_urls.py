@@ -87,3 +87,49 @@ def test_scope() -> None:
     assert scope.allows("http://c.test/") and scope.allows("https://deep.sub.c.test:81/")
     assert not scope.allows("http://notc.test/")
     assert Scope.from_dict(scope.to_dict()) == scope
+
+
+_hrefs = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "#x",
+            "?q=1",
+            "a",
+            "./a",
+            "../a",
+            "../../a/b",
+            "/abs",
+            "//other.test/p",
+            "http://h.test/x",
+            "HTTPS://H.test:443/y",
+            "mailto:x@y",
+            "a b",
+            " c ",
+        ]
+    ),
+    st.text(alphabet="ab/.?#%:", max_size=8),
+)
+_bases = st.sampled_from(
+    [
+        "http://h.test/",
+        "http://h.test/dir/page",
+        "http://h.test/dir/sub/",
+        "http://h.test/d/p?x=1",
+        "https://h.test:8443/a/b/c",
+        "http://other.test/dir/page#frag",
+    ]
+)
+
+
+@given(st.lists(st.tuples(_hrefs, _bases), max_size=30))
+def test_link_resolver_memo_never_changes_answers(pairs: list[tuple[str, str]]) -> None:
+    from mpcrawler.worker import LinkResolver
+
+    resolver = LinkResolver(Scope.from_seeds(["http://h.test/"]), 2048)
+    for href, base in pairs * 2:  # the second pass is served from the memo
+        try:
+            expected: str | None = canonicalize(href, base)
+        except InvalidURL:
+            expected = None
+        assert resolver._canonical(href, base) == expected, (href, base)
