@@ -160,6 +160,7 @@ class Crawler:
             s.workers,
             (s.to_dict(), self.scope.to_dict()),
             on_slots=self.scheduler.add_slots,
+            on_downloaded=self.scheduler.finished,
             on_result=self._on_result,
             on_lost=self._on_lost,
             on_gone=self.scheduler.remove_worker,
@@ -272,7 +273,9 @@ class Crawler:
     # -------------------------------------------------------------- results
     def _on_lost(self, request: Request) -> None:
         """A request died with its worker: try again, up to a limit."""
-        self.scheduler.finished(request)
+        if not request.downloaded:
+            self.scheduler.finished(request)
+        request.downloaded = False
         request.crashes += 1
         if request.crashes >= MAX_WORKER_CRASHES:
             self._finish(
@@ -288,7 +291,7 @@ class Crawler:
             self.scheduler.submit(request)
 
     def _on_result(self, request: Request, result: dict[str, Any]) -> None:
-        self.scheduler.finished(request)
+        request.downloaded = False  # a retry or a redirect hop downloads again
         status = result["status"]
         if request.kind == "robots":
             failed = bool(result.get("transient")) or (

@@ -51,6 +51,7 @@ class WorkerPool:
     """``size`` worker processes; callbacks tell the master what happened.
 
     * ``on_slots(worker, n)``: the worker has ``n`` more free slots;
+    * ``on_downloaded(request)``: its download is over (its result follows);
     * ``on_result(request, result)``: a request came back;
     * ``on_lost(request)``: a request died with its worker;
     * ``on_gone(worker)``: a worker exited; its free slots are gone with it;
@@ -63,6 +64,7 @@ class WorkerPool:
         args: tuple[dict[str, Any], dict[str, Any]],
         *,
         on_slots: Callable[[int, int], None],
+        on_downloaded: Callable[[Request], None],
         on_result: Callable[[Request, dict[str, Any]], None],
         on_lost: Callable[[Request], None],
         on_gone: Callable[[int], None],
@@ -71,6 +73,7 @@ class WorkerPool:
         self.size = size
         self._args = args
         self._on_slots, self._on_result = on_slots, on_result
+        self._on_downloaded = on_downloaded
         self._on_lost, self._on_gone, self._on_summaries = on_lost, on_gone, on_summaries
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(["mpcrawler.worker"])
@@ -149,18 +152,21 @@ class WorkerPool:
             if not self.stopping:
                 self._on_slots(worker.index, message[3])
         elif kind == "results":
-            freed = 0
-            for result in message[2]:
+            _, _, results, downloaded, summaries = message
+            for request_id in downloaded:
+                request = worker.requests.get(request_id)
+                if request is not None and not request.downloaded:
+                    request.downloaded = True
+                    self._on_downloaded(request)
+            if downloaded and not self.stopping:
+                self._on_slots(worker.index, len(downloaded))
+            for result in results:
                 request = worker.requests.pop(result["id"], None)
-                if request is None:
-                    continue
-                self.in_flight.pop(request.id, None)
-                freed += 1
-                self._on_result(request, result)
-            if freed and not self.stopping:
-                self._on_slots(worker.index, freed)
-            if message[3]:
-                self._on_summaries(message[3])
+                if request is not None:
+                    self.in_flight.pop(request.id, None)
+                    self._on_result(request, result)
+            if summaries:
+                self._on_summaries(summaries)
         elif kind == "bye":
             self._on_summaries(message[2])
 

@@ -55,6 +55,7 @@ class Request:
     worker: int = -1
     sent_at: float = 0.0
     crashes: int = 0
+    downloaded: bool = False  # its download is over (the host is free of it)
 
     @property
     def first_url(self) -> str:

@@ -1,22 +1,31 @@
 """Worker processes: download slots that turn requests into result messages.
 
 A worker owns ``threads`` download slots, each a thread with its own
-Downloader (and so its own HTTP session); the slots share one Analyzer.
-It talks to the master over one duplex pipe, in plain tuples and dicts:
+Downloader (and so its own HTTP session), and one parser thread that runs the
+Analyzer.  It talks to the master over one duplex pipe, in plain tuples and
+dicts:
 
     master -> worker   ("fetch", [(request_id, url, kind), ...])
                        ("stop",)
-    worker -> master   ("hello", index, pid, slots)        announces free slots
-                       ("results", index, [result, ...], summaries | None)
+    worker -> master   ("hello", index, pid, slots)            slots free at start
+                       ("results", index, [result, ...], [downloaded id, ...],
+                        summaries | None)
                        ("bye", index, summaries)
 
 Scheduling is pull-based: ``hello`` announces every slot free, and each
-result frees the slot that produced it, so the master never sends a worker
-more requests than it has free slots.  A receiver thread reads the pipe at
-all times, so a send from the master never blocks on a busy worker; the main
-thread batches finished results into one message.  Workers ignore SIGINT:
-the master alone decides how to stop.  If the master's end of the pipe
-closes, the worker exits at once.
+downloaded id says that request's download is over and its slot free (its
+result follows, in the same message or a later one), so the master never
+sends a worker more requests than it has free slots, and a host's
+concurrency counts only requests actually talking to it.  A slot is free as soon
+as its download ends: the response goes to the parser thread, so parsing
+never holds a download slot.  At most ``threads`` responses wait for the
+parser; past that a slot holds its response (and stays busy) until there is
+room, which bounds memory when parsing is the bottleneck.
+
+A receiver thread reads the pipe at all times, so a send from the master
+never blocks on a busy worker; the main thread batches what is finished into
+one message.  Workers ignore SIGINT: the master alone decides how to stop.
+If the master's end of the pipe closes, the worker exits at once.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import queue
 import re
 import resource
 import signal
+import sys
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -33,7 +43,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from .analyzer import Analyzer
-from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError
+from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
 from .modules import load_object
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize
@@ -123,8 +133,14 @@ class _Worker:
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.resolver = LinkResolver(scope, settings.max_url_length)
         self.inbox: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
-        self.outbox: queue.SimpleQueue[dict[str, Any] | None] = queue.SimpleQueue()
-        self.resolver_lock = threading.Lock()
+        self.to_parse: queue.SimpleQueue[tuple[dict[str, Any], Response] | None] = (
+            queue.SimpleQueue()
+        )
+        self.parse_room = threading.Semaphore(self.slots)
+        # (result or None, id of a finished download or None); None: a thread ended
+        self.outbox: queue.SimpleQueue[tuple[dict[str, Any] | None, int | None] | None] = (
+            queue.SimpleQueue()
+        )
 
     # -------------------------------------------------------------- threads
     def receive(self) -> None:
@@ -143,7 +159,21 @@ class _Worker:
 
     def slot(self, downloader: Downloader) -> None:
         while (request := self.inbox.get()) is not None:
-            self.outbox.put(self.handle(downloader, *request))
+            result, response = self.download(downloader, *request)
+            if response is None:
+                self.outbox.put((result, request[0]))
+            else:
+                self.parse_room.acquire()
+                self.to_parse.put((result, response))
+                self.outbox.put((None, request[0]))
+        self.outbox.put(None)
+
+    def parser(self) -> None:
+        while (job := self.to_parse.get()) is not None:
+            result, response = job
+            self.parse_room.release()
+            self.analyze(result, response)
+            self.outbox.put((result, None))
         self.outbox.put(None)
 
     def summaries(self) -> list[dict[str, Any]]:
@@ -156,39 +186,51 @@ class _Worker:
 
     def run(self) -> None:
         threading.Thread(target=self.receive, name="receiver", daemon=True).start()
-        for n, downloader in enumerate(self.downloaders):
-            threading.Thread(
-                target=self.slot, args=(downloader,), name=f"slot-{n}", daemon=True
-            ).start()
+        slots = [
+            threading.Thread(target=self.slot, args=(d,), name=f"slot-{n}", daemon=True)
+            for n, d in enumerate(self.downloaders)
+        ]
+        for thread in slots:
+            thread.start()
+        threading.Thread(target=self.parser, name="parser", daemon=True).start()
         self.conn.send(("hello", self.index, os.getpid(), self.slots))
-        running = self.slots
+        running = self.slots + 1
+        slots_done = 0
         last_summary = 0.0
         while running:
             batch: list[dict[str, Any]] = []
+            downloaded: list[int] = []
             item = self.outbox.get()
             while True:
                 if item is None:
                     running -= 1
+                    slots_done += 1
+                    if slots_done == self.slots:  # downloads are over: let the parser finish
+                        self.to_parse.put(None)
                 else:
-                    batch.append(item)
+                    if item[0] is not None:
+                        batch.append(item[0])
+                    if item[1] is not None:
+                        downloaded.append(item[1])
                 try:
                     item = self.outbox.get_nowait()
                 except queue.Empty:
                     break
-            if batch:
+            if batch or downloaded:
                 now = time.monotonic()
                 summaries = None
                 if now - last_summary >= _SUMMARY_INTERVAL:
                     summaries, last_summary = self.summaries(), now
-                self.conn.send(("results", self.index, batch, summaries))
+                self.conn.send(("results", self.index, batch, downloaded, summaries))
         for downloader in self.downloaders:
             downloader.close()
         self.conn.send(("bye", self.index, self.summaries()))
 
     # ------------------------------------------------------------- requests
-    def handle(
+    def download(
         self, downloader: Downloader, request_id: int, url: str, kind: str
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], Response | None]:
+        """The result so far, and the response if it still needs parsing."""
         result: dict[str, Any] = {
             "id": request_id,
             "url": url,
@@ -205,7 +247,7 @@ class _Worker:
                 )
                 result["status"] = response.status
                 result["body"] = response.body.decode("utf-8", "replace")
-                return result
+                return result, None
             response = downloader.download(url)
         except DownloadError as exc:
             result.update(
@@ -216,10 +258,10 @@ class _Worker:
                 content_type=exc.content_type,
                 bytes=exc.size,
             )
-            return result
+            return result, None
         except Exception as exc:  # a user Downloader's bug is this page's error
             result.update(error=f"downloader: {type(exc).__name__}: {exc}", error_kind="downloader")
-            return result
+            return result, None
         finally:
             result["elapsed_ms"] = round((time.perf_counter() - started) * 1000.0, 2)
         result.update(
@@ -229,12 +271,16 @@ class _Worker:
             result["retry_after"] = response.headers["retry-after"]
         if response.status in _REDIRECT_CODES and response.headers.get("location"):
             result["location"] = urljoin(url, response.headers["location"].strip())
-            return result
+            return result, None
+        return result, response
+
+    def analyze(self, result: dict[str, Any], response: Response) -> None:
+        """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
         try:
             analysis = self.analyzer.analyze(response)
+            url = response.url
             base = urljoin(url, analysis.base) if analysis.base != url else url
-            with self.resolver_lock:
-                result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
+            result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
             result["item"] = analysis.item
         except Exception as exc:
             result.update(
@@ -243,7 +289,6 @@ class _Worker:
                 links=0,
                 outlinks=[],
             )
-        return result
 
 
 def process_usage() -> dict[str, float]:
@@ -267,5 +312,8 @@ def run_worker(
 ) -> None:
     """Entry point of a worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Hand-offs between slot threads and the pipe threads wait for the GIL;
+    # the default 5 ms switch interval would add up to that much per request.
+    sys.setswitchinterval(0.0005)
     worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
     worker.run()
