@@ -136,7 +136,7 @@ class Crawler:
         if self.job_dir and self.jobdir.exists():
             stored, self.job = self.jobdir.read()
             self.jobdir.check_compatible(stored, s.to_dict())
-            if self.job.state == "finished":
+            if self.job.state == "finished" and not self._budget_raised():
                 return self._finished_before()
         unclean = self.job.state == "running"
         self.job.runs += 1
@@ -188,6 +188,15 @@ class Crawler:
             for seed in s.seeds:
                 self._admit(seed, 0)
             self._checkpoint()
+            log.info(
+                "crawl started (run %d): seeds %s, %d workers x %d slots, job dir %s, output %s",
+                self.job.runs,
+                ", ".join(s.seeds),
+                s.workers,
+                s.threads,
+                self.job_dir or "(temporary)",
+                self.out,
+            )
             self.pool.start()
             self._loop()
         except (OSError, sqlite3.OperationalError) as exc:
@@ -208,6 +217,11 @@ class Crawler:
             ) from failure
         interrupted = not self._finished
         return CrawlResult(self.final_stats, self.out, self.job_dir, interrupted=interrupted)
+
+    def _budget_raised(self) -> bool:
+        """A job that stopped at --max-pages goes on if the limit was raised."""
+        limit = self.settings.max_pages
+        return self.job.message == "max-pages reached" and (limit is None or limit > self.job.pages)
 
     def _finished_before(self) -> CrawlResult:
         try:
@@ -483,6 +497,8 @@ class Crawler:
             "failed" if failure is not None else "finished" if self._finished else "interrupted"
         )
         self.job.message = str(failure) if failure is not None else None
+        if self._finished and len(self.frontier):
+            self.job.message = "max-pages reached"
         try:
             self._checkpoint()
         except Exception as exc:
@@ -490,6 +506,13 @@ class Crawler:
                 "the final checkpoint failed (%s); the job resumes from the previous one", exc
             )
         self.final_stats = self._stats()
+        log.info(
+            "crawl %s: %d pages, %d errors, %.1f pages/s",
+            self.job.state,
+            self.pages_done,
+            self.final_stats["errors"],
+            self.final_stats["pages_per_s"],
+        )
         try:
             self.stats_path.parent.mkdir(parents=True, exist_ok=True)
             self.stats_path.write_text(

@@ -148,6 +148,7 @@ class WorkerPool:
         kind = message[0]
         if kind == "hello":
             worker.pid = message[2]
+            log.info("worker %d started (pid %d, %d slots)", worker.index, worker.pid, message[3])
             self._startup_failures = 0
             if not self.stopping:
                 self._on_slots(worker.index, message[3])

@@ -1,7 +1,7 @@
 """Worker processes: download slots that turn requests into result messages.
 
-A worker owns ``threads`` download slots, each a thread with its own
-Downloader (and so its own HTTP session), and one parser thread that runs the
+A worker owns ``threads`` download slots, each with its own Downloader (and
+so its own HTTP session), worked by twice as many threads that share one
 Analyzer.  It talks to the master over one duplex pipe, in plain tuples and
 dicts:
 
@@ -16,11 +16,10 @@ Scheduling is pull-based: ``hello`` announces every slot free, and each
 downloaded id says that request's download is over and its slot free (its
 result follows, in the same message or a later one), so the master never
 sends a worker more requests than it has free slots, and a host's
-concurrency counts only requests actually talking to it.  A slot is free as soon
-as its download ends: the response goes to the parser thread, so parsing
-never holds a download slot.  At most ``threads`` responses wait for the
-parser; past that a slot holds its response (and stays busy) until there is
-room, which bounds memory when parsing is the bottleneck.
+concurrency counts only requests actually talking to it.  A thread frees its
+slot as soon as its download ends and then parses, so parsing never holds a
+download slot; with two threads per slot, at most ``2 x threads`` responses
+are in memory.
 
 A receiver thread reads the pipe at all times, so a send from the master
 never blocks on a busy worker; the main thread batches what is finished into
@@ -35,7 +34,6 @@ import queue
 import re
 import resource
 import signal
-import sys
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -133,10 +131,12 @@ class _Worker:
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.resolver = LinkResolver(scope, settings.max_url_length)
         self.inbox: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
-        self.to_parse: queue.SimpleQueue[tuple[dict[str, Any], Response] | None] = (
-            queue.SimpleQueue()
-        )
-        self.parse_room = threading.Semaphore(self.slots)
+        # Twice as many threads as download slots: a thread frees its slot (and
+        # its Downloader) when the download ends, then parses.
+        self.threads = 2 * self.slots
+        self.free_downloaders: queue.SimpleQueue[Downloader] = queue.SimpleQueue()
+        for downloader in self.downloaders:
+            self.free_downloaders.put(downloader)
         # (result or None, id of a finished download or None); None: a thread ended
         self.outbox: queue.SimpleQueue[tuple[dict[str, Any] | None, int | None] | None] = (
             queue.SimpleQueue()
@@ -154,24 +154,24 @@ class _Worker:
                     break
         except (EOFError, OSError):
             os._exit(0)  # the master is gone; nobody wants our results
-        for _ in range(self.slots):
+        for _ in range(self.threads):
             self.inbox.put(None)
 
-    def slot(self, downloader: Downloader) -> None:
+    def work(self) -> None:
+        """One thread: take a request, download it in a free slot, free the
+        slot, parse, report."""
         while (request := self.inbox.get()) is not None:
-            result, response = self.download(downloader, *request)
+            # The master sends no more requests than there are free slots, so
+            # a Downloader is always free here.
+            downloader = self.free_downloaders.get()
+            try:
+                result, response = self.download(downloader, *request)
+            finally:
+                self.free_downloaders.put(downloader)
             if response is None:
                 self.outbox.put((result, request[0]))
-            else:
-                self.parse_room.acquire()
-                self.to_parse.put((result, response))
-                self.outbox.put((None, request[0]))
-        self.outbox.put(None)
-
-    def parser(self) -> None:
-        while (job := self.to_parse.get()) is not None:
-            result, response = job
-            self.parse_room.release()
+                continue
+            self.outbox.put((None, request[0]))
             self.analyze(result, response)
             self.outbox.put((result, None))
         self.outbox.put(None)
@@ -186,16 +186,10 @@ class _Worker:
 
     def run(self) -> None:
         threading.Thread(target=self.receive, name="receiver", daemon=True).start()
-        slots = [
-            threading.Thread(target=self.slot, args=(d,), name=f"slot-{n}", daemon=True)
-            for n, d in enumerate(self.downloaders)
-        ]
-        for thread in slots:
-            thread.start()
-        threading.Thread(target=self.parser, name="parser", daemon=True).start()
+        for n in range(self.threads):
+            threading.Thread(target=self.work, name=f"work-{n}", daemon=True).start()
         self.conn.send(("hello", self.index, os.getpid(), self.slots))
-        running = self.slots + 1
-        slots_done = 0
+        running = self.threads
         last_summary = 0.0
         while running:
             batch: list[dict[str, Any]] = []
@@ -204,9 +198,6 @@ class _Worker:
             while True:
                 if item is None:
                     running -= 1
-                    slots_done += 1
-                    if slots_done == self.slots:  # downloads are over: let the parser finish
-                        self.to_parse.put(None)
                 else:
                     if item[0] is not None:
                         batch.append(item[0])
@@ -312,8 +303,5 @@ def run_worker(
 ) -> None:
     """Entry point of a worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Hand-offs between slot threads and the pipe threads wait for the GIL;
-    # the default 5 ms switch interval would add up to that much per request.
-    sys.setswitchinterval(0.0005)
     worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
     worker.run()

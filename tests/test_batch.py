@@ -168,6 +168,24 @@ def test_finished_job_rerun_is_a_no_op(tmp_path: Path) -> None:
         assert len(read_records(job / "pages.jsonl")) == 30
 
 
+def test_raising_max_pages_continues_a_finished_job(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=50, size=1_000)) as site:
+        job = tmp_path / "job"
+        first = run_cli("crawl", site.url, "--job-dir", str(job), "--max-pages", "20", "--quiet")
+        assert first.returncode == 0, first.stderr
+        assert len(read_records(job / "pages.jsonl")) == 20
+        same = run_cli("crawl", site.url, "--job-dir", str(job), "--max-pages", "20", "--quiet")
+        assert "already finished" in same.stdout
+        more = run_cli("crawl", site.url, "--job-dir", str(job), "--max-pages", "35", "--quiet")
+        assert more.returncode == 0, more.stderr
+        assert len(read_records(job / "pages.jsonl")) == 35
+        rest = run_cli("crawl", site.url, "--job-dir", str(job), "--quiet")
+        assert rest.returncode == 0, rest.stderr
+        records = read_records(job / "pages.jsonl")
+        assert len(records) == 50 and len({r["url"] for r in records}) == 50
+        assert max(site.hits[p] for p in site.site.paths()) == 1
+
+
 def test_conflicting_settings_and_other_formats_are_refused(tmp_path: Path) -> None:
     with serve_site(TestSite(pages=10, size=1_000)) as site:
         job = tmp_path / "job"
@@ -208,7 +226,7 @@ def test_status_reads_without_touching(slow_site: SiteServer, tmp_path: Path) ->
 # ------------------------------------------------------------ worker faults
 def test_killed_worker_is_replaced_and_loses_nothing(slow_site: SiteServer, tmp_path: Path) -> None:
     job = tmp_path / "job"
-    proc = start_crawl(slow_site.url, job)
+    proc = start_crawl(slow_site.url, job, "--log-file", str(tmp_path / "crawl.log"))
     wait_for_records(job / "pages.jsonl", 40, proc)
     victim = int(read_records(job / "pages.jsonl")[-1]["worker"].split("pid-")[1])
     os.kill(victim, signal.SIGKILL)
@@ -219,6 +237,9 @@ def test_killed_worker_is_replaced_and_loses_nothing(slow_site: SiteServer, tmp_
     stats = json.loads((job / "stats.json").read_text())
     assert stats["worker_restarts"] == 1 and stats["errors"] == 0
     assert "died" in err
+    log = (tmp_path / "crawl.log").read_text()
+    assert "crawl started" in log and "died" in log and "crawl finished" in log
+    assert "started (pid" in log and "started (pid" not in err  # info goes to the file only
 
 
 def test_poison_page_is_dropped_after_three_crashes(slow_site: SiteServer, tmp_path: Path) -> None:
