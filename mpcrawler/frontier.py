@@ -252,9 +252,10 @@ class UrlQueueManager:
             raise TypeError("weight must be an int")
         item = UrlInfo(url, depth, weight, self._next_seq)
         self._next_seq += 1
+        payload = _PAYLOAD.pack(item.seq, weight, depth) + url.encode("utf-8")
         if not self._replaying:
-            self._log(_PUT + _PAYLOAD.pack(item.seq, weight, depth) + url.encode("utf-8"))
-        self._insert(item)
+            self._log(_PUT + payload)
+        self._insert(item, payload)
         return item
 
     def get(self) -> UrlInfo | None:
@@ -404,7 +405,7 @@ class UrlQueueManager:
         self._next_segment += 1
         return f"{kind}-{self._next_segment:08d}.{ext}"
 
-    def _insert(self, item: UrlInfo) -> None:
+    def _insert(self, item: UrlInfo, payload: bytes) -> None:
         if not self._disk or item.weight > max(self._disk):
             bucket = self._cache.get(item.weight)
             if bucket is None:
@@ -414,13 +415,13 @@ class UrlQueueManager:
             if self._cache_count > self.cache_size:
                 self._spill()
         else:
-            self._append_finding(item)
+            self._append_finding(item, payload)
 
-    def _append_finding(self, item: UrlInfo) -> None:
+    def _append_finding(self, item: UrlInfo, payload: bytes) -> None:
         writer = self._writers.get(item.weight)
         if writer is None or writer.segment.count >= _SEGMENT_RECORDS:
             writer = self._open_writer(item.weight)
-        record = _encode(item)
+        record = _frame(payload)
         writer.write(record)
         segment = writer.segment
         segment.end += len(record)
