@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,40 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, machine
+from benchmarks.common import ROOT, crawl, machine
 from mpcrawler.cli import site_process
 
 
 def run_mpcrawler(url: str, concurrency: int, workers: int) -> tuple[int, float]:
-    threads = max(1, concurrency // workers)
-    job = tempfile.mkdtemp(prefix="bench-mp-")
-    try:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mpcrawler",
-                "crawl",
-                url,
-                "--job-dir",
-                job,
-                "--workers",
-                str(workers),
-                "--threads",
-                str(threads),
-                "--no-robots",
-                "--host-concurrency",
-                str(workers * threads),
-                "--quiet",
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        stats = json.loads(Path(job, "stats.json").read_text())
-        return stats["pages"], stats["pages"] / stats["elapsed_s"]
-    finally:
-        shutil.rmtree(job, ignore_errors=True)
+    stats, _ = crawl(url, workers, max(1, concurrency // workers))
+    return stats["pages"], stats["pages"] / stats["elapsed_s"]
 
 
 def run_scrapy(url: str, concurrency: int) -> tuple[int, float]:

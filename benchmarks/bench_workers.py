@@ -21,60 +21,35 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import machine, run_watched
+from benchmarks.common import crawl, machine
 from mpcrawler.cli import site_process
 
 
 def crawl_once(url: str, workers: int, threads: int) -> dict[str, Any]:
-    job = tempfile.mkdtemp(prefix="bench-workers-")
-    try:
-        watched = run_watched(
-            [
-                sys.executable,
-                "-m",
-                "mpcrawler",
-                "crawl",
-                url,
-                "--job-dir",
-                job,
-                "--workers",
-                str(workers),
-                "--threads",
-                str(threads),
-                "--host-concurrency",
-                str(workers * threads),
-                "--no-robots",
-                "--quiet",
-            ]
-        )
-        if watched.returncode != 0:
-            raise SystemExit(f"crawl failed ({watched.returncode}): {watched.stderr[-2000:]}")
-        stats = json.loads(Path(job, "stats.json").read_text())
-        procs = stats["processes"]
-        growth = [
-            watched.worker_rss_last_mb[p] - watched.worker_rss_first_mb[p]
-            for p in watched.worker_rss_last_mb
-        ]
-        return {
-            "pages": stats["pages"],
-            "pages_per_s": stats["pages"] / stats["elapsed_s"],
-            "cpu_master": procs["master"]["cpu_s"] / stats["elapsed_s"],
-            "cpu_workers": sum(w["cpu_s"] for w in procs["workers"]) / stats["elapsed_s"],
-            "rss_master_mb": procs["master"]["max_rss_mb"],
-            "rss_worker_mb": max(w["max_rss_mb"] for w in procs["workers"]),
-            "worker_rss_growth_mb": max(growth) if growth else 0.0,
-        }
-    finally:
-        shutil.rmtree(job, ignore_errors=True)
+    stats, watched = crawl(url, workers, threads, watch=True)
+    assert watched is not None
+    procs = stats["processes"]
+    # RSS growth of each worker from a fifth of the way through to its end
+    growth = []
+    for samples in watched.worker_rss_mb.values():
+        if len(samples) >= 5:
+            growth.append(samples[-1][1] - samples[len(samples) // 5][1])
+    return {
+        "pages": stats["pages"],
+        "pages_per_s": stats["pages"] / stats["elapsed_s"],
+        "cpu_master": procs["master"]["cpu_s"] / stats["elapsed_s"],
+        "cpu_workers": sum(w["cpu_s"] for w in procs["workers"]) / stats["elapsed_s"],
+        "rss_master_mb": procs["master"]["max_rss_mb"],
+        "rss_worker_mb": max(w["max_rss_mb"] for w in procs["workers"]),
+        "worker_rss_growth_mb": max(growth) if growth else 0.0,
+    }
 
 
 def plot(rows: list[dict[str, Any]], args: argparse.Namespace, path: Path) -> None:

@@ -20,9 +20,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["SiteServer", "TestSite", "serve_site"]
+__all__ = ["SiteServer", "TestSite", "serve_site", "serving"]
 
 _WORDS = [
     "crawler",
@@ -217,9 +217,18 @@ def serve_site(
     robots: str | None = None,
 ) -> Iterator[SiteServer]:
     """Serve ``site`` from a background thread for the duration of the block."""
-    server = SiteServer(site, host, port, latency, robots)
+    with serving(SiteServer(site, host, port, latency, robots)) as server:
+        yield server
+
+
+ServerT = TypeVar("ServerT", bound=ThreadingHTTPServer)
+
+
+@contextmanager
+def serving(server: ServerT) -> Iterator[ServerT]:
+    """Run any HTTP server from a background thread for the duration of the block."""
     thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
     thread.start()
     try:

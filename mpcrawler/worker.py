@@ -61,7 +61,7 @@ class LinkResolver:
     same links repeat on many pages of a site.
     """
 
-    def __init__(self, scope: Scope, max_url_length: int, memo_size: int = 50_000) -> None:
+    def __init__(self, scope: Scope, max_url_length: int, memo_size: int = 10_000) -> None:
         self.scope = scope
         self.max_url_length = max_url_length
         self._memo: dict[tuple[str, str], str | None] = {}

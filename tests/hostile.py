@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from mpcrawler.testsite import serving
+
 Reply = tuple[int, dict[str, str], bytes | Iterable[bytes]]
 Route = Callable[["Handler", int], Reply]
 
@@ -128,17 +130,8 @@ class Handler(BaseHTTPRequestHandler):
 def serve(
     routes: dict[str, Route], host: str = "127.0.0.1", port: int = 0, default: Route | None = None
 ) -> Iterator[Server]:
-    server = Server(host, port, routes, default)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
+    with serving(Server(host, port, routes, default)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def slow(seconds: float, reply: Reply) -> Route:

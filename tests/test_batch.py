@@ -56,6 +56,13 @@ def start_crawl(url: str, job: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+def crawl_to_end(url: str, job: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The same crawl as start_crawl, run to its end (a first run or a resume)."""
+    return run_cli(
+        "crawl", url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet", *extra
+    )
+
+
 def wait_for_records(
     path: Path, count: int, proc: subprocess.Popen[str], timeout: float = 60
 ) -> None:
@@ -90,9 +97,7 @@ def test_sigkill_of_everything_then_resume(slow_site: SiteServer, tmp_path: Path
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
     assert json.loads((job / "job.json").read_text())["job"]["state"] == "running"
-    second = run_cli(
-        "crawl", slow_site.url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet"
-    )
+    second = crawl_to_end(slow_site.url, job)
     assert second.returncode == 0, second.stderr
     urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
     twice = {u for u, n in urls.items() if n > 1}
@@ -123,9 +128,7 @@ def test_signal_stops_gracefully_and_resumes_exactly(
     assert json.loads((job / "job.json").read_text())["job"]["state"] == "interrupted"
     partial = read_records(job / "pages.jsonl")
     assert len(partial) < PAGES
-    second = run_cli(
-        "crawl", slow_site.url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet"
-    )
+    second = crawl_to_end(slow_site.url, job)
     assert second.returncode == 0, second.stderr
     urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
     assert max(urls.values()) == 1  # a graceful stop loses and repeats nothing
@@ -244,16 +247,9 @@ def test_killed_worker_is_replaced_and_loses_nothing(slow_site: SiteServer, tmp_
 
 def test_poison_page_is_dropped_after_three_crashes(slow_site: SiteServer, tmp_path: Path) -> None:
     job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
+    proc = crawl_to_end(
         slow_site.url,
-        "--job-dir",
-        str(job),
-        "--workers",
-        "2",
-        "--threads",
-        "2",
-        "--quiet",
+        job,
         "--analyzer",
         "plugins:CrashingAnalyzer",
     )
@@ -272,16 +268,9 @@ def test_hung_worker_is_killed(tmp_path: Path) -> None:
     with serve_site(TestSite(pages=40, size=1_000)) as site:
         job = tmp_path / "job"
         started = time.monotonic()
-        proc = run_cli(
-            "crawl",
+        proc = crawl_to_end(
             site.url,
-            "--job-dir",
-            str(job),
-            "--workers",
-            "2",
-            "--threads",
-            "2",
-            "--quiet",
+            job,
             "--analyzer",
             "plugins:HangingAnalyzer",
             "--hang-timeout",
@@ -338,16 +327,9 @@ def test_disk_full_stops_cleanly_and_resumes(slow_site: SiteServer, tmp_path: Pa
         written = (job / "pages.jsonl").read_bytes()  # its last line may be torn
         assert 0 < written.count(b"\n") < PAGES
         filler.unlink()  # free some, then rerun the same command
-        done = run_cli(
-            "crawl",
+        done = crawl_to_end(
             slow_site.url,
-            "--job-dir",
-            str(job),
-            "--workers",
-            "2",
-            "--threads",
-            "2",
-            "--quiet",
+            job,
             "--cache-size",
             "20",
         )
