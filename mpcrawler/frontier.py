@@ -3,7 +3,8 @@
 Owned by the master process only (workers never touch it).  The scheduler
 ``get()``s URLs from the :class:`UrlQueueManager`, and ``ack()``s each one once
 its page is recorded and the links found on it are ``put()``.  The
-:class:`SeenSet` remembers every canonical URL ever queued.
+:class:`SeenSet` (in :mod:`mpcrawler.seen`, re-exported here) remembers every
+canonical URL ever queued.
 
 UrlQueueManager has three tiers, after the classic three-tier design:
 
@@ -39,7 +40,6 @@ detected, logged and skipped.  Nothing on disk is pickle: records are
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import diskcache
+from .seen import SeenSet
 
 __all__ = ["FORMAT_VERSION", "FrontierError", "SeenSet", "UrlInfo", "UrlQueueManager"]
 
@@ -665,73 +665,3 @@ class UrlQueueManager:
                 self._next_segment = max(self._next_segment, int(match.group(2)))
             elif path.name.endswith(".tmp"):
                 path.unlink()
-
-
-class SeenSet:
-    """Every URL the crawl has queued, as 16-byte BLAKE2b digests in diskcache.
-
-    ``add()`` and ``in`` see pending additions at once; ``flush()`` writes the
-    pending batch in one transaction, after which it survives a crash.  The
-    crawler flushes the frontier first and this second, so a URL is durably
-    seen only once its put is durable.  Callers pass canonical URLs.
-    """
-
-    def __init__(
-        self, directory: str | os.PathLike[str], *, flush_every: int | None = None
-    ) -> None:
-        self.directory = Path(directory)
-        self._cache = diskcache.Cache(
-            str(self.directory),
-            eviction_policy="none",
-            size_limit=1 << 62,
-            cull_limit=0,
-            statistics=False,
-            tag_index=False,
-        )
-        self._pending: set[bytes] = set()
-        self._flush_every = flush_every
-
-    @staticmethod
-    def digest(url: str) -> bytes:
-        return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
-
-    def add(self, url: str) -> bool:
-        """Mark ``url`` seen; True if it was not seen before."""
-        key = self.digest(url)
-        if key in self._pending or key in self._cache:
-            return False
-        self._pending.add(key)
-        if self._flush_every is not None and len(self._pending) >= self._flush_every:
-            self.flush()
-        return True
-
-    def __contains__(self, url: object) -> bool:
-        if not isinstance(url, str):
-            return False
-        key = self.digest(url)
-        return key in self._pending or key in self._cache
-
-    def __len__(self) -> int:
-        return len(self._cache) + len(self._pending)
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
-    def flush(self) -> None:
-        if not self._pending:
-            return
-        with self._cache.transact():
-            for key in self._pending:
-                self._cache.set(key, 0)
-        self._pending.clear()
-
-    def close(self) -> None:
-        self.flush()
-        self._cache.close()
-
-    def __enter__(self) -> SeenSet:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -1,0 +1,86 @@
+"""The seen set: every canonical URL the crawl has queued, on disk.
+
+Owned by the master only.  Stores a fixed-size digest of each URL in
+diskcache, so memory is bounded by diskcache's (SQLite's) own cache, not by
+the number of URLs.  Re-exported by :mod:`mpcrawler.frontier`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import diskcache
+
+__all__ = ["SeenSet"]
+
+
+class SeenSet:
+    """Every URL the crawl has queued, as 16-byte BLAKE2b digests in diskcache.
+
+    ``add()`` and ``in`` see pending additions at once; ``flush()`` writes the
+    pending batch in one transaction, after which it survives a crash.  The
+    crawler flushes the frontier first and this second, so a URL is durably
+    seen only once its put is durable.  Callers pass canonical URLs.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, flush_every: int | None = None
+    ) -> None:
+        self.directory = Path(directory)
+        self._cache = diskcache.Cache(
+            str(self.directory),
+            eviction_policy="none",
+            size_limit=1 << 62,
+            cull_limit=0,
+            statistics=False,
+            tag_index=False,
+        )
+        self._pending: set[bytes] = set()
+        self._flush_every = flush_every
+
+    @staticmethod
+    def digest(url: str) -> bytes:
+        return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
+
+    def add(self, url: str) -> bool:
+        """Mark ``url`` seen; True if it was not seen before."""
+        key = self.digest(url)
+        if key in self._pending or key in self._cache:
+            return False
+        self._pending.add(key)
+        if self._flush_every is not None and len(self._pending) >= self._flush_every:
+            self.flush()
+        return True
+
+    def __contains__(self, url: object) -> bool:
+        if not isinstance(url, str):
+            return False
+        key = self.digest(url)
+        return key in self._pending or key in self._cache
+
+    def __len__(self) -> int:
+        return len(self._cache) + len(self._pending)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        with self._cache.transact():
+            for key in self._pending:
+                self._cache.set(key, 0)
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.flush()
+        self._cache.close()
+
+    def __enter__(self) -> SeenSet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
