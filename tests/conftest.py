@@ -35,6 +35,28 @@ def run_cli(
     )
 
 
+def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
+    """Crawl ``url`` with 2 workers x 2 slots and short timeouts; the records.
+    The crawl must exit 0."""
+    proc = run_cli(
+        "crawl",
+        url,
+        "--job-dir",
+        str(job),
+        "--quiet",
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+        "--retry-delay",
+        "0.05",
+        *args,
+        timeout=90,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return read_records(job / "pages.jsonl")
+
+
 def read_records(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]

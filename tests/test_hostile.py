@@ -9,32 +9,13 @@ import gzip
 import time
 from pathlib import Path
 
-from conftest import read_records, run_cli
+from conftest import crawl_records
 from hostile import Handler, Reply, html, links, redirect, serve, stream_forever
 
 
 def crawl(url: str, tmp_path: Path, *extra: str) -> dict[str, dict]:  # type: ignore[type-arg]
-    job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
-        url,
-        "--job-dir",
-        str(job),
-        "--quiet",
-        "--workers",
-        "2",
-        "--threads",
-        "2",
-        "--timeout",
-        "2",
-        "--retry-delay",
-        "0.05",
-        "--no-robots",
-        *extra,
-        timeout=90,
-    )
-    assert proc.returncode == 0, proc.stderr
-    records = read_records(job / "pages.jsonl")
+    """The records by path; every URL must have exactly one."""
+    records = crawl_records(url, tmp_path / "job", "--timeout", "2", "--no-robots", *extra)
     by_path = {r["url"].split("/", 3)[3]: r for r in records}
     assert len(by_path) == len(records), "a URL was recorded twice"
     return by_path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from conftest import read_records, run_cli
+from conftest import crawl_records
 from hostile import html, links, serve, slow
 
 ROBOTS = """
@@ -22,25 +22,7 @@ Disallow: /*.pdf$
 
 
 def crawl(url: str, tmp_path: Path, *extra: str) -> list[dict]:  # type: ignore[type-arg]
-    job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
-        url,
-        "--job-dir",
-        str(job),
-        "--quiet",
-        "--workers",
-        "2",
-        "--threads",
-        "2",
-        "--timeout",
-        "5",
-        "--retry-delay",
-        "0.05",
-        *extra,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return read_records(job / "pages.jsonl")
+    return crawl_records(url, tmp_path / "job", "--timeout", "5", *extra)
 
 
 def test_robots_rfc9309(tmp_path: Path) -> None:
