@@ -54,7 +54,14 @@ from typing import Any, NamedTuple
 
 from .seen import SeenSet
 
-__all__ = ["FORMAT_VERSION", "FrontierError", "SeenSet", "UrlInfo", "UrlQueueManager"]
+__all__ = [
+    "FORMAT_VERSION",
+    "FrontierError",
+    "SeenSet",
+    "UrlInfo",
+    "UrlQueueManager",
+    "inspect",
+]
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +207,45 @@ def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
     os.replace(tmp, path)
     if fsync:
         _fsync_path(path.parent)
+
+
+def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
+    """Counts of a frontier as of its last sync, read without opening it.
+
+    ``queued`` is what ``get()`` could return; ``in_flight`` what was gotten
+    and not acked (it is queued again when the frontier is reopened).  Reads
+    ``state.json``, the snapshot and the journal; writes nothing.
+    """
+    root = Path(directory)
+    try:
+        state = json.loads((root / STATE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {"queued": 0, "in_flight": 0}
+    queued = sum(int(segment[4]) for segment in state.get("segments", []))
+    in_flight = 0
+    for name, is_journal in ((state.get("snapshot"), False), (state.get("journal"), True)):
+        if not name:
+            continue
+        try:
+            data = (root / name).read_bytes()
+        except OSError:
+            continue
+        payloads, _, _ = _frames(data, 1 << 62, name)
+        if not is_journal:
+            cached = min(int(state.get("snapshot_cache", 0)), len(payloads))
+            queued += cached
+            in_flight += len(payloads) - cached
+            continue
+        for payload in payloads:
+            op = payload[:1]
+            if op == _PUT:
+                queued += 1
+            elif op == _GET:
+                queued -= 1
+                in_flight += 1
+            elif op == _ACK:
+                in_flight -= 1
+    return {"queued": queued, "in_flight": in_flight}
 
 
 class UrlQueueManager:

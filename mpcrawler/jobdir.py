@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .frontier import inspect
 
 __all__ = ["JOB_FORMAT", "SCOPE_SETTINGS", "JobConflict", "JobDir", "JobState"]
 
@@ -107,25 +108,15 @@ class JobDir:
     def status(self) -> dict[str, Any]:
         """A read-only view for ``mpcrawler status``; never writes."""
         settings, state = self.read()
-        queued = in_flight = 0
-        frontier = self.path / "frontier" / "state.json"
-        if frontier.exists():
-            data = json.loads(frontier.read_text(encoding="utf-8"))
-            queued = sum(int(s[4]) for s in data.get("segments", []))
-            snapshot = data.get("snapshot")
-            if snapshot:
-                cached = int(data.get("snapshot_cache", 0))
-                total = _count_records(self.path / "frontier" / snapshot)
-                queued += cached
-                in_flight = max(0, total - cached)
+        counts = inspect(self.path / "frontier")
         return {
             "job_dir": str(self.path),
             "state": state.state,
             "pages": state.pages,
             "errors": sum(state.errors.values()),
             "errors_by_kind": state.errors,
-            "queued": queued,
-            "in_flight": in_flight,
+            "queued": counts["queued"],
+            "in_flight": counts["in_flight"],
             "runs": state.runs,
             "last_activity": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(state.updated_at))
             if state.updated_at
@@ -133,19 +124,3 @@ class JobDir:
             "seeds": settings.get("seeds", []),
             "message": state.message,
         }
-
-
-def _count_records(path: Path) -> int:
-    import struct
-
-    header = struct.Struct("<II")
-    count = pos = 0
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return 0
-    while pos + header.size <= len(data):
-        length, _ = header.unpack_from(data, pos)
-        pos += header.size + length
-        count += pos <= len(data)
-    return count

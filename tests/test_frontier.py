@@ -195,3 +195,25 @@ def test_memory_is_bounded_by_cache_size(tmp_path: Path) -> None:
     growth, length = map(int, out.split())
     assert length == count
     assert growth < 60 * 2**20, f"RSS grew by {growth / 2**20:.1f} MiB"
+
+
+def test_inspect_counts_without_opening(tmp_path: Path) -> None:
+    from mpcrawler.frontier import inspect
+
+    q = UrlQueueManager(tmp_path, cache_size=3)
+    for i in range(20):
+        q.put(f"http://h/{i}", weight=i % 2)
+    q.flush()  # a checkpoint-free flush: the counts come from the journal
+    got = [q.get() for _ in range(6)]
+    q.ack(got[0])
+    q.sync()
+    files = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    assert (
+        inspect(tmp_path)
+        == {"queued": len(q), "in_flight": q.in_flight}
+        == {"queued": 14, "in_flight": 5}
+    )
+    assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == files
+    q.close()
+    assert inspect(tmp_path) == {"queued": 14, "in_flight": 5}
+    assert inspect(tmp_path / "nothing-here") == {"queued": 0, "in_flight": 0}
