@@ -172,6 +172,7 @@ class _Worker:
                 self.outbox.put((result, request[0]))
                 continue
             self.outbox.put((None, request[0]))
+            time.sleep(0)  # let the sender announce the free slot before we parse
             self.analyze(result, response)
             self.outbox.put((result, None))
         self.outbox.put(None)
