@@ -284,7 +284,7 @@ def _check_writable(path: Path, what: str) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    settings = Settings(
+    return Settings(
         seeds=read_seeds(args),
         workers=args.workers,
         threads=args.threads,
@@ -315,31 +315,18 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         grace=args.grace,
         hang_timeout=args.hang_timeout,
     )
-    try:
-        settings.validate()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    from .modules import load_object
 
-    for spec in [settings.analyzer, settings.downloader, *settings.pipelines]:
-        try:
-            load_object(spec)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+
+def check_paths(settings: Settings) -> None:
+    """Usage errors for a job dir, output or log file that cannot be written."""
     if settings.job_dir:
         job = Path(settings.job_dir)
         if job.exists() and not job.is_dir():
             raise UsageError(f"job dir {job} is not a directory")
         _check_writable(job / ".write-test", "job dir")
-    out = (
-        Path(settings.out)
-        if settings.out
-        else (Path(settings.job_dir) / "pages.jsonl" if settings.job_dir else Path("pages.jsonl"))
-    )
-    _check_writable(out, "output")
+    _check_writable(settings.output_path(), "output")
     if settings.log_file:
         _check_writable(Path(settings.log_file), "log file")
-    return settings
 
 
 def format_summary(stats: dict[str, Any]) -> str:
@@ -374,8 +361,12 @@ def run_crawl(settings: Settings) -> int:
     from .frontier import FrontierError
     from .jobdir import JobConflict
 
+    try:
+        crawler = Crawler(settings)  # checks the settings and imports the plug-ins
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    check_paths(settings)
     configure_logging(settings.log_file)
-    crawler = Crawler(settings)
     try:
         result = crawler.run()
     except (JobConflict, FrontierError) as exc:

@@ -114,8 +114,10 @@ class Crawler:
             *(pipelines or []),
         ]
         settings.validate()
-        for path in (settings.analyzer, settings.downloader):
-            load_object(path)  # fail now, in the master, with a clear message
+        # Fail now, in the master, with a clear message (ValueError).
+        for spec in (settings.analyzer, settings.downloader, *self._pipeline_specs):
+            if isinstance(spec, str):
+                load_object(spec)
         settings.seeds = [canonicalize(s) for s in settings.seeds]
         self.scope = Scope.from_seeds(settings.seeds, settings.allow_domains)
 
@@ -126,8 +128,7 @@ class Crawler:
         self.job_dir = Path(s.job_dir) if s.job_dir else None
         state_dir = self.job_dir or Path(self._temp_dir or ".")
         state_dir.mkdir(parents=True, exist_ok=True)
-        default_out = state_dir / "pages.jsonl" if self.job_dir else Path("pages.jsonl")
-        self.out = Path(s.out) if s.out else default_out
+        self.out = s.output_path()
         self.stats_path = (
             self.job_dir / "stats.json" if self.job_dir else self.out.with_name("stats.json")
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -52,6 +53,12 @@ class Settings:
     log_file: str | None = None
     checkpoint_interval: float = 2.0
     robots_retry_delay: float = 30.0
+
+    def output_path(self) -> Path:
+        """The records file: ``out``, else pages.jsonl in the job dir, else ./pages.jsonl."""
+        if self.out:
+            return Path(self.out)
+        return Path(self.job_dir) / "pages.jsonl" if self.job_dir else Path("pages.jsonl")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
