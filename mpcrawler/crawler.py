@@ -291,6 +291,9 @@ class Crawler:
         if not request.downloaded:
             self.scheduler.finished(request)
         request.downloaded = False
+        if request.kind == "robots":  # a failed robots.txt fetch; the scheduler counts those
+            self.scheduler.robots_result(request, None, None, True)
+            return
         request.crashes += 1
         if request.crashes >= MAX_WORKER_CRASHES:
             self._finish(
@@ -300,8 +303,6 @@ class Crawler:
                     "error": f"crashed {request.crashes} worker processes",
                 },
             )
-        elif request.kind == "robots":
-            self.scheduler.robots_result(request, None, None, True)
         else:
             self.scheduler.submit(request)
 

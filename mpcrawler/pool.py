@@ -174,13 +174,9 @@ class WorkerPool:
     def _on_exit(self, worker: _Worker) -> None:
         if self.workers.pop(worker.index, None) is None:
             return
-        while True:  # results sent before it died still count
-            try:
-                if not worker.conn.poll():
-                    break
-                message = worker.conn.recv()
-            except (EOFError, OSError):
-                break
+        # Results it sent before it died still count.  (It is out of
+        # self.workers already, so a pipe error here ends the loop, nothing more.)
+        while (message := self._receive(worker)) is not None:
             self._on_message(worker, message)
         worker.conn.close()
         worker.process.join(timeout=1)

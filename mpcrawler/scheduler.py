@@ -24,7 +24,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from protego import Protego
@@ -206,10 +206,7 @@ class Scheduler:
                     if now < host.robots_retry_at:
                         self._schedule(host, host.robots_retry_at)
                         continue
-                    scheme_host = host.key
-                    robots = Request(
-                        next(self._ids), scheme_host + "/robots.txt", key, kind="robots"
-                    )
+                    robots = self.new_request(host.key + "/robots.txt", kind="robots")
                     host.robots_state = "fetching"
                     host.in_flight += 1
                     assigned.append((self._take_slot(robots, now), robots))
@@ -240,16 +237,6 @@ class Scheduler:
             return None
         return max(0.0, min(times) - self.clock())
 
-    def pending(self) -> Iterator[Request]:
-        """Every request not yet dispatched (queued or waiting to retry)."""
-        for host in self.hosts.values():
-            yield from host.queue
-        for _, _, request in self._delayed:
-            yield request
-
-    def host_state(self, key: str) -> Host | None:
-        return self.hosts.get(key)
-
     # ------------------------------------------------------------ internals
     def _host(self, key: str) -> Host:
         host = self.hosts.get(key)
@@ -273,9 +260,7 @@ class Scheduler:
 
     def _release_delayed(self, now: float) -> None:
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, request = heapq.heappop(self._delayed)
-            self.queued -= 1
+            _, _, request = heapq.heappop(self._delayed)  # stays counted in queued
             host = self._host(request.host)
             host.queue.appendleft(request)
-            self.queued += 1
             self._schedule(host, now)

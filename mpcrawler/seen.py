@@ -63,10 +63,6 @@ class SeenSet:
     def __len__(self) -> int:
         return len(self._cache) + len(self._pending)
 
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
     def flush(self) -> None:
         if not self._pending:
             return
