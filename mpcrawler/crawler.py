@@ -265,7 +265,7 @@ class Crawler:
                 self.pool.kill_hung(hang_limit)
             if now - self._last_checkpoint >= self.settings.checkpoint_interval:
                 self._checkpoint()
-            self.progress.update(self.pages_done, self._progress_fields())
+            self.progress.update(self.pages_done, self._progress_fields)
 
     def _can_pull(self) -> bool:
         if not len(self.frontier):
@@ -494,7 +494,7 @@ class Crawler:
                 self.pool.stop(wait=0.0 if quick else 10.0)
             except Exception:  # never let a worker problem lose the checkpoint
                 log.exception("while stopping workers")
-        self.progress.close()
+        self.progress.close(self.pages_done, self._progress_fields)
         self.job.state = (
             "failed" if failure is not None else "finished" if self._finished else "interrupted"
         )

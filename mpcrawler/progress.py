@@ -8,6 +8,8 @@ nobody needs is one less thing to reason about.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from tqdm import tqdm
@@ -21,6 +23,7 @@ class Progress:
     def __init__(self, *, disabled: bool, total: int | None = None, initial: int = 0) -> None:
         self._bar: tqdm[Any] | None = None
         self._done = initial
+        self._last = 0.0
         if not disabled:
             self._bar = tqdm(
                 initial=initial,
@@ -33,15 +36,24 @@ class Progress:
             )
         self._done = 0
 
-    def update(self, done: int, fields: dict[str, Any]) -> None:
+    def update(self, done: int, fields: Callable[[], dict[str, Any]]) -> None:
+        """Called on every turn of the master's loop; ``fields`` is computed
+        only when the line is shown and at most every 0.25 s."""
         if self._bar is None:
             return
+        now = time.monotonic()
+        if now - self._last < 0.25:
+            return
+        self._last = now
         if done != self._done:
             self._bar.update(done - self._done)
             self._done = done
-        self._bar.set_postfix(fields, refresh=False)
+        self._bar.set_postfix(fields(), refresh=False)
 
-    def close(self) -> None:
+    def close(self, done: int, fields: Callable[[], dict[str, Any]]) -> None:
+        """Show the final state (updates may have been skipped) and end the line."""
         if self._bar is not None:
+            self._bar.update(done - self._done)
+            self._bar.set_postfix(fields(), refresh=False)
             self._bar.close()
             self._bar = None
