@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import read_records, run_cli
+from conftest import crawl_records, read_records, run_cli
 
 from mpcrawler.testsite import SiteServer, TestSite
 
@@ -97,41 +97,16 @@ def test_record_fields(site_300: SiteServer, tmp_path: Path) -> None:
 
 
 def test_max_pages_is_exact(site_300: SiteServer, tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
-        site_300.url,
-        "--workers",
-        "2",
-        "--max-pages",
-        "37",
-        "--job-dir",
-        str(job),
-        "--quiet",
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert len(read_records(job / "pages.jsonl")) == 37
+    records = crawl_records(site_300.url, tmp_path / "job", "--max-pages", "37")
+    assert len(records) == 37
     assert sum(page_hits(site_300).values()) == 37
 
 
 def test_max_depth(site_300: SiteServer, tmp_path: Path) -> None:
-    job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
-        site_300.url,
-        "--workers",
-        "2",
-        "--max-depth",
-        "1",
-        "--job-dir",
-        str(job),
-        "--quiet",
-    )
-    assert proc.returncode == 0, proc.stderr
+    records = crawl_records(site_300.url, tmp_path / "job", "--max-depth", "1")
     site = site_300.site
     depth1 = {TestSite.path(j) for j in site.links(0)} | {"/"}
     assert set(page_hits(site_300)) == depth1
-    records = read_records(job / "pages.jsonl")
     assert max(r["depth"] for r in records) == 1
     assert len(records) == len(depth1)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import read_records, run_cli
+from conftest import crawl_records, read_records
 from plugins import CountingAnalyzer, TaggingPipeline
 
 from mpcrawler import Crawler, Settings
@@ -14,23 +14,16 @@ from mpcrawler.testsite import SiteServer
 
 def test_cli_plugins(site_300: SiteServer, tmp_path: Path) -> None:
     job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
+    records = crawl_records(
         site_300.url,
-        "--workers",
-        "2",
+        job,
         "--max-pages",
         "40",
         "--analyzer",
         "plugins:CountingAnalyzer",
         "--pipeline",
         "plugins:TaggingPipeline",
-        "--job-dir",
-        str(job),
-        "--quiet",
     )
-    assert proc.returncode == 0, proc.stderr
-    records = read_records(job / "pages.jsonl")
     assert len(records) == 40
     assert all(r["tag"] == "seen-by-tagger" and r["words"] > 100 for r in records)
     stats = json.loads((job / "stats.json").read_text())
@@ -43,22 +36,15 @@ def test_cli_plugins(site_300: SiteServer, tmp_path: Path) -> None:
 def test_analyzer_and_pipeline_errors_become_record_errors(
     site_300: SiteServer, tmp_path: Path
 ) -> None:
-    job = tmp_path / "job"
-    proc = run_cli(
-        "crawl",
+    found = crawl_records(
         site_300.url,
-        "--workers",
-        "2",
+        tmp_path / "job",
         "--analyzer",
         "plugins:FailingAnalyzer",
         "--pipeline",
         "plugins:FailingPipeline",
-        "--job-dir",
-        str(job),
-        "--quiet",
     )
-    assert proc.returncode == 0, proc.stderr
-    records = {r["url"]: r for r in read_records(job / "pages.jsonl")}
+    records = {r["url"]: r for r in found}
     sevens = [r for u, r in records.items() if u.endswith("7")]
     assert sevens and all("dislikes sevens" in r["error"] for r in sevens)
     threes = [r for u, r in records.items() if u.endswith("3")]
