@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,57 @@ def run_cli(
         env=env,
         check=False,
     )
+
+
+class Lines:
+    """Reads a running process's stdout and stderr line by line, in threads,
+    so a test can wait (bounded) for a line the process prints instead of
+    sleeping, and still collect everything at the end."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._changed = threading.Condition()
+        self._threads = [
+            threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+            for stream, lines in ((proc.stdout, self.out), (proc.stderr, self.err))
+            if stream is not None
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _read(self, stream: Any, lines: list[str]) -> None:
+        for line in stream:
+            with self._changed:
+                lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(
+        self, matches: Callable[[list[str], list[str]], bool], timeout: float = 60
+    ) -> None:
+        """Return once ``matches(out_lines, err_lines)``; fail after ``timeout`` s
+        or if the process ends first."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not matches(self.out, self.err):
+                left = deadline - time.monotonic()
+                alive = any(t.is_alive() for t in self._threads)
+                if left <= 0 or not alive:
+                    raise AssertionError(
+                        f"not seen within {timeout} s (process alive: {alive}): "
+                        f"stdout {''.join(self.out)[-2000:]!r} stderr {''.join(self.err)[-2000:]!r}"
+                    )
+                self._changed.wait(min(left, 1.0))
+
+    def finish(self, timeout: float = 60) -> tuple[str, str]:
+        """Wait for the process and the readers; (stdout, stderr)."""
+        self.proc.wait(timeout=timeout)
+        for thread in self._threads:
+            thread.join(timeout=timeout)
+        return "".join(self.out), "".join(self.err)
 
 
 def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:

@@ -55,6 +55,7 @@ class Log:
     open_now: int = 0
     max_open: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Condition = field(default_factory=threading.Condition)
 
     def counts(self) -> Counter[str]:
         return Counter(h.path for h in self.hits)
@@ -96,6 +97,8 @@ class Handler(BaseHTTPRequestHandler):
             log.hits.append(hit)
             log.open_now += 1
             log.max_open = max(log.max_open, log.open_now)
+        with log.changed:
+            log.changed.notify_all()
         try:
             route = self.server.routes.get(self.path, self.server.default)
             if route is None:
@@ -137,6 +140,22 @@ def serve(
 def slow(seconds: float, reply: Reply) -> Route:
     def route(handler: Handler, n: int) -> Reply:
         time.sleep(seconds)
+        return reply
+
+    return route
+
+
+def held(reply: Reply, until_open: int, limit_s: float = 5.0) -> Route:
+    """Answer once ``until_open`` requests are open at the same time (or after
+    ``limit_s``), so a concurrency limit is reached however slow the client."""
+
+    def route(handler: Handler, n: int) -> Reply:
+        log = handler.server.log
+        deadline = time.monotonic() + limit_s
+        with log.changed:
+            log.changed.notify_all()
+            while log.open_now < until_open and time.monotonic() < deadline:
+                log.changed.wait(deadline - time.monotonic())
         return reply
 
     return route

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, read_records, run_cli
+from conftest import ROOT, Lines, read_records, run_cli
 
 from mpcrawler.testsite import SiteServer, TestSite, serve_site
 
@@ -142,11 +142,13 @@ def test_second_sigint_stops_at_once_and_stays_resumable(tmp_path: Path) -> None
         job = tmp_path / "job"
         proc = start_crawl(site.url, job, "--grace", "60")
         wait_for_records(job / "pages.jsonl", 10, proc)
+        lines = Lines(proc)
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.1)
+        # The second signal must reach a master that has handled the first.
+        lines.wait_for(lambda out, err: any("finishing in-flight" in x for x in err))
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        _, err = lines.finish(timeout=30)
         took = time.monotonic() - started
         assert proc.returncode == 130, err
         assert took < 15, (took, err)  # not the 60 s grace

@@ -8,10 +8,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from conftest import Lines
 from frontier_child import operations
 
 from mpcrawler.frontier import FrontierError, SeenSet, UrlQueueManager
@@ -89,17 +89,23 @@ def _replay(seed: int, flushes: int) -> tuple[set[str], set[str]]:
     raise AssertionError("unreachable")
 
 
-@pytest.mark.parametrize("seed, kill_after", [(1, 0.3), (2, 0.6), (3, 0.9), (4, 1.3)])
-def test_sigkill_loses_nothing_flushed(tmp_path: Path, seed: int, kill_after: float) -> None:
+@pytest.mark.parametrize("seed, kill_at", [(1, 5), (2, 12), (3, 25), (4, 40)])
+def test_sigkill_loses_nothing_flushed(tmp_path: Path, seed: int, kill_at: int) -> None:
+    """Kill the child as soon as it has reported ``kill_at`` flushes, wherever
+    it then is, however slowly it started."""
     proc = subprocess.Popen(
         [sys.executable, str(TESTS / "frontier_child.py"), str(tmp_path), str(seed), "7"],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
     )
-    time.sleep(kill_after)
-    proc.send_signal(signal.SIGKILL)
-    out, _ = proc.communicate(timeout=10)
+    lines = Lines(proc)
+    try:
+        lines.wait_for(lambda out, err: sum(x.startswith("FLUSHED") for x in out) >= kill_at)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+    out, _ = lines.finish(timeout=10)
     flushes = len([line for line in out.splitlines() if line.startswith("FLUSHED")])
     with UrlQueueManager(tmp_path, cache_size=7) as q:
         found = drain(q)
