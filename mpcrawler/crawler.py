@@ -323,10 +323,10 @@ class Crawler:
             return
         location = result.get("location")
         if location:
-            reason = self._follow_redirect(request, location)
+            target, reason = self._follow_redirect(request, location)
             if reason is None:
                 return
-            result["redirect_to"] = location
+            result["redirect_to"] = target
             if reason == "already seen":
                 result["note"] = "redirect target already seen"
             else:
@@ -342,22 +342,23 @@ class Crawler:
                 delay = max(delay, wait)
         return min(delay, self.settings.max_retry_after)
 
-    def _follow_redirect(self, request: Request, location: str) -> str | None:
-        """Queue the next hop of a chain; None if followed, else why not."""
+    def _follow_redirect(self, request: Request, location: str) -> tuple[str, str | None]:
+        """Queue the next hop of a chain, ``location`` resolved against the URL
+        that answered with it: (the target, None if followed else why not)."""
         try:
-            target = canonicalize(location)
-        except InvalidURL:
-            return "not an http(s) URL"
+            target = canonicalize(location, request.url)
+        except InvalidURL as exc:
+            return location, exc.reason
         if len(request.hops) >= self.settings.max_redirects:
-            return f"more than {self.settings.max_redirects} redirects"
+            return target, f"more than {self.settings.max_redirects} redirects"
         if len(target) > self.settings.max_url_length:
-            return "URL too long"
+            return target, "URL too long"
         if not self.scope.allows(target):
-            return "out of scope"
+            return target, "out of scope"
         if target == request.first_url or target in request.hops:
-            return "redirect loop"
+            return target, "redirect loop"
         if target in self.chain_urls or target in self.seen:
-            return "already seen"
+            return target, "already seen"
         self.chain_urls.add(target)
         hop = self.scheduler.new_request(
             target,
@@ -367,7 +368,7 @@ class Crawler:
             hops=[*request.hops, target],
         )
         self.scheduler.submit(hop)
-        return None
+        return target, None
 
     def _finish(self, request: Request, result: dict[str, Any]) -> None:
         """The chain of ``request`` is over: record, links, seen hops, ack."""

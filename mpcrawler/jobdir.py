@@ -27,7 +27,8 @@ from .frontier import inspect
 
 __all__ = ["JOB_FORMAT", "SCOPE_SETTINGS", "JobConflict", "JobDir", "JobState"]
 
-JOB_FORMAT = 1
+# 2: URLs canonical by the WHATWG URL Standard (the seen set holds their digests).
+JOB_FORMAT = 2
 JOB_FILE = "job.json"
 # Settings that decide what gets crawled: a resume must not change them.
 SCOPE_SETTINGS = ("seeds", "allow_domains", "max_depth", "robots", "max_pages_per_host")

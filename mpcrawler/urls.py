@@ -9,140 +9,97 @@ process.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-__all__ = ["InvalidURL", "Scope", "canonicalize", "host_of", "is_subdomain"]
+from ada_url import join_url, normalize_url
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
-FETCHABLE_SCHEMES = frozenset(DEFAULT_PORTS)
+__all__ = [
+    "C0_AND_SPACE",
+    "InvalidURL",
+    "Scope",
+    "canonicalize",
+    "host_of",
+    "is_subdomain",
+    "resolve",
+]
 
-# RFC 3986 unreserved characters never need escaping; any %XX that decodes to
-# one of them is decoded.  Everything else that is not allowed literally in a
-# component is escaped, so two spellings of one URL meet in one string.
-_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_SUB_DELIMS = b"!$&'()*+,;="
-_PATH_SAFE = frozenset(_UNRESERVED | frozenset(_SUB_DELIMS) | frozenset(b":@/"))
-_QUERY_SAFE = frozenset(_PATH_SAFE | frozenset(b"?"))
-_HEX = frozenset(b"0123456789abcdefABCDEF")
-_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
+_FETCHABLE_PREFIXES = ("http://", "https://")  # the parser lower-cases the scheme
+
+# What the WHATWG parser strips from both ends of its input.
+C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
+
+# RFC 3986 unreserved characters: an escape of one of them is decoded, every
+# other escape has its hex upper-cased (RFC 3986 section 6.2.2.1 and 6.2.2.2).
+_UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+_ESCAPES: dict[str, str] = {}
+for _hi, _lo in itertools.product("0123456789ABCDEFabcdef", repeat=2):
+    _char = chr(int(_hi + _lo, 16))
+    _ESCAPES[f"%{_hi}{_lo}"] = _char if _char in _UNRESERVED else f"%{_hi}{_lo}".upper()
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 class InvalidURL(ValueError):
-    """The text is not a URL that can be fetched (bad syntax, scheme or host)."""
+    """The text is not a URL that can be fetched: a browser would refuse it,
+    or it is not http(s).  ``reason`` is a short phrase for records."""
+
+    def __init__(self, reason: str, url: str) -> None:
+        super().__init__(f"{reason}: {url!r}")
+        self.reason = reason
+        self.url = url
 
 
-def _normalize_component(text: str, safe: frozenset[int]) -> str:
-    """Percent-encode ``text`` as UTF-8, keeping ``safe`` bytes literal.
-
-    Existing escapes are kept (hex upper-cased) unless they decode to an
-    unreserved character, which is written literally.  A ``%`` that does not
-    start a valid escape is itself escaped.
-    """
-    data = text.encode("utf-8", "surrogatepass")
-    out: list[str] = []
-    i, n = 0, len(data)
-    while i < n:
-        b = data[i]
-        if b == 0x25 and i + 2 < n and data[i + 1] in _HEX and data[i + 2] in _HEX:
-            value = int(data[i + 1 : i + 3], 16)
-            out.append(chr(value) if value in _UNRESERVED else f"%{value:02X}")
-            i += 3
-            continue
-        out.append(chr(b) if b in safe else f"%{b:02X}")
-        i += 1
-    return "".join(out)
+def _escape(match: re.Match[str]) -> str:
+    return _ESCAPES[match.group()]
 
 
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4, on an absolute path."""
-    if "." not in path:
-        return path
-    output: list[str] = []
-    segments = path.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == ".":
-            if last:
-                output.append("")
-            continue
-        if segment == "..":
-            if len(output) > 1:
-                output.pop()
-            if last:
-                output.append("")
-            continue
-        output.append(segment)
-    result = "/".join(output)
-    return result if result.startswith("/") else "/" + result
-
-
-def _normalize_host(host: str) -> str:
-    host = host.strip().rstrip(".").lower()
-    if not host:
-        raise InvalidURL("URL has no host")
-    if host.startswith("["):  # IPv6 literal
-        return host
+def resolve(url: str, base: str | None = None) -> str:
+    """``url`` resolved against ``base`` and serialised by the WHATWG URL
+    Standard, any scheme, nothing else changed.  Raises :class:`InvalidURL`
+    ("malformed URL") for what a browser refuses."""
     try:
-        host.encode("ascii")
-    except UnicodeEncodeError:
-        try:
-            host = host.encode("idna").decode("ascii")
-        except UnicodeError as exc:
-            raise InvalidURL(f"invalid international host name {host!r}") from exc
-    if any(c in host for c in " %<>\\^`{|}\"'"):
-        raise InvalidURL(f"invalid host {host!r}")
-    return host
+        return normalize_url(url) if base is None else join_url(base, url)
+    except ValueError:  # refused by the parser, or not encodable (lone surrogates)
+        raise InvalidURL("malformed URL", url) from None
 
 
 def canonicalize(url: str, base: str | None = None) -> str:
-    """Return the canonical form of ``url`` (resolved against ``base`` first).
+    """The canonical form of ``url``, resolved against ``base`` if given.
 
-    Scheme and host are lower-cased, a default port and the fragment are
-    dropped, the path's dot segments are removed, percent-encoding is
-    normalised (non-ASCII as UTF-8, hex upper-case, unreserved decoded),
-    and surrounding whitespace is stripped.  An empty path becomes ``/``.
+    Parsing and resolution are the WHATWG URL Standard's, as browsers do them
+    (by ada, the parser inside Node.js): tabs and newlines are removed, C0
+    controls and spaces stripped from the ends, backslashes read as slashes,
+    dot segments removed, the scheme and host lower-cased, the host parsed
+    (IDNA, IPv4 numeric forms, IPv6 compression), a default port dropped, and
+    each component percent-encoded with its own set.  ``tests/test_urls.py``
+    runs every case of the web-platform-tests ``urltestdata.json``.
 
-    Raises :class:`InvalidURL` for anything that is not an absolute http or
-    https URL with a host.
+    The deliberate differences from the standard's serialisation:
+
+    - The fragment is dropped: it is never sent to the server, so URLs that
+      differ only there are one resource.
+    - Escapes are normalised: an escape of an RFC 3986 unreserved character
+      (``A-Z a-z 0-9 - . _ ~``) is decoded, and every other escape's hex is
+      upper-cased, so ``/%7euser/%2f`` and ``/~user/%2F`` are one URL.  RFC
+      3986 (section 6.2.2) makes these equivalent; the standard keeps the
+      spelling of the page.
+    - Only http and https are accepted: any other scheme, valid or not, is
+      :class:`InvalidURL` ("not an http(s) URL"), since nothing else can be
+      fetched.
+
+    Raises :class:`InvalidURL` for anything a browser refuses (including an
+    invalid ``base``) and for other schemes.
     """
-    text = url.strip()
-    # Browsers drop tabs and newlines inside URLs (WHATWG URL spec).
-    text = text.replace("\t", "").replace("\n", "").replace("\r", "")
-    if base is not None:
-        try:
-            text = urljoin(base, text)
-        except ValueError as exc:
-            raise InvalidURL(f"cannot resolve {url!r}: {exc}") from exc
-    try:
-        parts = urlsplit(text)
-        port = parts.port
-    except ValueError as exc:
-        raise InvalidURL(f"malformed URL {url!r}: {exc}") from exc
-    scheme = parts.scheme.lower()
-    if scheme not in FETCHABLE_SCHEMES:
-        raise InvalidURL(f"not an http(s) URL: {url!r}")
-    if parts.hostname is None:
-        raise InvalidURL(f"URL has no host: {url!r}")
-    host = _normalize_host(parts.hostname)
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    netloc = host
-    if port is not None and port != DEFAULT_PORTS[scheme]:
-        netloc = f"{host}:{port}"
-    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
-    if userinfo:
-        netloc = f"{_normalize_component(userinfo, _PATH_SAFE - {ord('@'), ord('/')})}@{netloc}"
-    path = _normalize_component(parts.path, _PATH_SAFE) or "/"
-    if not path.startswith("/"):
-        path = "/" + path
-    path = _remove_dot_segments(path)
-    query = _normalize_component(parts.query, _QUERY_SAFE)
-    if _CONTROL_OR_SPACE.search(path + query):  # pragma: no cover - escaped above
-        raise InvalidURL(f"control characters in URL {url!r}")
-    return urlunsplit((scheme, netloc, path, query, ""))
+    href = resolve(url, base)
+    if not href.startswith(_FETCHABLE_PREFIXES):
+        raise InvalidURL("not an http(s) URL", url)
+    hash_at = href.find("#")  # every other "#" is escaped by the parser
+    if hash_at >= 0:
+        href = href[:hash_at]
+    return _ESCAPE.sub(_escape, href) if "%" in href else href
 
 
 def host_of(url: str) -> str:

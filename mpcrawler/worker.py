@@ -38,27 +38,40 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from typing import Any
-from urllib.parse import urljoin
 
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
 from .modules import load_object
 from .settings import Settings
-from .urls import InvalidURL, Scope, canonicalize
+from .urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
 
 __all__ = ["LinkResolver", "run_worker"]
 
 _SUMMARY_INTERVAL = 0.5
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_SLASHES = ("/", "\\")
+_NO_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+
+
+def _document_base(href: str, url: str) -> str:
+    """What a page's links resolve against: its ``<base href>`` resolved
+    against its URL (any scheme, without the fragment), or the URL itself if
+    that fails, as HTML says."""
+    try:
+        return resolve(href, url).partition("#")[0]
+    except InvalidURL:
+        return url
 
 
 class LinkResolver:
     """Resolves, canonicalises, length-checks and scope-filters raw hrefs.
 
     Keeps a bounded memo keyed by the href and the part of the base URL its
-    resolution depends on (nothing, the origin or the directory), because the
-    same links repeat on many pages of a site.
+    resolution depends on (nothing, the scheme, the origin, the directory or
+    the whole URL, by the WHATWG rules: a backslash counts as a slash, and
+    ``http:x`` against an http base is relative), because the same links
+    repeat on many pages of a site.
     """
 
     def __init__(self, scope: Scope, max_url_length: int, memo_size: int = 10_000) -> None:
@@ -67,26 +80,32 @@ class LinkResolver:
         self._memo: dict[tuple[str, str], str | None] = {}
         self._memo_size = memo_size
 
-    @staticmethod
-    def _memo_base(href: str, base: str) -> str:
-        """The part of ``base`` that resolving ``href`` depends on."""
-        if _SCHEME.match(href):
-            return ""  # absolute: depends on nothing
-        origin_end = base.find("/", base.find("//") + 2)
-        if origin_end < 0:
-            origin_end = len(base)
-        if href.startswith("//"):
-            return base[: base.find(":")]  # the scheme
-        if href.startswith("/"):
-            return base[:origin_end]  # scheme and host
+    @classmethod
+    def _memo_base(cls, href: str, base: str) -> str:
+        """The part of the canonical ``base`` that resolving ``href`` depends on.
+
+        ``href`` has no tab or newline and nothing to strip at its ends.
+        """
+        scheme = _SCHEME.match(href)
+        if scheme:
+            if scheme.group().lower() != base[: scheme.end()]:
+                return ""  # another scheme than the base's: absolute
+            return cls._memo_base(href[scheme.end() :], base)  # "http:x" is relative
+        if href[:1] in _SLASHES:
+            if href[1:2] in _SLASHES:
+                return base[: base.find(":")]  # "//host/...": the scheme
+            origin_end = base.find("/", base.find("//") + 2)
+            return base if origin_end < 0 else base[:origin_end]  # scheme and host
         if not href or href[0] in "?#":
-            return base.split("#", 1)[0]  # the whole page URL
-        path_end = base.find("?", origin_end)
-        path = base if path_end < 0 else base[:path_end]
+            return base  # the whole page URL
+        query = base.find("?")
+        path = base if query < 0 else base[:query]
         return path[: path.rfind("/") + 1]  # the page's directory
 
     def _canonical(self, href: str, base: str) -> str | None:
-        stripped = href.strip()
+        stripped = href.strip(C0_AND_SPACE)
+        if "\t" in stripped or "\n" in stripped or "\r" in stripped:
+            stripped = stripped.translate(_NO_TAB_OR_NEWLINE)
         key = (self._memo_base(stripped, base), stripped)
         cached = self._memo.get(key, "")
         if cached != "":
@@ -262,7 +281,7 @@ class _Worker:
         if response.status in (429, 503) and "retry-after" in response.headers:
             result["retry_after"] = response.headers["retry-after"]
         if response.status in _REDIRECT_CODES and response.headers.get("location"):
-            result["location"] = urljoin(url, response.headers["location"].strip())
+            result["location"] = response.headers["location"]  # the master resolves it
             return result, None
         return result, response
 
@@ -271,7 +290,7 @@ class _Worker:
         try:
             analysis = self.analyzer.analyze(response)
             url = response.url
-            base = urljoin(url, analysis.base) if analysis.base != url else url
+            base = url if analysis.base == url else _document_base(analysis.base, url)
             result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
             result["item"] = analysis.item
         except Exception as exc:

@@ -97,8 +97,6 @@ class Handler(BaseHTTPRequestHandler):
             log.hits.append(hit)
             log.open_now += 1
             log.max_open = max(log.max_open, log.open_now)
-        with log.changed:
-            log.changed.notify_all()
         try:
             route = self.server.routes.get(self.path, self.server.default)
             if route is None:
@@ -145,17 +143,26 @@ def slow(seconds: float, reply: Reply) -> Route:
     return route
 
 
-def held(reply: Reply, until_open: int, limit_s: float = 5.0) -> Route:
-    """Answer once ``until_open`` requests are open at the same time (or after
-    ``limit_s``), so a concurrency limit is reached however slow the client."""
+def in_groups(
+    reply: Reply, size: int, total: int, linger_s: float = 0.2, limit_s: float = 30.0
+) -> Route:
+    """Hold requests until ``size`` have arrived (the last group may be
+    smaller: ``total`` requests are expected), then ``linger_s`` more, so a
+    concurrency limit of ``size`` is reached however slow the client, and a
+    client that goes past it has time to show it.  A client that never sends
+    ``size`` at once waits ``limit_s`` per group."""
+    arrived = [0]
 
     def route(handler: Handler, n: int) -> Reply:
-        log = handler.server.log
+        changed = handler.server.log.changed
         deadline = time.monotonic() + limit_s
-        with log.changed:
-            log.changed.notify_all()
-            while log.open_now < until_open and time.monotonic() < deadline:
-                log.changed.wait(deadline - time.monotonic())
+        with changed:
+            arrived[0] += 1
+            group_end = min(-(-arrived[0] // size) * size, total)
+            changed.notify_all()
+            while arrived[0] < group_end and time.monotonic() < deadline:
+                changed.wait(deadline - time.monotonic())
+        time.sleep(linger_s)
         return reply
 
     return route

@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 
 from conftest import crawl_records
-from hostile import held, html, links, serve, slow
+from hostile import html, in_groups, links, serve, slow
 
 ROBOTS = """
 User-agent: *
@@ -96,7 +96,7 @@ def test_delay_spaces_request_starts(tmp_path: Path) -> None:
 def test_host_concurrency_limit(tmp_path: Path) -> None:
     hrefs = [f"/p{i}" for i in range(12)]
     routes = {"/": lambda h, n: links(*hrefs)}
-    with serve(routes, default=held(links(), until_open=2)) as server:
+    with serve(routes, default=in_groups(links(), size=2, total=12)) as server:
         crawl(
             server.url + "/",
             tmp_path,

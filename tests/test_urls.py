@@ -1,12 +1,65 @@
-"""Canonical URLs and scope."""
+"""Canonical URLs and scope, against the WHATWG URL conformance data."""
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mpcrawler.urls import InvalidURL, Scope, canonicalize
+
+# web-platform-tests' url/resources/urltestdata.json, beside the project.
+WPT = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "urltestdata.json"
+WPT_CASES: list[dict[str, Any]] = [
+    case for case in json.loads(WPT.read_text(encoding="utf-8")) if isinstance(case, dict)
+]
+UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def with_listed_exceptions(href: str) -> str:
+    """A browser's href with canonicalize's documented differences applied:
+    no fragment; escapes of unreserved characters decoded, others upper-case."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = chr(int(match.group(1), 16))
+        return char if char in UNRESERVED else match.group().upper()
+
+    return re.sub(r"%([0-9A-Fa-f]{2})", escape, href.partition("#")[0])
+
+
+def wpt_id(case: dict[str, Any]) -> str:
+    kind = "refused" if case.get("failure") else case["protocol"].rstrip(":")
+    return f"{kind}:{case['input']!r}"
+
+
+def test_the_wpt_data_is_all_there() -> None:
+    # 891 cases in the copy in shared/testdata: a truncated file must not pass.
+    assert len(WPT_CASES) >= 891
+    assert sum(1 for c in WPT_CASES if c.get("protocol") in ("http:", "https:")) >= 247
+
+
+@pytest.mark.parametrize("case", WPT_CASES, ids=wpt_id)
+def test_agrees_with_the_whatwg_url_standard(case: dict[str, Any]) -> None:
+    url, base = case["input"], case.get("base")
+    if case.get("failure"):  # a browser refuses it
+        with pytest.raises(InvalidURL) as refused:
+            canonicalize(url, base)
+        assert refused.value.reason == "malformed URL"
+    elif case["protocol"] not in ("http:", "https:"):  # valid, but not fetchable
+        with pytest.raises(InvalidURL) as refused:
+            canonicalize(url, base)
+        assert refused.value.reason == "not an http(s) URL"
+    else:
+        got = canonicalize(url, base)
+        assert got == with_listed_exceptions(case["href"])
+        if got != case["href"]:  # only by the listed exceptions
+            assert "#" in case["href"] or "%" in case["href"]
+        assert canonicalize(got) == got  # a fixed point
 
 
 @pytest.mark.parametrize(
@@ -23,11 +76,15 @@ from mpcrawler.urls import InvalidURL, Scope, canonicalize
         ("http://example.com/a%2fb", "http://example.com/a%2Fb"),
         ("http://example.com/a b", "http://example.com/a%20b"),
         ("http://example.com/caf\u00e9", "http://example.com/caf%C3%A9"),
-        ("http://example.com/%zz", "http://example.com/%25zz"),
+        ("http://example.com/%zz", "http://example.com/%zz"),  # as a browser sends it
         ("http://example.com/a/./b/../c", "http://example.com/a/c"),
+        ("http://example.com/a/%2e%2E/c", "http://example.com/c"),
         ("http://example.com/?q=a b&r=%7e", "http://example.com/?q=a%20b&r=~"),
         ("http://B\u00fccher.example/", "http://xn--bcher-kva.example/"),
-        ("http://example.com./", "http://example.com/"),
+        ("http://example.com./", "http://example.com./"),  # another origin to a browser
+        ("http://0x7f.1/", "http://127.0.0.1/"),
+        ("http://[0:0::1]:8080/", "http://[::1]:8080/"),
+        ("http:\\\\example.com\\a\\b", "http://example.com/a/b"),
     ],
 )
 def test_canonical_forms(raw: str, canonical: str) -> None:
@@ -44,6 +101,10 @@ def test_canonical_forms(raw: str, canonical: str) -> None:
         ("?q", "http://h.test/dir/page?q"),
         ("  /spaced  ", "http://h.test/spaced"),
         ("/a\n/b", "http://h.test/a/b"),
+        ("\\x", "http://h.test/x"),  # a backslash is a slash in http(s) URLs
+        ("..\\y", "http://h.test/y"),
+        ("http:rel", "http://h.test/dir/rel"),  # same scheme, no slashes: relative
+        ("https:other.test", "https://other.test/"),
     ],
 )
 def test_resolves_against_base(href: str, expected: str) -> None:
@@ -63,6 +124,11 @@ def test_resolves_against_base(href: str, expected: str) -> None:
         "http://example.com:99999/",
         "not a url",
         "",
+        "http://a\x00b/",
+        "http://192.168.0.257/",
+        "http://exa mple.com/",
+        "http://[::1/",
+        "http://example.com/\ud800",
     ],
 )
 def test_rejects_what_cannot_be_fetched(bad: str) -> None:
@@ -101,14 +167,23 @@ _hrefs = st.one_of(
             "../../a/b",
             "/abs",
             "//other.test/p",
+            "\\\\other.test\\p",
+            "/\\other.test",
+            "\\abs",
             "http://h.test/x",
             "HTTPS://H.test:443/y",
+            "http:rel",
+            "HTTP:/abs",
+            "https:rel",
+            "ftp:x",
             "mailto:x@y",
             "a b",
             " c ",
+            "\t/\n/other.test/",
+            "\x00\x01 a",
         ]
     ),
-    st.text(alphabet="ab/.?#%:", max_size=8),
+    st.text(alphabet="ab/\\.?#%:\t ", max_size=8),
 )
 _bases = st.sampled_from(
     [
@@ -116,8 +191,11 @@ _bases = st.sampled_from(
         "http://h.test/dir/page",
         "http://h.test/dir/sub/",
         "http://h.test/d/p?x=1",
+        "http://h.test/d/p?x=/y/z",
         "https://h.test:8443/a/b/c",
-        "http://other.test/dir/page#frag",
+        "http://other.test/dir/page",
+        "ftp://h.test/dir/page",  # a <base href> may be any scheme
+        "mailto:x@h.test",
     ]
 )
 
