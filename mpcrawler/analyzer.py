@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bs4 import BeautifulSoup, SoupStrainer
+from bs4 import BeautifulSoup, SoupStrainer, UnicodeDammit
 
 from .downloader import Response
 from .modules import Module
@@ -53,21 +53,26 @@ class HtmlAnalyzer(Analyzer):
     """The default: parses HTML only, with BeautifulSoup on lxml.
 
     Decoding order: the HTTP header's charset, then the document's meta
-    charset, then detection (BeautifulSoup's UnicodeDammit).  ``<base href>``
-    is honoured.  Anything that is not HTML yields no links and no title,
-    whatever its URL looks like.
+    charset, then detection (BeautifulSoup's UnicodeDammit); a declared
+    charset that lxml refuses is ignored.  ``<base href>`` is honoured.
+    Anything that is not HTML yields no links and no title, whatever its URL
+    looks like.
     """
 
     def analyze(self, response: Response) -> Analysis:
         with self.track():
             if response.content_type not in HTML_TYPES or not response.body:
                 return Analysis(base=response.url, item={"title": None})
-            soup = BeautifulSoup(
-                response.body,
-                "lxml",
-                parse_only=_STRAINER,
-                from_encoding=response.charset,
-            )
+            try:
+                soup = BeautifulSoup(
+                    response.body, "lxml", parse_only=_STRAINER, from_encoding=response.charset
+                )
+                encoding = soup.original_encoding
+            except (ValueError, LookupError):  # a declared charset lxml refuses (b"\x00")
+                dammit = UnicodeDammit(response.body, [response.charset or ""], is_html=False)
+                text = dammit.unicode_markup or response.body.decode("utf-8", "replace")
+                soup = BeautifulSoup(text, "lxml", parse_only=_STRAINER)
+                encoding = dammit.original_encoding
             base = response.url
             base_tag = soup.find("base", href=True)
             if base_tag is not None:
@@ -84,5 +89,5 @@ class HtmlAnalyzer(Analyzer):
             return Analysis(
                 base=base,
                 links=links,
-                item={"title": title or None, "encoding": soup.original_encoding},
+                item={"title": title or None, "encoding": encoding},
             )

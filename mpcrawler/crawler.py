@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .frontier import SeenSet, UrlQueueManager
-from .jobdir import JobDir, JobState
+from .jobdir import JobDir, JobState, count_record, recount
 from .modules import load_object, object_path
 from .pipelines import JsonLinesPipeline, Pipeline
 from .pool import PoolError, WorkerPool
@@ -410,9 +410,7 @@ class Crawler:
         if request.info is not None:
             self.frontier.ack(request.info)
         self.pages_done += 1
-        self.statuses[str(status) if status is not None else "none"] += 1
-        if record["error"]:
-            self.errors[record["error_kind"] or "other"] += 1
+        count_record(record, self.statuses, self.errors)
 
     def _emit(self, record: dict[str, Any]) -> None:
         for pipeline in self.pipelines:
@@ -477,15 +475,9 @@ class Crawler:
 
     def _recount_from_output(self) -> None:
         """After an unclean stop, job.json lags the output: count the records."""
-        self.pages_done = 0
-        self.errors.clear()
-        self.statuses.clear()
-        for record in self.output.records():
-            self.pages_done += 1
-            status = record.get("status")
-            self.statuses[str(status) if status is not None else "none"] += 1
-            if record.get("error"):
-                self.errors[record.get("error_kind") or "other"] += 1
+        tally = recount(self.output.records())
+        self.pages_done = tally.pages
+        self.statuses, self.errors = tally.statuses, tally.errors
 
     def _shutdown(self, failure: BaseException | None) -> None:
         in_flight = bool(getattr(self, "pool", None) and self.pool.in_flight)

@@ -91,17 +91,48 @@ class UrlInfo(NamedTuple):
     seq: int
 
 
-def _frame(payload: bytes) -> bytes:
+def frame_payload(payload: bytes) -> bytes:
+    """One record as written to every frontier file: length, CRC32, payload."""
     return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
 def _encode(item: UrlInfo) -> bytes:
-    return _frame(_PAYLOAD.pack(item.seq, item.weight, item.depth) + item.url.encode("utf-8"))
+    return frame_payload(
+        _PAYLOAD.pack(item.seq, item.weight, item.depth) + item.url.encode("utf-8")
+    )
 
 
 def _decode(payload: bytes | memoryview) -> UrlInfo:
+    """The item in one payload.  Raises FrontierError if it holds none: its
+    checksum matched, so that is a bug or tampering, not a torn write."""
+    if len(payload) < _PAYLOAD.size:
+        raise FrontierError(f"a {len(payload)}-byte record is too short to hold a URL")
     seq, weight, depth = _PAYLOAD.unpack_from(payload)
-    return UrlInfo(bytes(payload[_PAYLOAD.size :]).decode("utf-8"), depth, weight, seq)
+    try:
+        url = bytes(payload[_PAYLOAD.size :]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontierError(f"a record's URL is not UTF-8 ({exc.reason})") from None
+    return UrlInfo(url, depth, weight, seq)
+
+
+def _decode_seq(payload: bytes | memoryview) -> int:
+    if len(payload) != _SEQ.size:
+        raise FrontierError(f"a {len(payload)}-byte record where a sequence number belongs")
+    return int(_SEQ.unpack(payload)[0])
+
+
+def _decode_all(payloads: list[bytes], name: str) -> list[UrlInfo]:
+    """Decode ``payloads``, skipping (with a warning) any that hold no item."""
+    try:
+        return list(map(_decode, payloads))
+    except FrontierError:
+        items = []
+        for payload in payloads:
+            try:
+                items.append(_decode(payload))
+            except FrontierError as exc:
+                log.warning("frontier: %s in %s; skipped", exc, name)
+        return items
 
 
 def _frames(data: bytes, limit: int, name: str) -> tuple[list[bytes], int, bool]:
@@ -444,7 +475,7 @@ class UrlQueueManager:
 
     def _log(self, payload: bytes) -> None:
         assert self._journal is not None, "the queue is closed"
-        self._journal.write(_frame(payload))
+        self._journal.write(frame_payload(payload))
         self._journal_records += 1
 
     def _new_name(self, kind: str, ext: str = "seg") -> str:
@@ -467,7 +498,7 @@ class UrlQueueManager:
         writer = self._writers.get(item.weight)
         if writer is None or writer.segment.count >= _SEGMENT_RECORDS:
             writer = self._open_writer(item.weight)
-        record = _frame(payload)
+        record = frame_payload(payload)
         writer.write(record)
         segment = writer.segment
         segment.end += len(record)
@@ -565,7 +596,7 @@ class UrlQueueManager:
                 f.seek(segment.offset)
                 data = f.read(min(chunk, segment.end - segment.offset))
                 payloads, used, corrupt = _frames(data, limit - len(items), segment.name)
-                items.extend(map(_decode, payloads))
+                items.extend(_decode_all(payloads, segment.name))
                 segment.offset += used
                 self._drop(segment, len(payloads))
                 if corrupt or (not payloads and len(data) < chunk):
@@ -644,8 +675,7 @@ class UrlQueueManager:
         return payloads
 
     def _restore_snapshot(self, name: str, cached: int) -> None:
-        for n, payload in enumerate(self._read_file(name)):
-            item = _decode(payload)
+        for n, item in enumerate(_decode_all(self._read_file(name), name)):
             if n < cached:
                 self._cache.setdefault(item.weight, deque()).append(item)
                 self._cache_count += 1
@@ -665,12 +695,14 @@ class UrlQueueManager:
                     self.put(item.url, item.depth, item.weight)
                     self.recovered.append(item)
                 elif op == _GET:
-                    (seq,) = _SEQ.unpack(body)
+                    seq = _decode_seq(body)
                     got = self.get()
                     if got is None or got.seq != seq:
                         raise FrontierError(f"journal {name} does not follow its checkpoint")
                 elif op == _ACK:
-                    self._unacked.pop(_SEQ.unpack(body)[0], None)
+                    self._unacked.pop(_decode_seq(body), None)
+                else:
+                    raise FrontierError(f"journal {name} holds an unknown operation {op!r}")
         except FrontierError as exc:
             log.error("frontier: %s; replay stopped there", exc)
         finally:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,16 @@ from typing import Any
 from . import __version__
 from .frontier import inspect
 
-__all__ = ["JOB_FORMAT", "SCOPE_SETTINGS", "JobConflict", "JobDir", "JobState"]
+__all__ = [
+    "JOB_FORMAT",
+    "SCOPE_SETTINGS",
+    "JobConflict",
+    "JobDir",
+    "JobState",
+    "Tally",
+    "count_record",
+    "recount",
+]
 
 # 2: URLs canonical by the WHATWG URL Standard (the seen set holds their digests).
 JOB_FORMAT = 2
@@ -125,3 +136,31 @@ class JobDir:
             "seeds": settings.get("seeds", []),
             "message": state.message,
         }
+
+
+@dataclass
+class Tally:
+    """The counters that the records themselves give."""
+
+    pages: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+
+
+def count_record(record: dict[str, Any], statuses: Counter[str], errors: Counter[str]) -> None:
+    """Count one record's status by its text (``none`` if it has none) and its
+    error by its ``error_kind`` (``other`` if that is not a name)."""
+    status = record.get("status")
+    statuses["none" if status is None else str(status)] += 1
+    if record.get("error"):
+        kind = record.get("error_kind")
+        errors[kind if isinstance(kind, str) and kind else "other"] += 1
+
+
+def recount(records: Iterable[dict[str, Any]]) -> Tally:
+    """Count records (after an unclean stop, job.json lags the output)."""
+    tally = Tally()
+    for record in records:
+        tally.pages += 1
+        count_record(record, tally.statuses, tally.errors)
+    return tally

@@ -89,14 +89,17 @@ class JsonLinesPipeline(Pipeline):
                 raise
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """Read back what this file holds (skipping lines that do not parse)."""
+        """Read back the JSON objects this file holds, skipping lines that are
+        not one (not UTF-8, not JSON, or another JSON value)."""
         try:
-            with open(self.path, encoding="utf-8") as f:
+            with open(self.path, "rb") as f:
                 for line in f:
                     try:
-                        yield json.loads(line)
+                        record = json.loads(line.decode("utf-8"))
                     except ValueError:
                         continue
+                    if isinstance(record, dict):
+                        yield record
         except OSError:
             return
 

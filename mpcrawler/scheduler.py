@@ -10,8 +10,8 @@ another host has work.  Retries wait in a heap of their own, holding no slot.
 
 robots.txt is fetched once per host, before any other request to that host,
 as a request of kind ``robots`` that goes through the same slots.  The master
-feeds the answer back with ``robots_result()``.  Parsing and matching follow
-RFC 9309 through protego.
+feeds the answer back with ``robots_result()``; ``robots.RobotsRules`` parses
+and matches it (RFC 9309).
 
 The scheduler owns no I/O: the master moves requests from the frontier into
 it and sends what it dispatches to the workers.
@@ -27,9 +27,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from protego import Protego
-
 from .frontier import UrlInfo
+from .robots import RobotsRules
 
 __all__ = ["MAX_CRAWL_DELAY", "Host", "Request", "Scheduler"]
 
@@ -70,7 +69,7 @@ class Host:
     next_start: float = 0.0
     limit: int = 1
     delay: float = 0.0
-    robots: Protego | None = None
+    robots: RobotsRules | None = None
     robots_state: str = "unknown"  # unknown | fetching | ready | failed
     robots_failures: int = 0
     robots_retry_at: float = 0.0
@@ -147,12 +146,12 @@ class Scheduler:
         host = self.hosts[request.host]
         now = self.clock()
         if status is not None and 200 <= status < 300 and body is not None:
-            host.robots = Protego.parse(body)
+            host.robots = RobotsRules.parse(body, self.user_agent)
             host.robots_state = "ready"
-            crawl_delay = host.robots.crawl_delay(self.user_agent)
+            crawl_delay = host.robots.crawl_delay
             if crawl_delay:
                 host.limit = 1
-                host.delay = max(self.delay, min(float(crawl_delay), MAX_CRAWL_DELAY))
+                host.delay = max(self.delay, min(crawl_delay, MAX_CRAWL_DELAY))
         elif transient_failure or status is None or status >= 500:
             host.robots_failures += 1
             if host.robots_failures >= ROBOTS_ATTEMPTS:
@@ -216,7 +215,7 @@ class Scheduler:
                 continue
             request = host.queue.popleft()
             self.queued -= 1
-            if host.robots is not None and not host.robots.can_fetch(request.url, self.user_agent):
+            if host.robots is not None and not host.robots.allows(request.url):
                 refused.append((request, "disallowed by robots.txt"))
                 self._schedule(host, now)
                 continue

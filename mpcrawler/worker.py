@@ -42,10 +42,11 @@ from typing import Any
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
 from .modules import load_object
+from .robots import decode_robots
 from .settings import Settings
 from .urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
 
-__all__ = ["LinkResolver", "run_worker"]
+__all__ = ["LinkResolver", "document_base", "run_worker"]
 
 _SUMMARY_INTERVAL = 0.5
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
@@ -54,7 +55,7 @@ _NO_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
-def _document_base(href: str, url: str) -> str:
+def document_base(href: str, url: str) -> str:
     """What a page's links resolve against: its ``<base href>`` resolved
     against its URL (any scheme, without the fragment), or the URL itself if
     that fails, as HTML says."""
@@ -102,7 +103,9 @@ class LinkResolver:
         path = base if query < 0 else base[:query]
         return path[: path.rfind("/") + 1]  # the page's directory
 
-    def _canonical(self, href: str, base: str) -> str | None:
+    def canonical(self, href: str, base: str) -> str | None:
+        """The canonical URL ``href`` names on a page whose base is ``base``
+        (canonical), or None if it is not a fetchable URL or too long."""
         stripped = href.strip(C0_AND_SPACE)
         if "\t" in stripped or "\n" in stripped or "\r" in stripped:
             stripped = stripped.translate(_NO_TAB_OR_NEWLINE)
@@ -129,7 +132,7 @@ class LinkResolver:
         for href in hrefs:
             if len(href) > self.max_url_length * 3:
                 continue
-            url = self._canonical(href, base)
+            url = self.canonical(href, base)
             if url is None or url in found:
                 continue
             found.add(url)
@@ -257,7 +260,7 @@ class _Worker:
                     url, max_bytes=ROBOTS_MAX_BYTES, follow_redirects=True
                 )
                 result["status"] = response.status
-                result["body"] = response.body.decode("utf-8", "replace")
+                result["body"] = decode_robots(response.body)
                 return result, None
             response = downloader.download(url)
         except DownloadError as exc:
@@ -290,7 +293,7 @@ class _Worker:
         try:
             analysis = self.analyzer.analyze(response)
             url = response.url
-            base = url if analysis.base == url else _document_base(analysis.base, url)
+            base = url if analysis.base == url else document_base(analysis.base, url)
             result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
             result["item"] = analysis.item
         except Exception as exc:

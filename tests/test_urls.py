@@ -210,4 +210,4 @@ def test_link_resolver_memo_never_changes_answers(pairs: list[tuple[str, str]]) 
             expected: str | None = canonicalize(href, base)
         except InvalidURL:
             expected = None
-        assert resolver._canonical(href, base) == expected, (href, base)
+        assert resolver.canonical(href, base) == expected, (href, base)

@@ -1,0 +1,246 @@
+"""Fuzz targets: every parser of outside input, one function each.
+
+A target takes arbitrary bytes and exercises one parser the way the crawler
+does, through the crawler's own code.  The documented failures (InvalidURL
+for a URL, FrontierError for a frontier that cannot be opened) are accepted;
+any other exception, a broken invariant (an AssertionError here) or a hang is
+a finding.  Two drivers feed them: ``fuzz/run.py`` (atheris, coverage-guided,
+for long runs) and ``tests/test_fuzz.py`` (hypothesis, a short pass in CI).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from mpcrawler.analyzer import HtmlAnalyzer
+from mpcrawler.downloader import Response
+from mpcrawler.frontier import FrontierError, UrlInfo, UrlQueueManager, frame_payload
+from mpcrawler.jobdir import recount
+from mpcrawler.pipelines import JsonLinesPipeline
+from mpcrawler.robots import RobotsRules
+from mpcrawler.settings import Settings
+from mpcrawler.urls import InvalidURL, Scope, canonicalize
+from mpcrawler.worker import LinkResolver, document_base
+
+__all__ = ["TARGETS"]
+
+logging.disable(logging.CRITICAL)  # the parsers warn about what they skip: expected here
+
+_BASES = [
+    "http://h.test/dir/page?q=1",
+    "https://h.test:8443/",
+    "http://[::1]:8080/a/b/",
+    "http://xn--bcher-kva.example/%7Ea/",
+    "ftp://h.test/dir/",
+]
+_SCOPE = Scope.from_seeds(["http://h.test/"], ["test"])
+
+
+def _text(data: bytes) -> str:
+    """Any str, lone surrogates included (invalid UTF-8 becomes them)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _split(data: bytes, parts: int) -> list[bytes]:
+    """``data`` cut at its first ``parts - 1`` 0xFF bytes (missing parts empty)."""
+    pieces = data.split(b"\xff", parts - 1)
+    return pieces + [b""] * (parts - len(pieces))
+
+
+def _check_canonical(url: str) -> None:
+    assert url.startswith(("http://", "https://")), url
+    assert url.isascii() and "#" not in url, url
+    assert not any(c <= " " or c == "\x7f" for c in url), url
+    assert canonicalize(url) == url, ("not a fixed point", url)
+    assert canonicalize(url, _BASES[0]) == url, ("an absolute URL depends on its base", url)
+
+
+def url_target(data: bytes) -> None:
+    """canonicalize, and the worker's link resolution with its memo."""
+    href_bytes, base_bytes = _split(data, 2)
+    href = _text(href_bytes)
+    resolver = LinkResolver(_SCOPE, max_url_length=2048)
+    for base in [_text(base_bytes), *_BASES]:
+        try:
+            expected: str | None = canonicalize(href, base)
+        except InvalidURL:
+            expected = None
+        if expected is not None:
+            _check_canonical(expected)
+        try:
+            page = canonicalize(base)
+        except InvalidURL:
+            continue
+        # Workers resolve against canonical page URLs: that must change nothing.
+        try:
+            assert canonicalize(href, page) == expected, (href, base, page)
+        except InvalidURL:
+            assert expected is None, (href, base, page)
+        via_page = None if expected is None or len(expected) > 2048 else expected
+        assert resolver.canonical(href, page) == via_page, (href, page)
+        assert resolver.canonical(href, page) == via_page, ("the memo", href, page)
+        assert isinstance(document_base(href, page), str)
+        found, inside = resolver.resolve([href, href], page)
+        assert found == (via_page is not None) and len(inside) <= found
+        for url in inside:
+            _check_canonical(url)
+            assert _SCOPE.allows(url)
+
+
+_CONTENT_TYPES = ["text/html", "application/xhtml+xml", "text/plain", "image/png", ""]
+_CHARSETS = [None, "utf-8", "iso-8859-1", "shift_jis", "utf-16", "bogus-charset", "utf-7"]
+_ANALYZER = HtmlAnalyzer(Settings())
+
+
+def analyzer_target(data: bytes) -> None:
+    """The default analyzer on bytes that claim to be HTML, then link resolution."""
+    selector = data[0] if data else 0
+    body = data[1:]
+    content_type = _CONTENT_TYPES[selector % len(_CONTENT_TYPES)]
+    charset = _CHARSETS[(selector // len(_CONTENT_TYPES)) % len(_CHARSETS)]
+    url = "http://h.test/dir/page.html"
+    response = Response(url=url, status=200, body=body, content_type=content_type, charset=charset)
+    analysis = _ANALYZER.analyze(response)
+    assert isinstance(analysis.base, str)
+    assert all(isinstance(link, str) for link in analysis.links)
+    title = analysis.item.get("title")
+    assert title is None or isinstance(title, str)
+    json.dumps(analysis.item, ensure_ascii=False)  # it must fit in a record
+    base = url if analysis.base == url else document_base(analysis.base, url)
+    found, inside = LinkResolver(_SCOPE, 2048).resolve(analysis.links, base)
+    assert len(inside) <= found <= len(analysis.links)
+    for link in inside:
+        _check_canonical(link)
+
+
+_AGENTS = ["mpcrawler/0.1.0 (+https://pypi.org/project/mpcrawler/)", "*", ""]
+
+
+def robots_target(data: bytes) -> None:
+    """robots.txt as the crawler reads it: decoded, parsed, asked."""
+    body, path = _split(data, 2)
+    for agent in _AGENTS:
+        rules = RobotsRules.parse(body, agent)
+        delay = rules.crawl_delay
+        assert delay is None or (math.isfinite(delay) and delay >= 0), delay
+        for url in ("http://h.test/", "http://h.test/" + _text(path), "http://h.test/a?b=%7e"):
+            try:
+                url = canonicalize(url)
+            except InvalidURL:
+                continue
+            assert isinstance(rules.allows(url), bool)
+        assert all(isinstance(s, str) for s in rules.sitemaps)
+
+
+def _frontier_template() -> Path:
+    """A frontier directory with a snapshot, segments and a journal."""
+    directory = Path(tempfile.mkdtemp(prefix="fuzz-frontier-", dir=_scratch()))
+    q = UrlQueueManager(directory, cache_size=4)
+    items: list[UrlInfo] = []
+    for i in range(24):
+        q.put(f"http://h.test/{i}", depth=i % 3, weight=i % 4 - 1)
+        if i % 5 == 0 and (item := q.get()) is not None:
+            items.append(item)
+    for item in items[::2]:
+        q.ack(item)
+    q.flush()
+    for i in range(24, 34):
+        q.put(f"http://h.test/{i}\u00e9", depth=1, weight=i % 2)
+    for _ in range(5):
+        if (item := q.get()) is not None and item.seq % 2:
+            q.ack(item)
+    q.sync()
+    q.abandon()
+    return directory
+
+
+def _scratch() -> str | None:
+    return "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+_TEMPLATE: list[Path] = []
+
+
+def frontier_target(data: bytes) -> None:
+    """Reopen a frontier whose files hold fuzzed bytes; drain it; reopen it.
+
+    The first byte picks the file, the second how to spoil it: replace it,
+    replace it with well-framed records of fuzzed payloads (so decoding, not
+    the checksum, meets them), overwrite, truncate or append.
+    """
+    if not _TEMPLATE:
+        _TEMPLATE.append(_frontier_template())
+    if len(data) < 2:
+        return
+    directory = Path(tempfile.mkdtemp(prefix="fuzz-case-", dir=_scratch()))
+    try:
+        shutil.copytree(_TEMPLATE[0], directory, dirs_exist_ok=True)
+        names = sorted(p.name for p in directory.iterdir())
+        path = directory / names[data[0] % len(names)]
+        original = path.read_bytes()
+        mode, rest = data[1] % 5, data[2:]
+        at = int.from_bytes(rest[:2], "little") % (len(original) + 1)
+        if mode == 0:
+            spoiled = rest
+        elif mode == 1:
+            spoiled = b"".join(frame_payload(p) for p in rest.split(b"\xfe"))
+        elif mode == 2:
+            spoiled = original[:at] + rest[2:] + original[at + len(rest[2:]) :]
+        elif mode == 3:
+            spoiled = original[:at]
+        else:
+            spoiled = original + rest
+        path.write_bytes(spoiled)
+        try:
+            q = UrlQueueManager(directory, cache_size=4)
+        except FrontierError:
+            return
+        urls = []
+        while (item := q.get()) is not None:
+            assert isinstance(item.url, str) and isinstance(item.weight, int)
+            urls.append(item.url)
+            q.ack(item)
+        assert len(q) == 0 and q.in_flight == 0
+        q.close()
+        with UrlQueueManager(directory, cache_size=4) as again:
+            assert len(again) == 0 and again.get() is None, "drained and acked, yet queued"
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def jsonl_target(data: bytes) -> None:
+    """The records file after a torn write: mended on open, then recounted."""
+    with tempfile.TemporaryDirectory(dir=_scratch()) as tmp:
+        path = Path(tmp) / "pages.jsonl"
+        path.write_bytes(data)
+        output = JsonLinesPipeline(path)
+        output.open()
+        output.close()
+        kept = path.read_bytes()
+        assert kept == data[: data.rfind(b"\n") + 1], "more than the torn tail was cut"
+        expected = 0
+        for line in kept.split(b"\n"):
+            with contextlib.suppress(ValueError):
+                expected += isinstance(json.loads(line.decode("utf-8")), dict)
+        tally = recount(output.records())
+        assert tally.pages == expected, (tally.pages, expected)
+        assert sum(tally.statuses.values()) == expected
+        assert sum(tally.errors.values()) <= expected
+        json.dumps({"statuses": tally.statuses, "errors": tally.errors})  # job.json takes them
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "url": url_target,
+    "analyzer": analyzer_target,
+    "robots": robots_target,
+    "frontier": frontier_target,
+    "jsonl": jsonl_target,
+}
