@@ -81,8 +81,8 @@ class LinkResolver:
         self._memo: dict[tuple[str, str], str | None] = {}
         self._memo_size = memo_size
 
-    @classmethod
-    def _memo_base(cls, href: str, base: str) -> str:
+    @staticmethod
+    def _memo_base(href: str, base: str) -> str:
         """The part of the canonical ``base`` that resolving ``href`` depends on.
 
         ``href`` has no tab or newline and nothing to strip at its ends.
@@ -91,7 +91,7 @@ class LinkResolver:
         if scheme:
             if scheme.group().lower() != base[: scheme.end()]:
                 return ""  # another scheme than the base's: absolute
-            return cls._memo_base(href[scheme.end() :], base)  # "http:x" is relative
+            href = href[scheme.end() :]  # the base's own scheme: "http:x" is relative
         if href[:1] in _SLASHES:
             if href[1:2] in _SLASHES:
                 return base[: base.find(":")]  # "//host/...": the scheme

@@ -22,6 +22,8 @@ from targets import TARGETS
 
 # Inputs that fuzzing found; each broke a target before its fix.
 FINDINGS = {
+    # "http:hs:..." on an http page: the memo took the relative path for a scheme.
+    "url": ["AABodHRwOmhzOgAwAAAi"],
     # A well-framed journal record too short for its sequence number.
     "frontier": ["DWBBDQ2qWw=="],
     # <meta charset=NUL>: lxml refuses the encoding name BeautifulSoup found.
