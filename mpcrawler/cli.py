@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
+from . import __version__, stopsignals
 from .settings import DEFAULT_USER_AGENT, Settings
 from .urls import InvalidURL, canonicalize
 
@@ -470,6 +470,7 @@ def run_site(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(f"serving {args.pages} pages at {server.url}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
@@ -481,6 +482,7 @@ def run_site(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stopsignals.install()  # (python -m mpcrawler did it already)
     try:
         args = build_parser().parse_args(argv)
         if args.command == "crawl":

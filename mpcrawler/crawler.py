@@ -20,14 +20,16 @@ then the frontier, then the seen set are made durable and ``job.json`` is
 replaced.  A URL is durably seen only once its put is durable; after a crash
 the frontier's replayed puts are added to the seen set again.
 
-SIGINT or SIGTERM stops the dispatching, lets in-flight requests finish for
-``grace`` seconds, checkpoints and returns ``interrupted``; a second signal
-stops at once.  Running out of disk stops the same way and raises CrawlError.
+A stop signal (SIGINT, SIGTERM, SIGHUP; see :mod:`mpcrawler.stopsignals`)
+stops the dispatching, lets in-flight requests finish for ``grace`` seconds,
+checkpoints and returns ``interrupted``; a second signal stops at once.
+Running out of disk stops the same way and raises CrawlError.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import email.utils
 import errno
 import json
@@ -38,12 +40,12 @@ import signal
 import sqlite3
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import stopsignals
 from .frontier import SeenSet, UrlQueueManager
 from .jobdir import JobDir, JobState, count_record, recount
 from .modules import load_object, object_path
@@ -179,7 +181,8 @@ class Crawler:
         self._started = self._last_checkpoint = self._last_hang_check = time.monotonic()
         self.progress = Progress(disabled=s.quiet, total=s.max_pages, initial=self.pages_done)
         failure: BaseException | None = None
-        previous = self._install_signal_handlers()
+        owns_signals = stopsignals.install()
+        stopsignals.listen(self._on_signal)
         try:
             for pipeline in self.pipelines:
                 pipeline.open()
@@ -198,8 +201,9 @@ class Crawler:
                 self.job_dir or "(temporary)",
                 self.out,
             )
-            self.pool.start()
-            self._loop()
+            if not self._stop_requested:  # a signal during start-up starts nothing
+                self.pool.start()
+                self._loop()
         except (OSError, sqlite3.OperationalError) as exc:
             if not is_disk_full(exc):
                 raise
@@ -209,7 +213,9 @@ class Crawler:
             failure = exc
         finally:
             self._shutdown(failure)
-            self._restore_signal_handlers(previous)
+            stopsignals.listen(None)
+            if owns_signals:
+                stopsignals.uninstall()
         if failure is not None:
             raise CrawlError(
                 f"out of disk space ({failure}); free some and rerun the same command to resume"
@@ -239,6 +245,7 @@ class Crawler:
             now = time.monotonic()
             if self._stop_requested:
                 if grace_deadline is None:
+                    self.pool.stopping = True  # from now on a worker that exits is not replaced
                     grace_deadline = now + self.settings.grace
                     log.warning(
                         "stopping: letting %d requests finish (up to %.0f s)",
@@ -523,30 +530,20 @@ class Crawler:
         if self._temp_dir:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
 
-    def _install_signal_handlers(self) -> dict[int, Any]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-        previous = {}
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, self._on_signal)
-        return previous
-
-    def _restore_signal_handlers(self, previous: dict[int, Any]) -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-    def _on_signal(self, signum: int, frame: object) -> None:
+    def _on_signal(self, signum: int) -> None:
+        """The first stop signal stops dispatching and lets in-flight requests
+        finish; a second stops at once."""
         if self._stop_requested:
             self._abort = True
-            print("\nmpcrawler: stopping now", file=sys.stderr, flush=True)
+            message = "\nmpcrawler: stopping now"
         else:
             self._stop_requested = True
-            print(
+            message = (
                 f"\nmpcrawler: {signal.Signals(signum).name}: finishing in-flight requests "
-                f"(up to {self.settings.grace:g} s; again to stop now)",
-                file=sys.stderr,
-                flush=True,
+                f"(up to {self.settings.grace:g} s; again to stop now)"
             )
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            print(message, file=sys.stderr, flush=True)
 
     # --------------------------------------------------------------- report
     def _progress_fields(self) -> dict[str, Any]:

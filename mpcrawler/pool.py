@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from . import stopsignals
 from .scheduler import Request
 from .worker import run_worker
 
@@ -82,23 +83,30 @@ class WorkerPool:
         self.restarts = 0
         self._next_index = 0
         self._startup_failures = 0
-        self.stopping = False
+        self._startup_error = ""
+        self.stopping = False  # once set, a worker that exits is not replaced
 
     def start(self) -> None:
         for _ in range(self.size):
             self._start_one()
 
     def _start_one(self) -> None:
+        """Start a worker.  It and the forkserver ignore stop signals (only the
+        master acts on them); any failure to start is a PoolError."""
         index = self._next_index
         self._next_index += 1
-        parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(
-            target=run_worker,
-            name=f"mpcrawler-worker-{index}",
-            daemon=True,
-            args=(index, child, *self._args),
-        )
-        process.start()
+        try:
+            parent, child = self._ctx.Pipe(duplex=True)
+            process = self._ctx.Process(
+                target=run_worker,
+                name=f"mpcrawler-worker-{index}",
+                daemon=True,
+                args=(index, child, *self._args),
+            )
+            with stopsignals.ignored_in_children():
+                process.start()
+        except Exception as exc:
+            raise PoolError(f"cannot start a worker process: {type(exc).__name__}: {exc}") from exc
         child.close()
         self.workers[index] = _Worker(index, process, parent)
 
@@ -170,6 +178,8 @@ class WorkerPool:
                 self._on_summaries(summaries)
         elif kind == "bye":
             self._on_summaries(message[2])
+        elif kind == "failed":  # it could not start; its exit follows
+            self._startup_error = message[2]
 
     def _on_exit(self, worker: _Worker) -> None:
         if self.workers.pop(worker.index, None) is None:
@@ -184,13 +194,22 @@ class WorkerPool:
         lost = list(worker.requests.values())
         for request in lost:
             self.in_flight.pop(request.id, None)
-        if self.stopping:
+        if self.stopping:  # its requests stay un-acked: the next run fetches them
+            log.info(
+                "worker %d (pid %s) exited during the stop with %d requests; they wait for "
+                "the next run",
+                worker.index,
+                worker.pid,
+                len(lost),
+            )
             return
         if not worker.pid:
             self._startup_failures += 1
             if self._startup_failures >= MAX_STARTUP_FAILURES:
                 raise PoolError(
-                    f"worker processes exit during startup (exit code "
+                    f"worker processes cannot start: {self._startup_error}"
+                    if self._startup_error
+                    else f"worker processes exit during startup (exit code "
                     f"{worker.process.exitcode}); if Crawler.run() is called from a script, "
                     "call it under `if __name__ == '__main__':`"
                 )

@@ -11,6 +11,7 @@ dicts:
                        ("results", index, [result, ...], [downloaded id, ...],
                         summaries | None)
                        ("bye", index, summaries)
+                       ("failed", index, reason)               it cannot start
 
 Scheduling is pull-based: ``hello`` announces every slot free, and each
 downloaded id says that request's download is over and its slot free (its
@@ -29,6 +30,7 @@ If the master's end of the pipe closes, the worker exits at once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -39,6 +41,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from . import stopsignals
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
 from .modules import load_object
@@ -324,7 +327,14 @@ def process_usage() -> dict[str, float]:
 def run_worker(
     index: int, conn: Connection, settings: dict[str, Any], scope: dict[str, list[str]]
 ) -> None:
-    """Entry point of a worker process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
+    """Entry point of a worker process.  It ignores stop signals (they are
+    the master's), and says why before it exits if it cannot start."""
+    for signum in stopsignals.STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    try:
+        worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
+    except Exception as exc:
+        with contextlib.suppress(OSError):
+            conn.send(("failed", index, f"{type(exc).__name__}: {exc}"))
+        raise SystemExit(1) from None  # the master reports it, in one line
     worker.run()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from mpcrawler import Analysis, HtmlAnalyzer, Pipeline, Response
+from mpcrawler import Analysis, HtmlAnalyzer, HttpDownloader, Pipeline, Response, Settings
 
 
 class CountingAnalyzer(HtmlAnalyzer):
@@ -61,3 +62,13 @@ class HangingAnalyzer(HtmlAnalyzer):
 
             time.sleep(3600)
         return super().analyze(response)
+
+
+class NoStartDownloader(HttpDownloader):
+    """Cannot be created while the file named by $MPCRAWLER_TEST_NO_START exists."""
+
+    def __init__(self, settings: Settings) -> None:
+        marker = os.environ.get("MPCRAWLER_TEST_NO_START", "")
+        if marker and os.path.exists(marker):
+            raise RuntimeError("no proxy configuration")
+        super().__init__(settings)

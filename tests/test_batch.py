@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,15 @@ def slow_site() -> Iterator[SiteServer]:
         yield server
 
 
-def start_crawl(url: str, job: Path, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+def start_crawl(
+    url: str, job: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """The crawl as a real process in a process group of its own."""
+    env = {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+    }
     return subprocess.Popen(
         [
             sys.executable,
@@ -135,6 +142,174 @@ def test_signal_stops_gracefully_and_resumes_exactly(
     assert max(fetch_counts(slow_site).values()) == 1
     stats = json.loads((job / "stats.json").read_text())
     assert stats["pages"] == PAGES and stats["runs"] == 2
+
+
+# ---------------------------------------------- stop signals to the whole group
+Moment = Callable[[Path, Path, int, int], bool]  # (job, log, run, records before it)
+
+
+def _log_after(log: Path, run: int) -> str:
+    """The log of run ``run`` so far."""
+    text = log.read_text() if log.exists() else ""
+    start = text.find(f"crawl started (run {run})")
+    return "" if start < 0 else text[start:]
+
+
+def _records_now(job: Path) -> int:
+    path = job / "pages.jsonl"
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def _job_runs(job: Path) -> int:
+    try:
+        return int(json.loads((job / "job.json").read_text())["job"]["runs"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def job_dir_exists(job: Path, log: Path, run: int, before: int) -> bool:
+    return job.exists()
+
+
+def job_json_written(job: Path, log: Path, run: int, before: int) -> bool:
+    return _job_runs(job) >= run
+
+
+def crawl_started(job: Path, log: Path, run: int, before: int) -> bool:
+    return bool(_log_after(log, run))
+
+
+def workers_started(job: Path, log: Path, run: int, before: int) -> bool:
+    return "started (pid" in _log_after(log, run)
+
+
+def new_records(n: int) -> Moment:
+    def moment(job: Path, log: Path, run: int, before: int) -> bool:
+        return _records_now(job) >= before + n
+
+    moment.__name__ = f"{n}_new_records"
+    return moment
+
+
+def _wait_until(moment: Moment, proc: subprocess.Popen[str], *args: Any) -> None:
+    """Wait (at most 60 s) for ``moment``, or for the crawl to end first."""
+    deadline = time.monotonic() + 60
+    while not moment(*args):
+        if proc.poll() is not None:
+            return
+        assert time.monotonic() < deadline, f"{moment.__name__} not seen in 60 s"
+        time.sleep(0.005)
+
+
+def stop_runs(
+    url: str, job: Path, log: Path, sig: signal.Signals, moments: list[Moment]
+) -> list[tuple[str, int]]:
+    """One run of the same crawl per moment, each stopped by ``sig`` to the
+    whole process group at that moment; (moment, exit code) for each."""
+    outcomes = []
+    for moment in moments:
+        before, run = _records_now(job), _job_runs(job) + 1
+        proc = start_crawl(url, job, "--log-file", str(log))
+        lines = Lines(proc)
+        _wait_until(moment, proc, job, log, run, before)
+        if proc.poll() is None:
+            os.killpg(proc.pid, sig)
+        _, err = lines.finish(timeout=60)
+        assert proc.returncode in (130, 0), (moment.__name__, proc.returncode, err)
+        assert "Traceback" not in err and "died" not in err, (moment.__name__, err)
+        if proc.returncode == 130:
+            assert "rerun the same command to resume" in err, (moment.__name__, err)
+        outcomes.append((moment.__name__, proc.returncode))
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "sig, moments",
+    [
+        (
+            signal.SIGTERM,
+            [
+                job_dir_exists,
+                job_json_written,
+                crawl_started,
+                workers_started,
+                new_records(1),
+                new_records(3),
+                new_records(10),
+                new_records(25),
+                new_records(50),
+                new_records(80),
+            ],
+        ),
+        (signal.SIGINT, [crawl_started, workers_started, new_records(5), new_records(40)]),
+        (signal.SIGHUP, [workers_started, new_records(20)]),
+    ],
+    ids=["SIGTERM", "SIGINT", "SIGHUP"],
+)
+def test_group_signal_stops_gracefully_at_any_moment(
+    slow_site: SiteServer, tmp_path: Path, sig: signal.Signals, moments: list[Moment]
+) -> None:
+    """What systemd, SLURM and ``kill -TERM -PGID`` do: every process of the
+    job gets the signal.  Workers must not die of it; the master stops."""
+    job, log = tmp_path / "job", tmp_path / "crawl.log"
+    outcomes = stop_runs(slow_site.url, job, log, sig, moments)
+    assert [code for _, code in outcomes].count(130) >= len(moments) - 1, outcomes
+    last = crawl_to_end(slow_site.url, job)
+    assert last.returncode == 0, last.stderr
+    urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
+    assert max(urls.values()) == 1  # the grace was enough: nothing recorded twice
+    assert max(fetch_counts(slow_site).values()) == 1  # nor fetched twice
+    text = log.read_text()
+    assert "died" not in text and "re-queueing" not in text
+
+
+def test_second_group_signal_stops_at_once(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=120, size=2_000), latency=0.3) as site:
+        job = tmp_path / "job"
+        proc = start_crawl(site.url, job, "--grace", "60")
+        lines = Lines(proc)
+        wait_for_records(job / "pages.jsonl", 10, proc)
+        os.killpg(proc.pid, signal.SIGTERM)
+        lines.wait_for(lambda out, err: any("finishing in-flight" in x for x in err))
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGTERM)
+        _, err = lines.finish(timeout=30)
+        assert proc.returncode == 130, err
+        assert time.monotonic() - started < 15, err  # not the 60 s grace
+        assert "Traceback" not in err and "died" not in err, err
+        second = crawl_to_end(site.url, job)
+        assert second.returncode == 0, (err, second.stderr)
+        assert {r["url"] for r in read_records(job / "pages.jsonl")} == page_urls(site)
+
+
+def test_worker_start_failure_stops_the_crawl_resumably(
+    slow_site: SiteServer, tmp_path: Path
+) -> None:
+    job, log, marker = tmp_path / "job", tmp_path / "crawl.log", tmp_path / "no-start"
+    proc = start_crawl(
+        slow_site.url,
+        job,
+        "--log-file",
+        str(log),
+        "--downloader",
+        "plugins:NoStartDownloader",
+        env={"MPCRAWLER_TEST_NO_START": str(marker)},
+    )
+    lines = Lines(proc)
+    wait_for_records(job / "pages.jsonl", 30, proc)
+    marker.touch()  # from now on a worker cannot start
+    victim = int(read_records(job / "pages.jsonl")[-1]["worker"].split("pid-")[1])
+    os.kill(victim, signal.SIGKILL)
+    _, err = lines.finish(timeout=60)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "mpcrawler: error: worker processes cannot start: RuntimeError: no proxy configuration"
+    ), err
+    marker.unlink()
+    again = crawl_to_end(slow_site.url, job, "--downloader", "plugins:NoStartDownloader")
+    assert again.returncode == 0, again.stderr
+    assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
 
 
 def test_second_sigint_stops_at_once_and_stays_resumable(tmp_path: Path) -> None:
