@@ -33,7 +33,7 @@ EPILOG = """exit codes:
   0    the crawl completed (pages that failed are data, not a failure of the job)
   1    internal error
   2    usage or configuration error
-  130  interrupted
+  130  interrupted by SIGINT, SIGTERM or SIGHUP (rerun the same command to resume)
 """
 
 

@@ -264,7 +264,7 @@ def test_group_signal_stops_gracefully_at_any_moment(
 
 
 def test_second_group_signal_stops_at_once(tmp_path: Path) -> None:
-    with serve_site(TestSite(pages=120, size=2_000), latency=0.3) as site:
+    with serve_site(TestSite(pages=40, size=2_000), latency=0.3) as site:
         job = tmp_path / "job"
         proc = start_crawl(site.url, job, "--grace", "60")
         lines = Lines(proc)
@@ -313,7 +313,7 @@ def test_worker_start_failure_stops_the_crawl_resumably(
 
 
 def test_second_sigint_stops_at_once_and_stays_resumable(tmp_path: Path) -> None:
-    with serve_site(TestSite(pages=120, size=2_000), latency=0.3) as site:
+    with serve_site(TestSite(pages=40, size=2_000), latency=0.3) as site:
         job = tmp_path / "job"
         proc = start_crawl(site.url, job, "--grace", "60")
         wait_for_records(job / "pages.jsonl", 10, proc)
