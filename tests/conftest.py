@@ -20,20 +20,37 @@ ROOT = Path(__file__).resolve().parent.parent
 CLI_TIMEOUT = 120
 
 
+def _cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {**os.environ, **(extra or {})}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    return env
+
+
 def run_cli(
     *args: str, timeout: float = CLI_TIMEOUT, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m mpcrawler ARGS`` and wait for it, bounded in time."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
     return subprocess.run(
         [sys.executable, "-m", "mpcrawler", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
-        env=env,
+        env=_cli_env(),
         check=False,
+    )
+
+
+def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``python -m mpcrawler ARGS`` in a process group of its own, with
+    stdout and stderr piped (read them with :class:`Lines`)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mpcrawler", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_cli_env(env),
+        start_new_session=True,
     )
 
 

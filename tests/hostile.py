@@ -135,14 +135,6 @@ def serve(
         yield server
 
 
-def slow(seconds: float, reply: Reply) -> Route:
-    def route(handler: Handler, n: int) -> Reply:
-        time.sleep(seconds)
-        return reply
-
-    return route
-
-
 def in_groups(
     reply: Reply, size: int, total: int, linger_s: float = 0.2, limit_s: float = 30.0
 ) -> Route:

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Lines, read_records, run_cli
+from conftest import Lines, read_records, run_cli, start_cli
 
 from mpcrawler.testsite import SiteServer, TestSite, serve_site
 
@@ -34,32 +33,18 @@ def start_crawl(
     url: str, job: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
     """The crawl as a real process in a process group of its own."""
-    env = {
-        **os.environ,
-        **(env or {}),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
-    }
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mpcrawler",
-            "crawl",
-            url,
-            "--job-dir",
-            str(job),
-            "--workers",
-            "2",
-            "--threads",
-            "2",
-            "--quiet",
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return start_cli(
+        "crawl",
+        url,
+        "--job-dir",
+        str(job),
+        "--workers",
+        "2",
+        "--threads",
+        "2",
+        "--quiet",
+        *extra,
         env=env,
-        start_new_session=True,
     )
 
 

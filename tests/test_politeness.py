@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import signal
+import time
 from pathlib import Path
 
-from conftest import crawl_records
-from hostile import html, in_groups, links, serve, slow
+from conftest import Lines, crawl_records, start_cli
+from hostile import html, in_groups, links, serve
 
 ROBOTS = """
 User-agent: *
@@ -112,8 +114,24 @@ def test_host_concurrency_limit(tmp_path: Path) -> None:
         assert len(server.log.hits) == 13
 
 
-def test_crawl_delay_is_one_at_a_time_and_other_hosts_keep_going(tmp_path: Path) -> None:
-    slow_robots = b"User-agent: *\nCrawl-delay: 0.5\n"
+def test_crawl_delay_is_one_at_a_time_and_spaced(tmp_path: Path) -> None:
+    robots = b"User-agent: *\nCrawl-delay: 0.5\n"
+    routes = {
+        "/robots.txt": lambda h, n: (200, {}, robots),
+        "/": lambda h, n: links(*(f"/a{i}" for i in range(4))),
+    }
+    with serve(routes, default=lambda h, n: links()) as polite:
+        crawl(polite.url + "/", tmp_path, "--host-concurrency", "4")
+        hits = [h for h in polite.log.hits if h.path != "/robots.txt"]
+        max_open = polite.log.max_open
+    assert len(hits) == 5 and max_open == 1
+    starts = sorted(h.start for h in hits)
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.49
+
+
+def test_a_waiting_host_does_not_idle_the_others(tmp_path: Path) -> None:
+    """Host A's Crawl-delay (30 s, the cap) holds its next page back; host B
+    is crawled to the end meanwhile, and only then is the crawl stopped."""
     hrefs_b = [f"/b{i}" for i in range(30)]
     with serve(
         {"/robots.txt": lambda h, n: (200, {}, b"")},
@@ -121,19 +139,32 @@ def test_crawl_delay_is_one_at_a_time_and_other_hosts_keep_going(tmp_path: Path)
         host="127.0.0.3",
     ) as fast:
         routes_a = {
-            "/robots.txt": lambda h, n: (200, {}, slow_robots),
+            "/robots.txt": lambda h, n: (200, {}, b"User-agent: *\nCrawl-delay: 60\n"),
             "/": lambda h, n: links(*(f"/a{i}" for i in range(4)), fast.url + "/"),
         }
-        with serve(routes_a, default=slow(0.05, links())) as polite:
-            crawl(
-                polite.url + "/", tmp_path, "--allow-domain", "127.0.0.3", "--host-concurrency", "4"
+        with serve(routes_a, default=lambda h, n: links()) as polite:
+            proc = start_cli(
+                "crawl",
+                polite.url + "/",
+                "--job-dir",
+                str(tmp_path / "job"),
+                "--allow-domain",
+                "127.0.0.3",
+                "--workers",
+                "2",
+                "--threads",
+                "2",
+                "--quiet",
             )
-            a_hits = [h for h in polite.log.hits if h.path != "/robots.txt"]
-            b_hits = [h for h in fast.log.hits if h.path != "/robots.txt"]
-            a_max_open = polite.log.max_open
-    assert len(a_hits) == 5 and len(b_hits) == 31
-    starts = sorted(h.start for h in a_hits)
-    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.49
-    assert a_max_open == 1
-    # While host A waits out its Crawl-delay, host B is crawled to the end.
-    assert max(h.end for h in b_hits) < starts[-1]
+            lines = Lines(proc)
+            try:
+                deadline = time.monotonic() + 60
+                while len([h for h in fast.log.hits if h.path != "/robots.txt"]) < 31:
+                    assert proc.poll() is None and time.monotonic() < deadline, lines.err
+                    time.sleep(0.01)
+                a_pages = [h.path for h in polite.log.hits if h.path != "/robots.txt"]
+            finally:
+                proc.send_signal(signal.SIGINT)
+                lines.finish(timeout=60)
+    assert a_pages == ["/"]  # A waits out its delay while B's 31 pages are fetched
+    assert proc.returncode == 130
