@@ -178,6 +178,7 @@ class Crawler:
         self._restarts_before, self._elapsed_before = self.job.worker_restarts, self.job.elapsed_s
         self.module_summaries: dict[str, dict[str, Any]] = {}
         self._stop_requested = self._abort = self._finished = False
+        self.loop_turns = 0  # turns of the master loop: a spinning loop shows here
         self._started = self._last_checkpoint = self._last_hang_check = time.monotonic()
         self.progress = Progress(disabled=s.quiet, total=s.max_pages, initial=self.pages_done)
         failure: BaseException | None = None
@@ -242,6 +243,7 @@ class Crawler:
         grace_deadline: float | None = None
         hang_limit = self.settings.hang_timeout or 4 * self.settings.timeout + 10
         while not self._abort:
+            self.loop_turns += 1
             now = time.monotonic()
             if self._stop_requested:
                 if grace_deadline is None:
@@ -564,7 +566,11 @@ class Crawler:
         modules = [m for m in summaries if m["type"] != "Worker"]
         modules += [p.summary() for p in self.pipelines]
         processes = {
-            "master": {"id": f"master|pid-{os.getpid()}", **process_usage()},
+            "master": {
+                "id": f"master|pid-{os.getpid()}",
+                "loop_turns": self.loop_turns,
+                **process_usage(),
+            },
             "workers": [m for m in summaries if m["type"] == "Worker"],
         }
         return {

@@ -3,8 +3,9 @@
 The pool knows which request is in which worker, because scheduling is
 pull-based: a worker's ``hello`` announces its free slots and each result
 frees one (see :mod:`mpcrawler.worker` for the messages).  One call to
-``wait()`` blocks on every worker's pipe and process sentinel at once, so a
-result or a death is seen the moment it happens.  A dead worker's requests
+``wait()`` blocks on every worker's pipe and process sentinel at once (one
+selector for the pool's life), so a result or a death is seen the moment it
+happens.  A dead worker's requests
 are handed back to the master (``on_lost``) and a replacement is started; a
 worker holding a request past the hang limit is killed and handled the same
 way.  Workers start through the ``forkserver`` method, so they never inherit
@@ -17,6 +18,7 @@ import contextlib
 import logging
 import multiprocessing
 import multiprocessing.connection
+import selectors
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -85,6 +87,7 @@ class WorkerPool:
         self._startup_failures = 0
         self._startup_error = ""
         self.stopping = False  # once set, a worker that exits is not replaced
+        self._selector = selectors.DefaultSelector()
 
     def start(self) -> None:
         for _ in range(self.size):
@@ -108,7 +111,9 @@ class WorkerPool:
         except Exception as exc:
             raise PoolError(f"cannot start a worker process: {type(exc).__name__}: {exc}") from exc
         child.close()
-        self.workers[index] = _Worker(index, process, parent)
+        worker = self.workers[index] = _Worker(index, process, parent)
+        self._selector.register(parent, selectors.EVENT_READ, (worker, True))
+        self._selector.register(process.sentinel, selectors.EVENT_READ, (worker, False))
 
     # ------------------------------------------------------------- traffic
     def send(self, assigned: list[tuple[int, Request]]) -> None:
@@ -123,24 +128,23 @@ class WorkerPool:
                 self.workers[index].conn.send(("fetch", batch))
 
     def wait(self, timeout: float) -> None:
-        """Handle whatever happens within ``timeout`` seconds."""
-        waitables: list[Any] = []
-        for worker in self.workers.values():
-            waitables += [worker.conn, worker.process.sentinel]
-        if not waitables:
+        """Handle whatever happens within ``timeout`` seconds: block on every
+        worker's pipe and process sentinel at once (one selector for the
+        pool's life, each worker registered while it lives)."""
+        if not self.workers:
             time.sleep(timeout)
             return
-        for ready in multiprocessing.connection.wait(waitables, timeout):
-            for worker in list(self.workers.values()):
-                if ready is worker.conn:
-                    # Only the pipe's own errors mean the worker is gone; an
-                    # error raised while handling a message is the master's.
-                    while (message := self._receive(worker)) is not None:
-                        self._on_message(worker, message)
-                    break
-                if ready == worker.process.sentinel:
-                    self._on_exit(worker)
-                    break
+        for key, _ in self._selector.select(timeout):
+            worker, is_pipe = key.data
+            if self.workers.get(worker.index) is not worker:
+                continue  # gone already, through its other file
+            if is_pipe:
+                # Only the pipe's own errors mean the worker is gone; an
+                # error raised while handling a message is the master's.
+                while (message := self._receive(worker)) is not None:
+                    self._on_message(worker, message)
+            else:
+                self._on_exit(worker)
 
     def _receive(self, worker: _Worker) -> tuple[Any, ...] | None:
         """The next waiting message, or None (nothing waiting, or the worker is gone)."""
@@ -184,6 +188,7 @@ class WorkerPool:
     def _on_exit(self, worker: _Worker) -> None:
         if self.workers.pop(worker.index, None) is None:
             return
+        self._forget(worker)
         # Results it sent before it died still count.  (It is out of
         # self.workers already, so a pipe error here ends the loop, nothing more.)
         while (message := self._receive(worker)) is not None:
@@ -252,5 +257,12 @@ class WorkerPool:
         for worker in list(self.workers.values()):
             worker.process.kill()
             worker.process.join(timeout=5)
+            self._forget(worker)
             worker.conn.close()
             self.workers.pop(worker.index, None)
+        self._selector.close()
+
+    def _forget(self, worker: _Worker) -> None:
+        for fileobj in (worker.conn, worker.process.sentinel):
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(fileobj)

@@ -226,7 +226,11 @@ class Scheduler:
         return assigned, refused
 
     def next_event(self) -> float | None:
-        """Seconds until a request may become dispatchable (None: nothing waits)."""
+        """Seconds until a request may become dispatchable (None: nothing waits
+        for a time).  With no free slot nothing can be dispatched before a
+        worker frees one, which the master hears as a message: None."""
+        if not self.slots:
+            return None
         times = []
         if self._ready:
             times.append(self._ready[0][0])

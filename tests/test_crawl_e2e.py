@@ -96,6 +96,20 @@ def test_record_fields(site_300: SiteServer, tmp_path: Path) -> None:
     assert record["worker"].startswith("D") and "|pid-" in record["worker"]
 
 
+@pytest.mark.parametrize("host_concurrency", ["8", "64"])
+def test_master_waits_instead_of_spinning(
+    site_300: SiteServer, tmp_path: Path, host_concurrency: str
+) -> None:
+    """More ready work than free slots is the normal state of a crawl: the
+    master must then wait for a worker, not loop.  (A spinning master took
+    about 30 turns a page here; a waiting one takes under 1.)"""
+    job = tmp_path / "job"
+    records = crawl_records(site_300.url, job, "--host-concurrency", host_concurrency)
+    assert len(records) == 300
+    master = json.loads((job / "stats.json").read_text())["processes"]["master"]
+    assert master["loop_turns"] <= 5 * len(records), master
+
+
 def test_max_pages_is_exact(site_300: SiteServer, tmp_path: Path) -> None:
     records = crawl_records(site_300.url, tmp_path / "job", "--max-pages", "37")
     assert len(records) == 37
