@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, stopsignals
-from .settings import DEFAULT_USER_AGENT, Settings
+from .settings import DEFAULT_USER_AGENT, SCOPES, Settings
 from .urls import InvalidURL, canonicalize
 
 __all__ = ["main"]
@@ -109,6 +109,29 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         metavar="D",
         help="also crawl domain D and its subdomains (repeatable)",
     )
+    p.add_argument(
+        "--scope",
+        choices=SCOPES,
+        default=d.scope,
+        help="follow links to the seeds' hosts (default), their registered domains "
+        "(Public Suffix List), or any host",
+    )
+    p.add_argument(
+        "--deny-domain",
+        action="append",
+        default=[],
+        metavar="D",
+        help="never crawl domain D or its subdomains (repeatable)",
+    )
+    p.add_argument(
+        "--allow-private-networks",
+        action="store_true",
+        help="allow loopback, private, link-local and other non-public addresses "
+        "(by default only a seed host may be at one)",
+    )
+    p.add_argument("--max-active-hosts", type=_positive_int, help="hosts kept in memory")
+    p.add_argument("--ca-bundle", metavar="FILE", help="also trust the CA certificates in FILE")
+    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     p.add_argument("--user-agent", default=DEFAULT_USER_AGENT, help="default: %(default)s")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
@@ -314,6 +337,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         log_file=args.log_file,
         grace=args.grace,
         hang_timeout=args.hang_timeout,
+        scope=args.scope,
+        deny_domains=args.deny_domain,
+        allow_private_networks=args.allow_private_networks,
+        max_active_hosts=args.max_active_hosts,
+        ca_bundle=args.ca_bundle,
+        insecure=args.insecure,
     )
 
 
@@ -352,6 +381,8 @@ def format_summary(stats: dict[str, Any]) -> str:
             f"module     {name} x{total['instances']}: called={total['called']} "
             f"accepted={total['accepted']} completed={total['completed']}"
         )
+    if stats.get("tls_verification") is False:
+        lines.append("tls        certificates NOT verified (--insecure)")
     lines.append(f"output     {stats['out']}")
     return "\n".join(lines)
 

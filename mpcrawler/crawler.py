@@ -116,12 +116,15 @@ class Crawler:
             *(pipelines or []),
         ]
         settings.validate()
+        settings.apply_scope_defaults()
         # Fail now, in the master, with a clear message (ValueError).
         for spec in (settings.analyzer, settings.downloader, *self._pipeline_specs):
             if isinstance(spec, str):
                 load_object(spec)
         settings.seeds = [canonicalize(s) for s in settings.seeds]
-        self.scope = Scope.from_seeds(settings.seeds, settings.allow_domains)
+        self.scope = Scope.from_seeds(
+            settings.seeds, settings.allow_domains, settings.scope, settings.deny_domains
+        )
 
     # ------------------------------------------------------------------ run
     def run(self) -> CrawlResult:
@@ -158,6 +161,9 @@ class Crawler:
             robots=s.robots,
             user_agent=s.user_agent,
             robots_retry_delay=s.robots_retry_delay,
+            retries=s.retries,
+            retry_delay=s.retry_delay,
+            max_hosts=s.max_active_hosts,
         )
         self.pool = WorkerPool(
             s.workers,
@@ -202,6 +208,8 @@ class Crawler:
                 self.job_dir or "(temporary)",
                 self.out,
             )
+            if s.insecure:
+                log.warning("TLS certificates are not verified (--insecure)")
             if not self._stop_requested:  # a signal during start-up starts nothing
                 self.pool.start()
                 self._loop()
@@ -259,8 +267,8 @@ class Crawler:
             else:
                 self._fill()
                 assigned, refused = self.scheduler.dispatch()
-                for request, reason in refused:
-                    self._finish(request, {"error": reason, "error_kind": "robots"})
+                for request, reason, kind in refused:
+                    self._finish(request, {"error": reason, "error_kind": kind})
                 self.pool.send(assigned)
                 if not self.pool.in_flight and not self.scheduler.queued and not self._can_pull():
                     self._finished = True
@@ -319,10 +327,10 @@ class Crawler:
         request.downloaded = False  # a retry or a redirect hop downloads again
         status = result["status"]
         if request.kind == "robots":
-            failed = bool(result.get("transient")) or (
-                result["error"] is not None and status is None
-            )
-            self.scheduler.robots_result(request, status, result.get("body"), failed)
+            error = result["error"]
+            failed = bool(result.get("transient")) or (error is not None and status is None)
+            body, kind = result.get("body"), result.get("error_kind")
+            self.scheduler.robots_result(request, status, body, failed, error, kind)
             return
         transient = bool(result.get("transient")) or status in RETRY_STATUSES
         if transient and request.attempts < self.settings.retries and not self._stop_requested:
@@ -589,6 +597,7 @@ class Crawler:
             "workers": self.settings.workers,
             "threads": self.settings.threads,
             "worker_restarts": job.worker_restarts,
+            "tls_verification": not self.settings.insecure,
             "modules": modules,
             "processes": processes,
             "out": str(self.out),

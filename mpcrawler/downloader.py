@@ -10,22 +10,34 @@ after 3 x ``timeout``, so a server that drips bytes cannot hold a slot.
 
 from __future__ import annotations
 
+import os
+import socket
+import ssl
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
+import requests.adapters
 import urllib3
+import urllib3.connection
 
+from .addresses import AddressGuard
 from .modules import Module
 from .settings import Settings
+from .urls import hostname_of
 
 __all__ = [
+    "BlockedAddress",
     "BodyTooLarge",
     "DownloadError",
     "Downloader",
     "HttpDownloader",
+    "NameNotFound",
     "Response",
+    "TlsFailed",
     "parse_content_type",
 ]
 
@@ -65,6 +77,25 @@ class DownloadError(Exception):
 class ConnectFailed(DownloadError):
     kind = "connection"
     transient = True
+
+
+class NameNotFound(DownloadError):
+    """The host name does not resolve (NXDOMAIN, no address): not retried."""
+
+    kind = "dns"
+
+
+class TlsFailed(DownloadError):
+    """The TLS handshake failed (certificate not trusted, expired, for another
+    name...): a retry cannot fix it."""
+
+    kind = "tls"
+
+
+class BlockedAddress(DownloadError):
+    """The connection reached an address the crawl may not use (see addresses)."""
+
+    kind = "blocked_address"
 
 
 class TimedOut(DownloadError):
@@ -112,12 +143,116 @@ class Downloader(Module):
         """Release connections."""
 
 
+class _Refused(Exception):
+    """Raised inside urllib3 when a new connection's peer is refused.  Not an
+    OSError or urllib3 error, so urllib3 neither retries nor wraps it."""
+
+
+class _GuardedConnection(urllib3.connection.HTTPConnection):
+    guard: AddressGuard
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()
+        try:
+            address = str(sock.getpeername()[0])
+        except OSError:
+            address = ""
+        reason = self.guard.refusal(self.host, address)
+        if reason is not None:
+            sock.close()
+            raise _Refused(reason)
+        return sock
+
+
+class _GuardedHttpsConnection(_GuardedConnection, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _Adapter(requests.adapters.HTTPAdapter):
+    """requests' adapter, with every new connection's address checked by
+    ``guard`` and TLS verified by ``ssl_context`` (if given)."""
+
+    def __init__(self, guard: AddressGuard, ssl_context: ssl.SSLContext | None) -> None:
+        self._guard, self._ssl_context = guard, ssl_context
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        if self._ssl_context is not None:
+            kwargs["ssl_context"] = self._ssl_context
+        super().init_poolmanager(*args, **kwargs)
+        classes = {}
+        for scheme, pool, conn in (
+            ("http", urllib3.HTTPConnectionPool, _GuardedConnection),
+            ("https", urllib3.HTTPSConnectionPool, _GuardedHttpsConnection),
+        ):
+            guarded = type(conn.__name__, (conn,), {"guard": self._guard})
+            classes[scheme] = type(pool.__name__, (pool,), {"ConnectionCls": guarded})
+        self.poolmanager.pool_classes_by_scheme = classes
+
+
+def _find(exc: BaseException, wanted: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first exception in ``exc``'s chain (causes, contexts, urllib3's
+    reasons and requests' wrapped arguments) that is ``wanted``."""
+    todo, seen = [exc], set()
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if wanted(current):
+            return current
+        linked = [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        todo += [e for e in [*linked, *current.args] if isinstance(e, BaseException)]
+    return None
+
+
+def _tls_reason(exc: BaseException) -> str:
+    error = _find(exc, lambda e: isinstance(e, ssl.SSLError))
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {error.verify_message}"
+    if isinstance(error, ssl.SSLError):
+        return error.reason or str(error)
+    return str(exc)
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """``connection refused`` and the like, from the OS error in the chain."""
+    error = _find(exc, lambda e: isinstance(e, OSError) and bool(e.errno))
+    return os.strerror(error.errno).lower() if isinstance(error, OSError) else str(exc)
+
+
+def _name_not_found(exc: BaseException) -> bool:
+    error = _find(exc, lambda e: isinstance(e, socket.gaierror))
+    permanent = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+    return isinstance(error, socket.gaierror) and error.errno in permanent
+
+
 class HttpDownloader(Downloader):
-    """The default: requests, streaming, with timeouts and a byte cap."""
+    """The default: requests, streaming, with timeouts and a byte cap.
+
+    Every connection's address is checked against the private-network rule
+    (:mod:`mpcrawler.addresses`) once it is made, so a name that resolves to a
+    public address for one lookup and a private one for the next gains
+    nothing.  (Through a proxy, the proxy makes the connections: no check.)
+    """
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.session = requests.Session()
+        guard = AddressGuard(
+            (hostname_of(seed) for seed in settings.seeds),
+            allow_private=settings.allow_private_networks,
+        )
+        context = None
+        if settings.ca_bundle and not settings.insecure:
+            context = ssl.create_default_context()
+            context.load_verify_locations(cafile=settings.ca_bundle)
+        adapter = _Adapter(guard, context)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        if settings.insecure:
+            self.session.verify = False
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # logged once
         self.session.headers["User-Agent"] = settings.user_agent
         self.session.headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
         self.session.max_redirects = 5
@@ -136,12 +271,20 @@ class HttpDownloader(Downloader):
                 raw = self.session.get(
                     url, stream=True, timeout=self.timeout, allow_redirects=follow_redirects
                 )
+            except _Refused as exc:
+                raise BlockedAddress(f"blocked address: {exc}") from None
+            except requests.exceptions.SSLError as exc:
+                raise TlsFailed(f"tls: {_tls_reason(exc)}") from None
             except requests.Timeout as exc:
                 raise TimedOut(f"timeout: {exc}") from None
             except requests.TooManyRedirects as exc:
                 raise DownloadError(f"too many redirects: {exc}") from None
             except requests.ConnectionError as exc:
-                raise ConnectFailed(f"connection failed: {exc}") from None
+                if _name_not_found(exc):
+                    raise NameNotFound(f"dns: {hostname_of(url)} does not resolve") from None
+                raise ConnectFailed(
+                    f"connection failed: {_connect_reason(exc)} ({hostname_of(url)})"
+                ) from None
             except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
                 raise DownloadError(f"request failed: {exc}") from None
             try:

@@ -42,7 +42,16 @@ __all__ = [
 JOB_FORMAT = 2
 JOB_FILE = "job.json"
 # Settings that decide what gets crawled: a resume must not change them.
-SCOPE_SETTINGS = ("seeds", "allow_domains", "max_depth", "robots", "max_pages_per_host")
+SCOPE_SETTINGS = (
+    "seeds",
+    "scope",
+    "allow_domains",
+    "deny_domains",
+    "allow_private_networks",
+    "max_depth",
+    "robots",
+    "max_pages_per_host",
+)
 
 
 class JobConflict(ValueError):

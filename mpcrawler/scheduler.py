@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 MAX_CRAWL_DELAY = 30.0
 ROBOTS_ATTEMPTS = 3  # a host whose robots.txt fails this often is given up
+# Failures no retry can mend: a host whose robots.txt fails so is given up at once.
+PERMANENT_FAILURES = frozenset({"tls", "dns", "blocked_address"})
 
 
 @dataclass(slots=True)
@@ -73,6 +75,8 @@ class Host:
     robots_state: str = "unknown"  # unknown | fetching | ready | failed
     robots_failures: int = 0
     robots_retry_at: float = 0.0
+    robots_error: str = ""  # why the last robots.txt fetch failed
+    robots_error_kind: str = "robots"
     scheduled: bool = False
 
 
@@ -99,6 +103,9 @@ class Scheduler:
         robots: bool = True,
         user_agent: str = "mpcrawler",
         robots_retry_delay: float = 30.0,
+        retries: int = 2,
+        retry_delay: float = 1.0,
+        max_hosts: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host_concurrency = host_concurrency
@@ -106,8 +113,10 @@ class Scheduler:
         self.use_robots = robots
         self.user_agent = user_agent
         self.robots_retry_delay = robots_retry_delay
+        self.retries, self.retry_delay = retries, retry_delay
         self.clock = clock
-        self.hosts: dict[str, Host] = {}
+        self.max_hosts = max_hosts
+        self.hosts: dict[str, Host] = {}  # least recently given work first
         self.slots: deque[int] = deque()
         self._ready: list[tuple[float, int, str]] = []
         self._delayed: list[tuple[float, int, Request]] = []
@@ -138,11 +147,23 @@ class Scheduler:
         self._schedule(host, max(self.clock(), host.next_start))
 
     def robots_result(
-        self, request: Request, status: int | None, body: str | None, transient_failure: bool
+        self,
+        request: Request,
+        status: int | None,
+        body: str | None,
+        failed: bool,
+        error: str | None = None,
+        error_kind: str | None = None,
     ) -> None:
         """Feed a robots.txt answer back.  4xx allows everything; 5xx or a
         network failure disallows the host for now and retries later; after
-        ROBOTS_ATTEMPTS failures the host is given up."""
+        ROBOTS_ATTEMPTS failures the host is given up, and at once after a
+        failure no retry can mend (PERMANENT_FAILURES: TLS, a name that does
+        not resolve, a blocked address).  A connection that fails (refused,
+        reset, unreachable) is tried again soon, as a page would be
+        (``retries`` times, from ``retry_delay`` doubling); failing every time,
+        the host is given up.  The URLs of a host given up are refused with
+        the cause."""
         host = self.hosts[request.host]
         now = self.clock()
         if status is not None and 200 <= status < 300 and body is not None:
@@ -152,20 +173,32 @@ class Scheduler:
             if crawl_delay:
                 host.limit = 1
                 host.delay = max(self.delay, min(crawl_delay, MAX_CRAWL_DELAY))
-        elif transient_failure or status is None or status >= 500:
+        elif failed or status is None or status >= 500:
             host.robots_failures += 1
-            if host.robots_failures >= ROBOTS_ATTEMPTS:
+            host.robots_error = error or (f"HTTP {status}" if status else "failed")
+            host.robots_error_kind = error_kind or "robots"
+            permanent = error_kind in PERMANENT_FAILURES
+            wait = self.robots_retry_delay * 2 ** (host.robots_failures - 1)
+            if error_kind == "connection":  # refused, reset, unreachable: try soon
+                permanent = host.robots_failures > self.retries  # every time: give up
+                wait = self.retry_delay * 2 ** (host.robots_failures - 1)
+            if permanent or host.robots_failures >= ROBOTS_ATTEMPTS:
                 log.warning(
-                    "robots.txt of %s failed %d times; giving the host up",
+                    "robots.txt of %s failed%s (%s); giving the host up",
                     host.key,
-                    host.robots_failures,
+                    "" if permanent else f" {host.robots_failures} times",
+                    host.robots_error,
                 )
                 host.robots_state = "failed"
             else:
-                host.robots_state = "unknown"
-                host.robots_retry_at = now + self.robots_retry_delay * 2 ** (
-                    host.robots_failures - 1
+                log.warning(
+                    "robots.txt of %s failed (%s); its URLs wait %.0f s for another try",
+                    host.key,
+                    host.robots_error,
+                    wait,
                 )
+                host.robots_state = "unknown"
+                host.robots_retry_at = now + wait
         else:  # 3xx left over, 4xx: no usable robots.txt, so no restrictions
             host.robots = None
             host.robots_state = "ready"
@@ -179,11 +212,12 @@ class Scheduler:
         self.slots = deque(w for w in self.slots if w != worker)
 
     # ------------------------------------------------------------- dispatch
-    def dispatch(self) -> tuple[list[tuple[int, Request]], list[tuple[Request, str]]]:
+    def dispatch(self) -> tuple[list[tuple[int, Request]], list[tuple[Request, str, str]]]:
         """Match ready requests to free slots.
 
         Returns ``(assigned, refused)``: ``(worker, request)`` pairs to send,
-        and requests that will never be fetched, with the reason.
+        and requests that will never be fetched, with the reason and its
+        error kind.
         """
         now = self.clock()
         self._release_delayed(now)
@@ -198,7 +232,8 @@ class Scheduler:
                 continue  # finished() puts it back
             if self.use_robots and host.robots_state != "ready":
                 if host.robots_state == "failed":
-                    refused.extend((r, "robots.txt unavailable") for r in host.queue)
+                    reason = f"robots.txt unavailable: {host.robots_error}"
+                    refused.extend((r, reason, host.robots_error_kind) for r in host.queue)
                     self.queued -= len(host.queue)
                     host.queue.clear()
                 elif host.robots_state == "unknown":
@@ -216,7 +251,7 @@ class Scheduler:
             request = host.queue.popleft()
             self.queued -= 1
             if host.robots is not None and not host.robots.allows(request.url):
-                refused.append((request, "disallowed by robots.txt"))
+                refused.append((request, "disallowed by robots.txt", "robots"))
                 self._schedule(host, now)
                 continue
             host.in_flight += 1
@@ -242,12 +277,28 @@ class Scheduler:
 
     # ------------------------------------------------------------ internals
     def _host(self, key: str) -> Host:
-        host = self.hosts.get(key)
+        """The host ``key``, moved to the most recent end of ``hosts``."""
+        host = self.hosts.pop(key, None)
         if host is None:
-            host = self.hosts[key] = Host(key, limit=self.host_concurrency, delay=self.delay)
+            host = Host(key, limit=self.host_concurrency, delay=self.delay)
             if not self.use_robots:
                 host.robots_state = "ready"
+            if self.max_hosts is not None and len(self.hosts) >= self.max_hosts:
+                self._forget_idle_hosts()
+        self.hosts[key] = host
         return host
+
+    def _forget_idle_hosts(self, scan: int = 64) -> None:
+        """Forget the least recent idle hosts (nothing queued, in flight or
+        being fetched), robots.txt included, to stay within ``max_hosts``;
+        one that comes back starts over.  Looks at ``scan`` hosts at most."""
+        for key in list(itertools.islice(self.hosts, scan)):
+            if len(self.hosts) < self.max_hosts:  # type: ignore[operator]
+                return
+            host = self.hosts[key]
+            if host.queue or host.in_flight or host.scheduled or host.robots_state == "fetching":
+                continue
+            del self.hosts[key]
 
     def _schedule(self, host: Host, when: float) -> None:
         if host.scheduled or not host.queue or host.in_flight >= host.limit:

@@ -15,10 +15,22 @@ from typing import Any
 
 from . import __version__
 
-__all__ = ["DEFAULT_USER_AGENT", "Settings"]
+__all__ = ["BROAD_CRAWL_DEFAULTS", "DEFAULT_USER_AGENT", "SCOPES", "Settings"]
 
 DEFAULT_USER_AGENT = f"mpcrawler/{__version__} (+https://pypi.org/project/mpcrawler/)"
 MIB = 1 << 20
+
+
+SCOPES = ("hosts", "domains", "any")
+# With --scope any: a per-host budget (URLs queued per host, seeds included),
+# a depth limit (wget's default for -r), and a cap on the hosts whose state
+# the scheduler keeps in memory (idle ones beyond it are forgotten, robots.txt
+# included, and fetched again if they come back).
+BROAD_CRAWL_DEFAULTS: dict[str, int] = {
+    "max_pages_per_host": 10_000,
+    "max_depth": 5,
+    "max_active_hosts": 10_000,
+}
 
 
 @dataclass
@@ -53,6 +65,20 @@ class Settings:
     log_file: str | None = None
     checkpoint_interval: float = 2.0
     robots_retry_delay: float = 30.0
+    scope: str = "hosts"  # hosts | domains | any (see urls.Scope)
+    deny_domains: list[str] = field(default_factory=list)
+    allow_private_networks: bool = False
+    ca_bundle: str | None = None  # more CA certificates to trust
+    insecure: bool = False  # no TLS verification
+    max_active_hosts: int | None = None  # hosts the scheduler keeps in memory
+
+    def apply_scope_defaults(self) -> None:
+        """The trap guards a crawl that follows links anywhere needs, where
+        the user set none: BROAD_CRAWL_DEFAULTS."""
+        if self.scope == "any":
+            for name, value in BROAD_CRAWL_DEFAULTS.items():
+                if getattr(self, name) is None:
+                    setattr(self, name, value)
 
     def output_path(self) -> Path:
         """The records file: ``out``, else pages.jsonl in the job dir, else ./pages.jsonl."""
@@ -93,3 +119,9 @@ class Settings:
                 raise ValueError(f"--{name} must not be negative")
         if self.timeout == 0:
             raise ValueError("--timeout must be more than 0")
+        if self.scope not in SCOPES:
+            raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
+        if self.max_active_hosts is not None and self.max_active_hosts < 1:
+            raise ValueError("--max-active-hosts must be at least 1")
+        if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
+            raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")

@@ -9,10 +9,13 @@ process.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from ada_url import join_url, normalize_url
@@ -23,7 +26,9 @@ __all__ = [
     "Scope",
     "canonicalize",
     "host_of",
+    "hostname_of",
     "is_subdomain",
+    "registered_domain",
     "resolve",
 ]
 
@@ -112,36 +117,92 @@ def is_subdomain(host: str, domain: str) -> bool:
     return host == domain or host.endswith("." + domain)
 
 
+def hostname_of(url: str) -> str:
+    """The host name of a canonical URL, without port or IPv6 brackets."""
+    netloc = host_of(url)
+    if netloc.startswith("["):
+        return netloc[1 : netloc.index("]")]
+    return netloc.rsplit(":", 1)[0]
+
+
+def registered_domain(hostname: str) -> str:
+    """The domain a host name was registered under, by the Public Suffix List
+    (``www.example.co.uk`` -> ``example.co.uk``); an IP address, a single
+    label or a public suffix is its own."""
+    try:
+        ipaddress.ip_address(hostname)
+        return hostname
+    except ValueError:
+        pass
+    return str(_public_suffix_list().privatesuffix(hostname) or hostname)
+
+
+@functools.cache
+def _public_suffix_list() -> Any:
+    from publicsuffixlist import PublicSuffixList  # the list ships with it: no fetch
+
+    return PublicSuffixList()
+
+
 @dataclass(frozen=True)
 class Scope:
     """Which canonical URLs a crawl may fetch.
 
-    ``hosts`` are exact ``host[:port]`` values (the seeds' hosts);
-    ``domains`` are host names whose subdomains are also allowed, on any port.
+    ``mode`` is ``hosts`` (the seeds' exact ``host[:port]`` values),
+    ``domains`` (also every host under the seeds' registered domains) or
+    ``any``.  ``domains`` are more host names whose subdomains are allowed, on
+    any port (``--allow-domain``); ``deny`` host names are refused with their
+    subdomains whatever the mode (``--deny-domain``).
     """
 
     hosts: frozenset[str]
     domains: frozenset[str] = frozenset()
+    mode: str = "hosts"
+    deny: frozenset[str] = frozenset()
 
     @classmethod
-    def from_seeds(cls, seeds: Iterable[str], domains: Iterable[str] = ()) -> Scope:
+    def from_seeds(
+        cls,
+        seeds: Iterable[str],
+        domains: Iterable[str] = (),
+        mode: str = "hosts",
+        deny: Iterable[str] = (),
+    ) -> Scope:
+        seeds = list(seeds)
+        allowed = {_domain_name(d) for d in domains if d.strip()}
+        if mode == "domains":
+            allowed.update(registered_domain(hostname_of(s)) for s in seeds)
         return cls(
             hosts=frozenset(host_of(s) for s in seeds),
-            domains=frozenset(d.strip().strip(".").lower() for d in domains if d.strip()),
+            domains=frozenset(allowed),
+            mode=mode,
+            deny=frozenset(_domain_name(d) for d in deny if d.strip()),
         )
 
     def allows(self, url: str) -> bool:
-        netloc = host_of(url)
-        if netloc in self.hosts:
-            return True
-        if not self.domains:
+        if self.deny and any(is_subdomain(hostname_of(url), d) for d in self.deny):
             return False
-        hostname = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
-        return any(is_subdomain(hostname, d) for d in self.domains)
+        if self.mode == "any" or host_of(url) in self.hosts:
+            return True
+        return bool(self.domains) and any(is_subdomain(hostname_of(url), d) for d in self.domains)
 
-    def to_dict(self) -> dict[str, list[str]]:
-        return {"hosts": sorted(self.hosts), "domains": sorted(self.domains)}
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hosts": sorted(self.hosts),
+            "domains": sorted(self.domains),
+            "mode": self.mode,
+            "deny": sorted(self.deny),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, list[str]]) -> Scope:
-        return cls(frozenset(data["hosts"]), frozenset(data.get("domains", ())))
+    def from_dict(cls, data: dict[str, Any]) -> Scope:
+        return cls(
+            frozenset(data["hosts"]),
+            frozenset(data.get("domains", ())),
+            data.get("mode", "hosts"),
+            frozenset(data.get("deny", ())),
+        )
+
+
+def _domain_name(text: str) -> str:
+    return text.strip().strip(".").lower()

@@ -7,6 +7,7 @@ request with its time and how many requests were open at once, per host.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections import Counter
@@ -69,16 +70,26 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(
-        self, host: str, port: int, routes: dict[str, Route], default: Route | None = None
+        self,
+        host: str,
+        port: int,
+        routes: dict[str, Route],
+        default: Route | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.routes = routes
         self.default = default
         self.log = Log()
+        self.scheme = "https" if tls else "http"
         super().__init__((host, port), Handler)
+        if tls is not None:  # the handshake happens in the handler's thread
+            self.socket = tls.wrap_socket(
+                self.socket, server_side=True, do_handshake_on_connect=False
+            )
 
     @property
     def url(self) -> str:
-        return f"http://{self.server_address[0]}:{self.server_address[1]}"
+        return f"{self.scheme}://{self.server_address[0]}:{self.server_address[1]}"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -129,9 +140,13 @@ class Handler(BaseHTTPRequestHandler):
 
 @contextmanager
 def serve(
-    routes: dict[str, Route], host: str = "127.0.0.1", port: int = 0, default: Route | None = None
+    routes: dict[str, Route],
+    host: str = "127.0.0.1",
+    port: int = 0,
+    default: Route | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[Server]:
-    with serving(Server(host, port, routes, default)) as server:
+    with serving(Server(host, port, routes, default, tls)) as server:
         yield server
 
 

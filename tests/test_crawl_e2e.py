@@ -147,6 +147,7 @@ def test_allow_domain_widens_scope(make_site, tmp_path: Path) -> None:  # type: 
         str(tmp_path / "j"),
         "--allow-domain",
         "127.0.0.2",
+        "--allow-private-networks",  # 127.0.0.2 is no seed's address
         "--quiet",
     )
     assert proc.returncode == 0, proc.stderr

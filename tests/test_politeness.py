@@ -75,7 +75,7 @@ def test_robots_that_keeps_failing_gives_the_host_up(tmp_path: Path) -> None:
         records = crawl(server.url + "/", tmp_path, "--robots-retry-delay", "0.05")
         assert server.log.paths() == ["/robots.txt"] * 3
     [record] = records
-    assert record["error"] == "robots.txt unavailable" and record["status"] is None
+    assert record["error"] == "robots.txt unavailable: HTTP 500" and record["status"] is None
 
 
 def test_no_robots_flag(tmp_path: Path) -> None:
@@ -150,6 +150,7 @@ def test_a_waiting_host_does_not_idle_the_others(tmp_path: Path) -> None:
                 str(tmp_path / "job"),
                 "--allow-domain",
                 "127.0.0.3",
+                "--allow-private-networks",
                 "--workers",
                 "2",
                 "--threads",

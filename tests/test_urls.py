@@ -145,6 +145,27 @@ def test_canonical_form_is_a_fixed_point(path: str) -> None:
     assert canonicalize(once) == once
 
 
+def test_scope_modes() -> None:
+    seeds = ["http://www.example.co.uk/", "http://127.0.0.1:8000/"]
+    hosts = Scope.from_seeds(seeds)
+    assert hosts.allows("http://www.example.co.uk/x") and not hosts.allows("http://example.co.uk/")
+    domains = Scope.from_seeds(seeds, mode="domains", deny=["bad.example.co.uk"])
+    assert domains.domains == {"example.co.uk", "127.0.0.1"}  # by the Public Suffix List
+    assert domains.allows("https://a.b.example.co.uk:8443/") and domains.allows(
+        "http://example.co.uk/"
+    )
+    assert not domains.allows("http://other.co.uk/")  # co.uk is a public suffix
+    assert not domains.allows("http://x.bad.example.co.uk/") and not domains.allows(
+        "http://bad.example.co.uk/"
+    )
+    assert domains.allows("http://127.0.0.1:9000/")  # an address is its own domain, any port
+    anywhere = Scope.from_seeds(seeds, mode="any", deny=["tracker.test"])
+    assert anywhere.allows("http://anything.test/") and not anywhere.allows(
+        "http://a.tracker.test/"
+    )
+    assert Scope.from_dict(anywhere.to_dict()) == anywhere
+
+
 def test_scope() -> None:
     scope = Scope.from_seeds(["http://a.test:8000/", "https://b.test/"], ["c.test"])
     assert scope.allows("http://a.test:8000/x")

@@ -1,0 +1,101 @@
+"""Private networks are off limits: the address classifier and the guard
+(unit tests that open no connection), then the rule end to end on loopback
+hosts that are not seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import crawl_records
+from hostile import links, redirect, serve
+
+from mpcrawler.addresses import AddressGuard, blocked_network
+
+
+@pytest.mark.parametrize(
+    "address, network",
+    [
+        ("127.0.0.1", "127.0.0.0/8"),
+        ("127.255.0.9", "127.0.0.0/8"),
+        ("10.1.2.3", "10.0.0.0/8"),
+        ("172.16.0.1", "172.16.0.0/12"),
+        ("172.31.255.255", "172.16.0.0/12"),
+        ("192.168.1.1", "192.168.0.0/16"),
+        ("100.64.0.1", "100.64.0.0/10"),
+        ("169.254.169.254", "169.254.0.0/16"),  # cloud metadata
+        ("0.0.0.0", "0.0.0.0/8"),
+        ("224.0.0.1", "224.0.0.0/4"),
+        ("255.255.255.255", "240.0.0.0/4"),
+        ("::1", "::1/128"),
+        ("::", "::/128"),
+        ("fd12:3456::1", "fc00::/7"),
+        ("fe80::1%eth0", "fe80::/10"),
+        ("ff02::1", "ff00::/8"),
+        ("::ffff:127.0.0.1", "127.0.0.0/8 (in ::ffff:7f00:1)"),
+        ("::ffff:169.254.169.254", "169.254.0.0/16 (in ::ffff:a9fe:a9fe)"),
+        ("64:ff9b::a00:1", "10.0.0.0/8 (in 64:ff9b::a00:1)"),  # NAT64 of 10.0.0.1
+        ("2002:c0a8:101::1", "192.168.0.0/16 (in 2002:c0a8:101::1)"),  # 6to4 of 192.168.1.1
+        ("not an address", "unparsable address"),
+    ],
+)
+def test_blocked_networks(address: str, network: str) -> None:
+    assert blocked_network(address) == network
+
+
+@pytest.mark.parametrize(
+    "address", ["93.184.216.34", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1111"]
+)
+def test_public_addresses_pass(address: str) -> None:
+    assert blocked_network(address) is None
+
+
+def test_guard_exceptions() -> None:
+    guard = AddressGuard(["127.0.0.1", "intranet.test"])
+    assert guard.refusal("example.test", "93.184.216.34") is None
+    assert guard.refusal("intranet.test", "10.0.0.7") is None  # a seed's own host
+    assert guard.refusal("127.0.0.1", "127.0.0.1") is None
+    assert guard.refusal("other.test", "127.0.0.1") is None  # a seed host's address
+    refusal = guard.refusal("other.test", "169.254.169.254")
+    assert refusal is not None and "169.254.0.0/16" in refusal
+    assert AddressGuard([], allow_private=True).refusal("x.test", "10.0.0.1") is None
+
+
+def test_a_non_seed_private_host_is_never_fetched(tmp_path: Path) -> None:
+    with serve({}, host="127.0.0.2", default=lambda h, n: links()) as private:
+        routes = {
+            "/": lambda h, n: links(private.url + "/page", "/hop"),
+            "/hop": lambda h, n: redirect(private.url + "/target"),
+        }
+        with serve(routes) as seed:
+            records = crawl_records(seed.url + "/", tmp_path / "job", "--scope", "any")
+        assert private.log.hits == []
+    by_url = {r["url"]: r for r in records}
+    page = by_url[private.url + "/page"]
+    assert page["error_kind"] == "blocked_address" and "127.0.0.0/8" in page["error"]
+    hop = by_url[seed.url + "/hop"]
+    assert hop["error_kind"] == "blocked_address" and hop["final_url"] == private.url + "/target"
+    assert by_url[seed.url + "/"]["status"] == 200
+
+
+def test_the_address_counts_not_the_name(tmp_path: Path) -> None:
+    """``localhost`` names 127.0.0.1, which is no seed's address here."""
+    with serve({}, default=lambda h, n: links()) as named:
+        port = named.server_address[1]
+        with serve(
+            {"/": lambda h, n: links(f"http://localhost:{port}/")}, host="127.0.0.2"
+        ) as seed:
+            records = crawl_records(seed.url + "/", tmp_path / "job", "--scope", "any")
+        assert named.log.hits == []
+    [blocked] = [r for r in records if r["url"].startswith("http://localhost")]
+    assert blocked["error_kind"] == "blocked_address"
+
+
+def test_allow_private_networks(tmp_path: Path) -> None:
+    with serve({}, host="127.0.0.2", default=lambda h, n: links()) as private:
+        with serve({"/": lambda h, n: links(private.url + "/page")}) as seed:
+            records = crawl_records(
+                seed.url + "/", tmp_path / "job", "--scope", "any", "--allow-private-networks"
+            )
+        assert private.log.counts()["/page"] == 1
+    assert all(r["error"] is None for r in records)
