@@ -51,9 +51,10 @@ def test_public_addresses_pass(address: str) -> None:
 
 
 def test_guard_exceptions() -> None:
-    guard = AddressGuard(["127.0.0.1", "intranet.test"])
+    # Seeds that resolve without asking DNS (an address, /etc/hosts): no traffic.
+    guard = AddressGuard(["127.0.0.1", "localhost"])
     assert guard.refusal("example.test", "93.184.216.34") is None
-    assert guard.refusal("intranet.test", "10.0.0.7") is None  # a seed's own host
+    assert guard.refusal("localhost", "10.0.0.7") is None  # a seed's own host
     assert guard.refusal("127.0.0.1", "127.0.0.1") is None
     assert guard.refusal("other.test", "127.0.0.1") is None  # a seed host's address
     refusal = guard.refusal("other.test", "169.254.169.254")
@@ -99,3 +100,62 @@ def test_allow_private_networks(tmp_path: Path) -> None:
             )
         assert private.log.counts()["/page"] == 1
     assert all(r["error"] is None for r in records)
+
+
+class FakeSocket:
+    """What a resolver plus connect would give: a socket 'connected' to ``peer``."""
+
+    def __init__(self, peer: str) -> None:
+        self.peer, self.closed = peer, False
+
+    def getpeername(self) -> tuple[str, int]:
+        return (self.peer, 80)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize(
+    "peer, refused", [("10.0.0.8", True), ("169.254.169.254", True), ("93.184.216.34", False)]
+)
+def test_the_connection_checks_where_the_name_led(
+    monkeypatch: pytest.MonkeyPatch, peer: str, refused: bool
+) -> None:
+    """A public-looking name whose lookup gives a private address is refused
+    at connect time, before a byte is sent; no connection is opened here."""
+    import urllib3.util.connection
+
+    from mpcrawler.downloader import BlockedAddress, HttpDownloader
+    from mpcrawler.settings import Settings
+
+    sock = FakeSocket(peer)
+    monkeypatch.setattr(urllib3.util.connection, "create_connection", lambda *a, **k: sock)
+    # An address as the seed, so that its own addresses need no DNS lookup.
+    downloader = HttpDownloader(Settings(seeds=["http://198.51.100.7/"]))
+    if refused:
+        with pytest.raises(BlockedAddress, match="private or reserved network"):
+            downloader.download("http://public.example/")
+        assert sock.closed
+    else:
+        with pytest.raises(Exception) as other:  # the fake socket cannot carry HTTP
+            downloader.download("http://public.example/")
+        assert not isinstance(other.value, BlockedAddress)
+
+
+def test_a_name_that_does_not_resolve_is_final() -> None:
+    """The chain requests raises for NXDOMAIN, built here without a lookup."""
+    import socket
+
+    import requests
+    import urllib3
+
+    from mpcrawler.downloader import _name_not_found
+
+    def chain(errno: int) -> requests.ConnectionError:
+        gai = socket.gaierror(errno, "lookup failed")
+        resolution = urllib3.exceptions.NameResolutionError("x.test", None, gai)  # type: ignore[arg-type]
+        resolution.__cause__ = gai
+        return requests.ConnectionError(urllib3.exceptions.MaxRetryError(None, "/", resolution))  # type: ignore[arg-type]
+
+    assert _name_not_found(chain(socket.EAI_NONAME))
+    assert not _name_not_found(chain(socket.EAI_AGAIN))  # a resolver hiccup: retried

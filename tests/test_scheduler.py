@@ -1,0 +1,89 @@
+"""The scheduler's decisions, without processes: robots.txt failures and the
+cap on hosts kept in memory."""
+
+from __future__ import annotations
+
+from mpcrawler.scheduler import Scheduler
+from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
+
+
+def drain(scheduler: Scheduler) -> list[tuple[str, str, str]]:
+    """Dispatch until nothing moves; feed every robots.txt an empty 200 and
+    finish every page at once.  The refusals, as (url, reason, kind)."""
+    refusals = []
+    while True:
+        scheduler.add_slots(0, 4)
+        assigned, refused = scheduler.dispatch()
+        refusals += [(r.url, reason, kind) for r, reason, kind in refused]
+        if not assigned and not refused:
+            return refusals
+        for _, request in assigned:
+            scheduler.finished(request)
+            if request.kind == "robots":
+                scheduler.robots_result(request, 200, "", False)
+
+
+def test_idle_hosts_beyond_the_cap_are_forgotten() -> None:
+    scheduler = Scheduler(max_hosts=3, clock=lambda: 0.0)
+    for i in range(10):
+        scheduler.submit(scheduler.new_request(f"http://h{i}.test/"))
+        drain(scheduler)
+        assert len(scheduler.hosts) <= 3
+    assert list(scheduler.hosts) == ["http://h7.test", "http://h8.test", "http://h9.test"]
+
+
+def test_busy_hosts_are_kept_over_the_cap() -> None:
+    scheduler = Scheduler(max_hosts=2, clock=lambda: 0.0, robots=False)
+    for i in range(4):  # queued, never dispatched: none is idle
+        scheduler.submit(scheduler.new_request(f"http://h{i}.test/"))
+    assert len(scheduler.hosts) == 4
+
+
+def test_a_permanent_robots_failure_gives_the_host_up_at_once() -> None:
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0])
+    scheduler.submit(scheduler.new_request("https://h.test/a"))
+    scheduler.add_slots(0, 1)
+    [(_, robots)], _ = scheduler.dispatch()
+    scheduler.finished(robots)
+    reason = "tls: certificate verify failed: self-signed certificate"
+    scheduler.robots_result(robots, None, None, True, reason, "tls")
+    scheduler.add_slots(0, 1)
+    assigned, refused = scheduler.dispatch()
+    assert not assigned
+    assert [(r.url, why, kind) for r, why, kind in refused] == [
+        ("https://h.test/a", f"robots.txt unavailable: {reason}", "tls")
+    ]
+
+
+def test_a_refused_connection_is_tried_soon_then_given_up() -> None:
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], retries=2, retry_delay=1.0)
+    scheduler.submit(scheduler.new_request("http://h.test/a"))
+    for attempt in range(3):
+        scheduler.add_slots(0, 1)
+        assigned, refused = scheduler.dispatch()
+        if attempt:
+            assert not assigned and not refused  # waiting its retry delay
+            now[0] += 2.0 ** (attempt - 1)  # 1 s, then 2 s
+            assigned, refused = scheduler.dispatch()
+        [(_, robots)] = assigned
+        scheduler.finished(robots)
+        scheduler.robots_result(
+            robots, None, None, True, "connection failed: refused", "connection"
+        )
+    scheduler.add_slots(0, 1)
+    _, refused = scheduler.dispatch()
+    assert [kind for _, _, kind in refused] == ["connection"]
+    assert now[0] == 3.0  # not the 30 s + 60 s of robots.txt's slow retries
+
+
+def test_broad_crawls_get_trap_guards_unless_set() -> None:
+    broad = Settings(scope="any", max_depth=2)
+    broad.apply_scope_defaults()
+    assert broad.max_depth == 2  # the user's own
+    assert broad.max_pages_per_host == BROAD_CRAWL_DEFAULTS["max_pages_per_host"]
+    assert broad.max_active_hosts == BROAD_CRAWL_DEFAULTS["max_active_hosts"]
+    narrow = Settings()
+    narrow.apply_scope_defaults()
+    assert narrow.max_depth is None and narrow.max_pages_per_host is None
