@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from mpcrawler.analyzer import HtmlAnalyzer
+from mpcrawler.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.downloader import Response
 from mpcrawler.frontier import FrontierError, UrlInfo, UrlQueueManager, frame_payload
 from mpcrawler.jobdir import recount
@@ -97,18 +97,22 @@ def url_target(data: bytes) -> None:
 
 _CONTENT_TYPES = ["text/html", "application/xhtml+xml", "text/plain", "image/png", ""]
 _CHARSETS = [None, "utf-8", "iso-8859-1", "shift_jis", "utf-16", "bogus-charset", "utf-7"]
-_ANALYZER = HtmlAnalyzer(Settings())
+_ANALYZERS = [HtmlAnalyzer(Settings()), LxmlAnalyzer(Settings())]
 
 
 def analyzer_target(data: bytes) -> None:
-    """The default analyzer on bytes that claim to be HTML, then link resolution."""
+    """Both built-in analyzers on bytes that claim to be HTML, then link resolution."""
     selector = data[0] if data else 0
     body = data[1:]
     content_type = _CONTENT_TYPES[selector % len(_CONTENT_TYPES)]
     charset = _CHARSETS[(selector // len(_CONTENT_TYPES)) % len(_CHARSETS)]
     url = "http://h.test/dir/page.html"
     response = Response(url=url, status=200, body=body, content_type=content_type, charset=charset)
-    analysis = _ANALYZER.analyze(response)
+    for analyzer in _ANALYZERS:
+        _check_analysis(analyzer.analyze(response), url)
+
+
+def _check_analysis(analysis: Analysis, url: str) -> None:
     assert isinstance(analysis.base, str)
     assert all(isinstance(link, str) for link in analysis.links)
     title = analysis.item.get("title")

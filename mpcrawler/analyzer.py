@@ -14,14 +14,29 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bs4 import BeautifulSoup, SoupStrainer, UnicodeDammit
+from bs4.dammit import EncodingDetector
+from lxml import etree
 
 from .downloader import Response
 from .modules import Module
 from .settings import Settings
 
-__all__ = ["HTML_TYPES", "Analysis", "Analyzer", "HtmlAnalyzer"]
+__all__ = [
+    "BUILTIN_ANALYZERS",
+    "HTML_TYPES",
+    "Analysis",
+    "Analyzer",
+    "HtmlAnalyzer",
+    "LxmlAnalyzer",
+    "is_html",
+]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# Short names for --analyzer.
+BUILTIN_ANALYZERS = {
+    "bs4": "mpcrawler.analyzer:HtmlAnalyzer",
+    "lxml": "mpcrawler.analyzer:LxmlAnalyzer",
+}
 _LINK_TAGS = ("a", "area")
 _STRAINER = SoupStrainer(["a", "area", "base", "title"])
 
@@ -49,6 +64,11 @@ class Analyzer(Module):
         raise NotImplementedError
 
 
+def is_html(response: Response) -> bool:
+    """Only HTML is parsed, whatever its URL looks like."""
+    return response.content_type in HTML_TYPES and bool(response.body)
+
+
 class HtmlAnalyzer(Analyzer):
     """The default: parses HTML only, with BeautifulSoup on lxml.
 
@@ -59,9 +79,14 @@ class HtmlAnalyzer(Analyzer):
     looks like.
     """
 
+    def soup(self, response: Response) -> BeautifulSoup:
+        """The whole document as BeautifulSoup (on lxml), for an analyzer that
+        extracts more; built only when asked for."""
+        return BeautifulSoup(response.body, "lxml", from_encoding=response.charset)
+
     def analyze(self, response: Response) -> Analysis:
         with self.track():
-            if response.content_type not in HTML_TYPES or not response.body:
+            if not is_html(response):
                 return Analysis(base=response.url, item={"title": None})
             try:
                 soup = BeautifulSoup(
@@ -91,3 +116,64 @@ class HtmlAnalyzer(Analyzer):
                 links=links,
                 item={"title": title or None, "encoding": encoding},
             )
+
+
+class LxmlAnalyzer(HtmlAnalyzer):
+    """The same links, base and title as HtmlAnalyzer, from lxml's C tree
+    without BeautifulSoup's Python objects: several times faster.
+
+    It decodes as BeautifulSoup does (the same EncodingDetector order of
+    candidates, each tried in turn) and feeds lxml's HTML parser the same
+    way, so the two agree; ``tests/test_analyzer.py`` checks that on a corpus.
+    ``soup(response)`` still gives a BeautifulSoup when a subclass wants one.
+    """
+
+    def analyze(self, response: Response) -> Analysis:
+        with self.track():
+            if not is_html(response):
+                return Analysis(base=response.url, item={"title": None})
+            root, encoding = _lxml_tree(response.body, response.charset)
+            if root is None:
+                return Analysis(base=response.url, item={"title": None, "encoding": encoding})
+            base = response.url
+            for element in root.iter("base"):
+                href = element.get("href")
+                if href is not None:
+                    if href.strip():
+                        base = href.strip()
+                    break
+            links = [
+                href
+                for element in root.iter(*_LINK_TAGS)
+                if (href := element.get("href")) is not None
+            ]
+            title = None
+            for element in root.iter("title"):
+                title = " ".join(t.strip() for t in element.itertext() if t.strip())
+                break
+            return Analysis(
+                base=base, links=links, item={"title": title or None, "encoding": encoding}
+            )
+
+
+_FEED_CHUNK = 512  # as BeautifulSoup feeds lxml: the same push-parser path
+
+
+def _lxml_tree(body: bytes, charset: str | None) -> tuple[Any, str | None]:
+    """(root element or None, encoding) of an HTML document, decoded by
+    BeautifulSoup's rules: each candidate encoding in turn until one parses."""
+    detector = EncodingDetector(
+        body, known_definite_encodings=[charset] if charset else [], is_html=True
+    )
+    markup = detector.markup
+    for encoding in detector.encodings:
+        try:
+            parser = etree.HTMLParser(recover=True, encoding=encoding)
+            for start in range(0, max(len(markup), 1), _FEED_CHUNK):
+                parser.feed(markup[start : start + _FEED_CHUNK])
+            return parser.close(), encoding
+        except (UnicodeDecodeError, LookupError, ValueError, etree.ParserError):
+            continue
+        except etree.XMLSyntaxError:  # nothing to build a tree of
+            return None, encoding
+    return None, None

@@ -140,7 +140,13 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         default=d.cache_size,
         help="URLs the frontier keeps in memory (default %(default)s)",
     )
-    p.add_argument("--analyzer", default=d.analyzer, metavar="PKG.MOD:CLASS")
+    p.add_argument(
+        "--analyzer",
+        default="bs4",
+        metavar="NAME",
+        help="bs4 (BeautifulSoup, the default), lxml (the same links, faster), "
+        "or a plug-in as pkg.mod:Class",
+    )
     p.add_argument("--downloader", default=d.downloader, metavar="PKG.MOD:CLASS")
     p.add_argument(
         "--pipeline",

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stopsignals
+from .analyzer import BUILTIN_ANALYZERS
 from .frontier import SeenSet, UrlQueueManager
 from .jobdir import JobDir, JobState, count_record, recount
 from .modules import load_object, object_path
@@ -109,6 +110,7 @@ class Crawler:
         self.settings = settings
         if analyzer is not None:
             settings.analyzer = object_path(analyzer)
+        settings.analyzer = BUILTIN_ANALYZERS.get(settings.analyzer, settings.analyzer)
         if downloader is not None:
             settings.downloader = object_path(downloader)
         self._pipeline_specs: list[Pipeline | type | str] = [

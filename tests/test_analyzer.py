@@ -7,8 +7,10 @@ import gzip
 import pytest
 import requests
 import responses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mpcrawler.analyzer import HtmlAnalyzer
+from mpcrawler.analyzer import HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.downloader import (
     BodyTooLarge,
     ConnectFailed,
@@ -18,24 +20,36 @@ from mpcrawler.downloader import (
     parse_content_type,
 )
 from mpcrawler.settings import Settings
+from mpcrawler.testsite import TestSite
 from mpcrawler.urls import Scope
-from mpcrawler.worker import LinkResolver
+from mpcrawler.worker import LinkResolver, document_base
 
 BASE = "http://site.test/dir/page.html"
 
 
+@pytest.fixture(params=[HtmlAnalyzer, LxmlAnalyzer], ids=["bs4", "lxml"])
+def analyzer(request: pytest.FixtureRequest) -> type[HtmlAnalyzer]:
+    """The analysis tests run against both built-in analyzers."""
+    cls: type[HtmlAnalyzer] = request.param
+    return cls
+
+
 def analyze(
-    body: bytes, content_type: str = "text/html", charset: str | None = None, url: str = BASE
+    cls: type[HtmlAnalyzer],
+    body: bytes,
+    content_type: str = "text/html",
+    charset: str | None = None,
+    url: str = BASE,
 ) -> tuple[str | None, list[str]]:
-    analysis = HtmlAnalyzer(Settings()).analyze(
+    analysis = cls(Settings()).analyze(
         Response(url=url, status=200, body=body, content_type=content_type, charset=charset)
     )
     resolver = LinkResolver(Scope.from_seeds([url], ["site.test"]), 2048)
-    _, links = resolver.resolve(analysis.links, analysis.base)
+    _, links = resolver.resolve(analysis.links, document_base(analysis.base, url))
     return analysis.item.get("title"), links
 
 
-def test_broken_html_still_yields_links() -> None:
+def test_broken_html_still_yields_links(analyzer: type[HtmlAnalyzer]) -> None:
     body = (
         b"<HTML><HEAD><TITLE>Broken &amp; fine</TITLE><BODY>"
         b"<A HREF=one.html>1</A><a href='two.html'>2<a href=\"/three\">3"
@@ -43,7 +57,7 @@ def test_broken_html_still_yields_links() -> None:
         b'<a href="  /five  ">5</a><a href="/six#x"><a href="/six">'
         b'<a href="/q?a=1&amp;b=2">entity</a>'
     )
-    title, links = analyze(body)
+    title, links = analyze(analyzer, body)
     assert title == "Broken & fine"
     assert links == [
         "http://site.test/dir/one.html",
@@ -57,7 +71,7 @@ def test_broken_html_still_yields_links() -> None:
     ]
 
 
-def test_ignores_non_http_links_and_too_long_ones() -> None:
+def test_ignores_non_http_links_and_too_long_ones(analyzer: type[HtmlAnalyzer]) -> None:
     long = "/" + "x" * 3000
     body = (
         b'<a href="mailto:a@b">m</a><a href="javascript:go()">j</a><a href="tel:1">t</a>'
@@ -65,34 +79,35 @@ def test_ignores_non_http_links_and_too_long_ones() -> None:
         b'<a href="file:///etc/passwd">x</a><a href="' + long.encode() + b'">long</a>'
         b'<a href="/ok">ok</a>'
     )
-    _, links = analyze(body)
+    _, links = analyze(analyzer, body)
     assert links == ["http://site.test/ok"]
 
 
-def test_base_href_is_honoured() -> None:
+def test_base_href_is_honoured(analyzer: type[HtmlAnalyzer]) -> None:
     body = b'<head><base href="http://site.test/other/"></head><a href="x">x</a>'
-    assert analyze(body)[1] == ["http://site.test/other/x"]
+    assert analyze(analyzer, body)[1] == ["http://site.test/other/x"]
 
 
-def test_header_charset_wins() -> None:
+def test_header_charset_wins(analyzer: type[HtmlAnalyzer]) -> None:
     body = "<title>caf\u00e9</title><a href='/caf\u00e9'>x</a>".encode("iso-8859-1")
-    title, links = analyze(body, charset="iso-8859-1")
+    title, links = analyze(analyzer, body, charset="iso-8859-1")
     assert title == "caf\u00e9"
     assert links == ["http://site.test/caf%C3%A9"]
 
 
-def test_meta_charset_shift_jis() -> None:
+def test_meta_charset_shift_jis(analyzer: type[HtmlAnalyzer]) -> None:
     text = (
         "<html><head><meta charset='shift_jis'><title>\u65e5\u672c\u8a9e</title></head>"
         "<body><a href='/\u65e5\u672c'>x</a></body></html>"
     )
-    title, links = analyze(text.encode("shift_jis"))
+    title, links = analyze(analyzer, text.encode("shift_jis"))
     assert title == "\u65e5\u672c\u8a9e"
     assert links == ["http://site.test/%E6%97%A5%E6%9C%AC"]
 
 
-def test_non_html_is_never_parsed() -> None:
+def test_non_html_is_never_parsed(analyzer: type[HtmlAnalyzer]) -> None:
     title, links = analyze(
+        analyzer,
         b'<a href="/x">x</a>',
         content_type="application/octet-stream",
         url="http://site.test/looks-like.html",
@@ -138,3 +153,133 @@ def test_downloader_maps_failures() -> None:
         downloader.download("http://site.test/c")
     summary = downloader.summary()
     assert summary["called"] == 2 and summary["completed"] == 0 and summary["handling"] == 0
+
+
+# ------------------------------------------------- the two analyzers agree
+def _corpus() -> list[tuple[str, bytes, str | None]]:
+    """(name, body, HTTP charset) of pages that test how HTML is read."""
+    site = TestSite(pages=50, size=30_000)
+    xhtml = (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0'
+        b' Strict//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html xmlns='
+        b'"http://www.w3.org/1999/xhtml"><head><title>XHTML <![CDATA[page]]></title></head>'
+        b'<body><a href="a.html"/><p><a href="b.html">b</a></p></body></html>'
+    )
+    index = b"<title>Index</title><ul>" + b"".join(
+        b'<li><a href="/item/%d?x=%d&amp;y=1">item %d</a></li>' % (i, i, i) for i in range(20_000)
+    )
+    return [
+        *((f"site page {i}", site.body(i, 8000), None) for i in (0, 1, 17, 49)),
+        ("xhtml as text/html", xhtml, None),
+        (
+            "entities",
+            b"<title>Caf&eacute; &amp; &#x263A;</title><a href='/a?b=1&amp;c=&#x2F;'>x</a>"
+            b'<a href="/&eacute;t&eacute;">e</a><a href=/bare&lt;>l</a>',
+            None,
+        ),
+        (
+            "base first wins",
+            b'<base target=x><base href=" /b1/ "><base href="/b2/"><a href=x>',
+            None,
+        ),
+        ("empty base", b'<base href="  "><a href="x">x</a>', None),
+        ("area and map", b'<map><area href="/m1"><area nohref><AREA HREF="/m2"></map>', None),
+        ("broken nesting", b"<a href=1><b><a href=2></b><table><a href=3><tr><td><a href=4>", None),
+        ("no title", b"<a href=/only>x</a>", None),
+        ("blank title", b"<title>   </title><a href=/x>", None),
+        ("title with tags", b"<title>A <b>bold</b>\n claim</title>", None),
+        ("svg title", b"<svg><title>drawing</title></svg><title>page</title>", None),
+        (
+            "latin-1 by header",
+            "<title>caf\u00e9</title><a href='/\u00e9'>".encode("latin-1"),
+            "iso-8859-1",
+        ),
+        (
+            "shift_jis by meta",
+            "<meta charset=shift_jis><title>\u65e5\u672c</title><a href='/\u65e5'>".encode(
+                "shift_jis"
+            ),
+            None,
+        ),
+        ("utf-16 with bom", "\ufeff<title>sixteen</title><a href='/16'>".encode("utf-16-le"), None),
+        ("cp1252 undeclared", b"<title>smart \x93quotes\x94</title><a href='/q\x92'>", None),
+        (
+            "header beats meta",
+            "<meta charset=shift_jis><title>caf\u00e9</title><a href=/\u00e9>".encode(),
+            "utf-8",
+        ),
+        ("bogus header charset", b"<title>ok</title><a href=/b>", "no-such-charset"),
+        ("huge index", index, None),
+        (
+            "comment and script",
+            b"<!-- <a href=/c> --><script>'<a href=/s>'</script><a href=/r>",
+            None,
+        ),
+        ("nul bytes", b"<title>a\x00b</title><a href='/n\x00l'>", None),
+    ]
+
+
+@pytest.mark.parametrize("name, body, charset", _corpus(), ids=[c[0] for c in _corpus()])
+def test_lxml_analyzer_agrees_with_beautifulsoup(
+    name: str, body: bytes, charset: str | None
+) -> None:
+    response = Response(url=BASE, status=200, body=body, content_type="text/html", charset=charset)
+    soup = HtmlAnalyzer(Settings()).analyze(response)
+    tree = LxmlAnalyzer(Settings()).analyze(response)
+    assert (tree.base, tree.links, tree.item) == (soup.base, soup.links, soup.item)
+    assert soup.links or name in ("no title", "blank title", "title with tags", "svg title")
+
+
+def test_a_soup_is_there_for_the_asking() -> None:
+    response = Response(url=BASE, status=200, body=b"<p class=x>hi</p>", content_type="text/html")
+    for cls in (HtmlAnalyzer, LxmlAnalyzer):
+        assert cls(Settings()).soup(response).find("p", class_="x").get_text() == "hi"
+
+
+_TOKENS = [
+    b"<a href='",
+    b'<a href="/x',
+    b"'>",
+    b'">',
+    b"</a>",
+    b"<area href=/m>",
+    b"<base href=",
+    b"/b/>",
+    b"<title>",
+    b"</title>",
+    b"<meta charset=",
+    b"utf-8>",
+    b"latin1>",
+    b"<svg>",
+    b"</svg>",
+    b"<table>",
+    b"<td>",
+    b"<!--",
+    b"-->",
+    b"<script>",
+    b"</script>",
+    b"&amp;",
+    b"&eacute;",
+    b"&#0;",
+    b"\xe9",
+    b"\xff\xfe",
+    b"\x00",
+    b" ",
+    b"\n",
+    b"text",
+    b"<",
+    b">",
+]
+
+
+@settings(max_examples=1000, derandomize=True, deadline=None, database=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=30).map(b"".join))
+def test_the_analyzers_agree_on_any_token_soup(body: bytes) -> None:
+    response = Response(url=BASE, status=200, body=body, content_type="text/html")
+    soup = HtmlAnalyzer(Settings()).analyze(response)
+    tree = LxmlAnalyzer(Settings()).analyze(response)
+    assert (tree.base, tree.links, tree.item["title"]) == (
+        soup.base,
+        soup.links,
+        soup.item["title"],
+    )

@@ -96,6 +96,17 @@ def test_record_fields(site_300: SiteServer, tmp_path: Path) -> None:
     assert record["worker"].startswith("D") and "|pid-" in record["worker"]
 
 
+def test_lxml_analyzer_crawls_the_same_site(site_300: SiteServer, tmp_path: Path) -> None:
+    """``--analyzer lxml`` finds the same pages, titles and links as bs4."""
+
+    def pages(analyzer: str) -> set[tuple[str, str, int]]:
+        records = crawl_records(site_300.url, tmp_path / analyzer, "--analyzer", analyzer)
+        return {(r["url"], r["title"], r["links"]) for r in records}
+
+    by_soup, by_lxml = pages("bs4"), pages("lxml")
+    assert len(by_soup) == 300 and by_lxml == by_soup
+
+
 @pytest.mark.parametrize("host_concurrency", ["8", "64"])
 def test_master_waits_instead_of_spinning(
     site_300: SiteServer, tmp_path: Path, host_concurrency: str
