@@ -566,6 +566,7 @@ class Crawler:
             "disk": f["waiting"] + f["finding"],
             "spilled": f["spilled"],
             "errors": sum(self.errors.values()),
+            **({"hosts_waiting": waiting} if (waiting := self.scheduler.hosts_waiting()) else {}),
         }
 
     def _stats(self) -> dict[str, Any]:

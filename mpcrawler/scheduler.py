@@ -260,6 +260,15 @@ class Scheduler:
             self._schedule(host, max(now, host.next_start))
         return assigned, refused
 
+    def hosts_waiting(self) -> int:
+        """Hosts whose URLs wait for another try at their robots.txt."""
+        now = self.clock()
+        return sum(
+            1
+            for h in self.hosts.values()
+            if h.robots_state == "unknown" and h.robots_retry_at > now and h.queue
+        )
+
     def next_event(self) -> float | None:
         """Seconds until a request may become dispatchable (None: nothing waits
         for a time).  With no free slot nothing can be dispatched before a

@@ -87,3 +87,16 @@ def test_broad_crawls_get_trap_guards_unless_set() -> None:
     narrow = Settings()
     narrow.apply_scope_defaults()
     assert narrow.max_depth is None and narrow.max_pages_per_host is None
+
+
+def test_hosts_waiting_for_robots_are_counted() -> None:
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots_retry_delay=30.0)
+    scheduler.submit(scheduler.new_request("http://h.test/a"))
+    scheduler.add_slots(0, 1)
+    [(_, robots)], _ = scheduler.dispatch()
+    scheduler.finished(robots)
+    scheduler.robots_result(robots, 503, None, True, "HTTP 503", "http_5xx")
+    assert scheduler.hosts_waiting() == 1  # for 30 s: the progress line shows it
+    now[0] = 31.0
+    assert scheduler.hosts_waiting() == 0
