@@ -10,10 +10,17 @@ into the page's record.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from bs4 import BeautifulSoup, SoupStrainer, UnicodeDammit
+from bs4 import (
+    BeautifulSoup,
+    MarkupResemblesLocatorWarning,
+    SoupStrainer,
+    UnicodeDammit,
+    XMLParsedAsHTMLWarning,
+)
 from bs4.dammit import EncodingDetector
 from lxml import etree
 
@@ -32,6 +39,10 @@ __all__ = [
 ]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# XHTML served as text/html is HTML to a browser, and parsed as HTML here on
+# purpose; and a body is always a document, never a file name or a URL.
+warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
+warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 # Short names for --analyzer.
 BUILTIN_ANALYZERS = {
     "bs4": "mpcrawler.analyzer:HtmlAnalyzer",

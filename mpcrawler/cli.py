@@ -440,8 +440,17 @@ def run_status(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2))
     else:
         for key, value in status.items():
-            print(f"{key:<14}{value}")
+            print(f"{key.replace('_', ' '):<15}{_cell(value)}")
     return EXIT_OK
+
+
+def _cell(value: Any) -> str:
+    """A value as a person reads it: no Python reprs."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    return "-" if value is None or value == "" else str(value)
 
 
 @contextmanager

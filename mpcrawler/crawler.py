@@ -259,9 +259,12 @@ class Crawler:
                 if grace_deadline is None:
                     self.pool.stopping = True  # from now on a worker that exits is not replaced
                     grace_deadline = now + self.settings.grace
+                    parsing = sum(r.downloaded for r in self.pool.in_flight.values())
                     log.warning(
-                        "stopping: letting %d requests finish (up to %.0f s)",
-                        len(self.pool.in_flight),
+                        "stopping: waiting for %d downloads and %d pages being parsed "
+                        "(up to %.0f s)",
+                        len(self.pool.in_flight) - parsing,
+                        parsing,
                         self.settings.grace,
                     )
                 if not self.pool.in_flight or now >= grace_deadline:

@@ -34,7 +34,6 @@ class Progress:
                 mininterval=0.25,
                 smoothing=0.1,
             )
-        self._done = 0
 
     def update(self, done: int, fields: Callable[[], dict[str, Any]]) -> None:
         """Called on every turn of the master's loop; ``fields`` is computed

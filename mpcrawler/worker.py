@@ -31,6 +31,7 @@ If the master's end of the pipe closes, the worker exits at once.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import re
@@ -38,6 +39,7 @@ import resource
 import signal
 import threading
 import time
+import warnings
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -324,6 +326,23 @@ def process_usage() -> dict[str, float]:
     }
 
 
+def _log_to_file(log_file: str | None) -> None:
+    """A worker's log, and the warnings its libraries and plug-ins raise (each
+    once), go to the log file, never to the terminal under the progress line."""
+    warnings.simplefilter("once", append=True)  # after the filters that ignore
+    logging.captureWarnings(True)
+    root = logging.getLogger()
+    if log_file:
+        handler: logging.Handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s[worker]: %(message)s")
+        )
+        root.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()
+    root.addHandler(handler)
+
+
 def run_worker(
     index: int, conn: Connection, settings: dict[str, Any], scope: dict[str, list[str]]
 ) -> None:
@@ -331,6 +350,7 @@ def run_worker(
     the master's), and says why before it exits if it cannot start."""
     for signum in stopsignals.STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    _log_to_file(settings.get("log_file"))
     try:
         worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
     except Exception as exc:

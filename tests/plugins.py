@@ -72,3 +72,13 @@ class NoStartDownloader(HttpDownloader):
         if marker and os.path.exists(marker):
             raise RuntimeError("no proxy configuration")
         super().__init__(settings)
+
+
+class WarningAnalyzer(HtmlAnalyzer):
+    """Raises a warning of its own on every page, as chatty libraries do."""
+
+    def analyze(self, response: Response) -> Analysis:
+        import warnings
+
+        warnings.warn("a plug-in's own warning", UserWarning, stacklevel=1)
+        return super().analyze(response)

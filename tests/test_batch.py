@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import Lines, read_records, run_cli, start_cli
+from hostile import serve
 
 from mpcrawler.testsite import SiteServer, TestSite, serve_site
 
@@ -385,6 +387,11 @@ def test_status_reads_without_touching(slow_site: SiteServer, tmp_path: Path) ->
     assert info["state"] == "interrupted"
     assert info["pages"] == len(read_records(job / "pages.jsonl"))
     assert info["queued"] > 0 and info["last_activity"]
+    table = run_cli("status", str(job))
+    assert table.returncode == 0 and snapshot() == before
+    lines = table.stdout.splitlines()
+    assert not any(mark in table.stdout for mark in ("{", "[", "None", "'")), table.stdout
+    assert f"pages          {info['pages']}" in lines and f"seeds          {slow_site.url}" in lines
     assert run_cli("status", str(tmp_path / "nope")).returncode == 2
 
 
@@ -499,3 +506,52 @@ def test_disk_full_stops_cleanly_and_resumes(slow_site: SiteServer, tmp_path: Pa
         records = read_records(job / "pages.jsonl")
         urls = assert_all_recorded(records, slow_site)
         assert sum(urls.values()) - len(urls) <= 8  # repeated: at most what was in flight
+
+
+# ---------------------------------------------------------- what one sees
+def test_the_progress_bar_counts_a_resumed_job_once(tmp_path: Path) -> None:
+    with serve_site(TestSite(pages=120, size=2_000), latency=0.02) as site:
+        job = tmp_path / "job"
+        proc = start_crawl(site.url, job)
+        wait_for_records(job / "pages.jsonl", 40, proc)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        before = len(read_records(job / "pages.jsonl"))
+        resumed = run_cli("crawl", site.url, "--job-dir", str(job), "--workers", "2")
+        assert resumed.returncode == 0, resumed.stderr
+    # What the bar wrote: "\r 57page [00:01, ...]", one state after another.
+    counts = [int(n) for n in re.findall(r"(\d+)page \[", resumed.stderr)]
+    assert counts and counts[0] >= before, (before, counts[:3])
+    assert max(counts) == counts[-1] == 120, counts  # never past the job's own count
+
+
+def test_library_warnings_stay_off_the_terminal(tmp_path: Path) -> None:
+    """XHTML served as text/html (BeautifulSoup warns about it) and a plug-in
+    that warns: the terminal shows neither; the log has the plug-in's, once
+    per worker at most."""
+    xhtml = (
+        b'<?xml version="1.0" encoding="utf-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+        b"<head><title>x</title></head><body><a href='/b'>b</a></body></html>"
+    )
+    routes = {"/": lambda h, n: (200, {"Content-Type": "text/html"}, xhtml)}
+    with serve(routes, default=lambda h, n: (200, {"Content-Type": "text/html"}, xhtml)) as site:
+        log = tmp_path / "crawl.log"
+        proc = run_cli(
+            "crawl",
+            site.url + "/",
+            "--job-dir",
+            str(tmp_path / "job"),
+            "--workers",
+            "2",
+            "--analyzer",
+            "plugins:WarningAnalyzer",
+            "--log-file",
+            str(log),
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr and "warn" not in proc.stderr.lower(), proc.stderr
+    text = log.read_text()
+    assert "XMLParsedAsHTMLWarning" not in text
+    assert 1 <= text.count("a plug-in's own warning") <= 2  # once per worker at most
+    records = read_records(tmp_path / "job" / "pages.jsonl")
+    assert {r["title"] for r in records} == {"x"} and len(records) == 2
