@@ -212,7 +212,7 @@ def frontier_target(data: bytes) -> None:
             assert isinstance(item.url, str) and isinstance(item.weight, int)
             urls.append(item.url)
             q.ack(item)
-        assert len(q) == 0 and q.in_flight == 0
+        assert len(q) == 0 and q.taken == 0
         q.close()
         with UrlQueueManager(directory, cache_size=4) as again:
             assert len(again) == 0 and again.get() is None, "drained and acked, yet queued"

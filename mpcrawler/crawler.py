@@ -562,15 +562,22 @@ class Crawler:
 
     # --------------------------------------------------------------- report
     def _progress_fields(self) -> dict[str, Any]:
-        f = self.frontier.stats()
-        return {
-            "queued": f["queued"] + self.scheduler.queued,
-            "in_flight": len(self.pool.in_flight),
-            "disk": f["waiting"] + f["finding"],
-            "spilled": f["spilled"],
+        """The states of the URLs of this crawl, most important first; the
+        same names in the progress line, the summary, status and stats.json:
+        queued (in the frontier), buffered (taken, waiting for a slot or
+        their host), downloading, parsing."""
+        in_flight = self.pool.in_flight.values()
+        parsing = sum(r.downloaded for r in in_flight)
+        fields = {
             "errors": sum(self.errors.values()),
-            **({"hosts_waiting": waiting} if (waiting := self.scheduler.hosts_waiting()) else {}),
+            "queued": len(self.frontier),
+            "buffered": self.scheduler.queued,
+            "downloading": len(in_flight) - parsing,
+            "parsing": parsing,
         }
+        if waiting := self.scheduler.hosts_waiting():
+            fields["hosts_waiting"] = waiting
+        return fields
 
     def _stats(self) -> dict[str, Any]:
         job = self._job_state()
@@ -598,6 +605,7 @@ class Crawler:
             "total_elapsed_s": round(job.elapsed_s, 3),
             "runs": job.runs,
             "frontier": self.frontier.stats(),
+            **{k: v for k, v in self._progress_fields().items() if k != "errors"},
             "seen": len(self.seen),
             "links_dropped": dict(self.links_dropped),
             "workers": self.settings.workers,

@@ -243,7 +243,7 @@ def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
 def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
     """Counts of a frontier as of its last sync, read without opening it.
 
-    ``queued`` is what ``get()`` could return; ``in_flight`` what was gotten
+    ``queued`` is what ``get()`` could return; ``taken`` what was gotten
     and not acked (it is queued again when the frontier is reopened).  Reads
     ``state.json``, the snapshot and the journal; writes nothing.
     """
@@ -251,9 +251,9 @@ def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
     try:
         state = json.loads((root / STATE_FILE).read_text("utf-8"))
     except (OSError, ValueError):
-        return {"queued": 0, "in_flight": 0}
+        return {"queued": 0, "taken": 0}
     queued = sum(int(segment[4]) for segment in state.get("segments", []))
-    in_flight = 0
+    taken = 0
     for name, is_journal in ((state.get("snapshot"), False), (state.get("journal"), True)):
         if not name:
             continue
@@ -265,7 +265,7 @@ def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
         if not is_journal:
             cached = min(int(state.get("snapshot_cache", 0)), len(payloads))
             queued += cached
-            in_flight += len(payloads) - cached
+            taken += len(payloads) - cached
             continue
         for payload in payloads:
             op = payload[:1]
@@ -273,10 +273,10 @@ def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
                 queued += 1
             elif op == _GET:
                 queued -= 1
-                in_flight += 1
+                taken += 1
             elif op == _ACK:
-                in_flight -= 1
-    return {"queued": queued, "in_flight": in_flight}
+                taken -= 1
+    return {"queued": queued, "taken": taken}
 
 
 class UrlQueueManager:
@@ -364,8 +364,8 @@ class UrlQueueManager:
         return self._cache_count + self._disk_count
 
     @property
-    def in_flight(self) -> int:
-        """Items gotten and not yet acked."""
+    def taken(self) -> int:
+        """Items gotten and not yet acked (queued again on reopening)."""
         return len(self._unacked)
 
     def stats(self) -> dict[str, int]:
@@ -374,7 +374,7 @@ class UrlQueueManager:
             "in_cache": self._cache_count,
             "waiting": self._waiting_count,
             "finding": self._disk_count - self._waiting_count,
-            "in_flight": len(self._unacked),
+            "taken": len(self._unacked),
             "spilled": self.spilled_total,
         }
 

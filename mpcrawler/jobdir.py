@@ -137,7 +137,7 @@ class JobDir:
             "errors": sum(state.errors.values()),
             "errors_by_kind": state.errors,
             "queued": counts["queued"],
-            "in_flight": counts["in_flight"],
+            "taken": counts["taken"],
             "runs": state.runs,
             "last_activity": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(state.updated_at))
             if state.updated_at

@@ -519,8 +519,10 @@ def test_the_progress_bar_counts_a_resumed_job_once(tmp_path: Path) -> None:
         before = len(read_records(job / "pages.jsonl"))
         resumed = run_cli("crawl", site.url, "--job-dir", str(job), "--workers", "2")
         assert resumed.returncode == 0, resumed.stderr
-    # What the bar wrote: "\r 57page [00:01, ...]", one state after another.
-    counts = [int(n) for n in re.findall(r"(\d+)page \[", resumed.stderr)]
+    # What the bar wrote: "\r57 pages 12.3/s [00:01], errors=0 ...", state after state.
+    lines = resumed.stderr.replace("\r", "\n").splitlines()
+    counts = [int(m.group(1)) for line in lines if (m := re.match(r"(\d+) pages ", line))]
+    assert all(len(line.rstrip()) <= 80 for line in lines if " pages " in line), lines
     assert counts and counts[0] >= before, (before, counts[:3])
     assert max(counts) == counts[-1] == 120, counts  # never past the job's own count
 

@@ -214,12 +214,8 @@ def test_inspect_counts_without_opening(tmp_path: Path) -> None:
     q.ack(got[0])
     q.sync()
     files = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
-    assert (
-        inspect(tmp_path)
-        == {"queued": len(q), "in_flight": q.in_flight}
-        == {"queued": 14, "in_flight": 5}
-    )
+    assert inspect(tmp_path) == {"queued": len(q), "taken": q.taken} == {"queued": 14, "taken": 5}
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == files
     q.close()
-    assert inspect(tmp_path) == {"queued": 14, "in_flight": 5}
-    assert inspect(tmp_path / "nothing-here") == {"queued": 0, "in_flight": 0}
+    assert inspect(tmp_path) == {"queued": 14, "taken": 5}
+    assert inspect(tmp_path / "nothing-here") == {"queued": 0, "taken": 0}

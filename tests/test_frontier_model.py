@@ -100,7 +100,7 @@ class FrontierModel(RuleBasedStateMachine):
     def length_matches(self) -> None:
         if hasattr(self, "q"):
             assert len(self.q) == len(self.heap)
-            assert self.q.in_flight == len(self.outstanding)
+            assert self.q.taken == len(self.outstanding)
 
     def teardown(self) -> None:
         if hasattr(self, "q"):
