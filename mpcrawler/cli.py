@@ -130,6 +130,11 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         "(by default only a seed host may be at one)",
     )
     p.add_argument("--max-active-hosts", type=_positive_int, help="hosts kept in memory")
+    p.add_argument(
+        "--record-links",
+        action="store_true",
+        help="list each page's links in its record (out-of-scope ones marked), for the link graph",
+    )
     p.add_argument("--ca-bundle", metavar="FILE", help="also trust the CA certificates in FILE")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     p.add_argument("--user-agent", default=DEFAULT_USER_AGENT, help="default: %(default)s")
@@ -349,6 +354,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_active_hosts=args.max_active_hosts,
         ca_bundle=args.ca_bundle,
         insecure=args.insecure,
+        record_links=args.record_links,
     )
 
 

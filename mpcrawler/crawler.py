@@ -423,6 +423,10 @@ class Crawler:
         for key in ("redirect_to", "note"):
             if key in result:
                 record[key] = result[key]
+        if self.settings.record_links:
+            record["outlinks"] = [
+                {"url": url, "in_scope": in_scope} for url, in_scope in result.get("all_links", ())
+            ]
         for key, value in item.items():
             record.setdefault(key, value)
         self._emit(record)

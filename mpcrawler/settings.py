@@ -71,6 +71,7 @@ class Settings:
     ca_bundle: str | None = None  # more CA certificates to trust
     insecure: bool = False  # no TLS verification
     max_active_hosts: int | None = None  # hosts the scheduler keeps in memory
+    record_links: bool = False  # each record lists the page's links
 
     def apply_scope_defaults(self) -> None:
         """The trap guards a crawl that follows links anywhere needs, where

@@ -131,19 +131,21 @@ class LinkResolver:
 
     def resolve(self, hrefs: list[str], base: str) -> tuple[int, list[str]]:
         """(number of distinct fetchable links, the in-scope ones in page order)."""
-        found: set[str] = set()
-        inside: list[str] = []
+        links = self.resolve_all(hrefs, base)
+        return len(links), [url for url, in_scope in links if in_scope]
+
+    def resolve_all(self, hrefs: list[str], base: str) -> list[tuple[str, bool]]:
+        """The distinct fetchable links in page order, each with whether the
+        crawl's scope allows it."""
+        found: dict[str, bool] = {}
         allows = self.scope.allows
         for href in hrefs:
             if len(href) > self.max_url_length * 3:
                 continue
             url = self.canonical(href, base)
-            if url is None or url in found:
-                continue
-            found.add(url)
-            if allows(url):
-                inside.append(url)
-        return len(found), inside
+            if url is not None and url not in found:
+                found[url] = allows(url)
+        return list(found.items())
 
 
 class _Worker:
@@ -299,7 +301,11 @@ class _Worker:
             analysis = self.analyzer.analyze(response)
             url = response.url
             base = url if analysis.base == url else document_base(analysis.base, url)
-            result["links"], result["outlinks"] = self.resolver.resolve(analysis.links, base)
+            links = self.resolver.resolve_all(analysis.links, base)
+            result["links"] = len(links)
+            result["outlinks"] = [url for url, in_scope in links if in_scope]
+            if self.settings.record_links:
+                result["all_links"] = links
             result["item"] = analysis.item
         except Exception as exc:
             result.update(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import crawl_records, read_records, run_cli
+from hostile import links, serve
 
 from mpcrawler.testsite import SiteServer, TestSite
 
@@ -229,3 +230,19 @@ def test_unreachable_seed_is_a_record_not_a_failure(tmp_path: Path) -> None:
     [record] = read_records(job / "pages.jsonl")
     assert record["status"] is None and record["error_kind"] == "connection"
     assert record["attempts"] == 2
+
+
+def test_record_links_gives_the_link_graph(tmp_path: Path) -> None:
+    page = links("/b", "/a#top", "/b", "http://elsewhere.test/x", "mailto:x@y.test", "/a")
+    with serve({"/": lambda h, n: page}, default=lambda h, n: links()) as server:
+        base = server.url
+        graph = crawl_records(base + "/", tmp_path / "with", "--record-links", "--no-robots")
+        plain = crawl_records(base + "/", tmp_path / "without", "--no-robots")
+    [root] = [r for r in graph if r["url"] == base + "/"]
+    assert root["outlinks"] == [
+        {"url": base + "/b", "in_scope": True},
+        {"url": base + "/a", "in_scope": True},
+        {"url": "http://elsewhere.test/x", "in_scope": False},
+    ]
+    assert root["links"] == 3 and root["new_links"] == 2
+    assert all("outlinks" not in r for r in plain)
