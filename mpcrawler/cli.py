@@ -1,4 +1,4 @@
-"""The command line: ``python -m mpcrawler crawl|demo|serve-site``.
+"""The command line: ``python -m mpcrawler crawl|demo|status|report|serve-site``.
 
 Parses and checks everything before anything is crawled: a usage error
 prints one line on stderr and exits 2.  Then it builds a Settings, runs a
@@ -263,6 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("job_dir", metavar="DIR")
     status.add_argument("--json", action="store_true", help="as JSON")
 
+    report = sub.add_parser(
+        "report", help="write DIR/report.html: charts and tables of how a crawl went"
+    )
+    report.add_argument("job_dir", metavar="DIR")
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
     site.add_argument("--pages", type=_positive_int, default=500)
     site.add_argument(
@@ -450,6 +454,20 @@ def run_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_report(args: argparse.Namespace) -> int:
+    from .jobdir import JobConflict, JobDir
+    from .report import write_report
+
+    if not JobDir(args.job_dir).exists():
+        raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
+    try:
+        path = write_report(args.job_dir)
+    except (JobConflict, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    print(f"report written to {path}")
+    return EXIT_OK
+
+
 def _cell(value: Any) -> str:
     """A value as a person reads it: no Python reprs."""
     if isinstance(value, dict):
@@ -545,6 +563,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_site(args)
         if args.command == "status":
             return run_status(args)
+        if args.command == "report":
+            return run_report(args)
         raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover
     except UsageError as exc:
         print(f"mpcrawler: error: {exc}", file=sys.stderr)

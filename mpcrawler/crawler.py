@@ -148,6 +148,7 @@ class Crawler:
                 return self._finished_before()
         unclean = self.job.state == "running"
         self.job.runs += 1
+        self.job.run_starts.append(round(time.time(), 3))
         self.job.state = "running"
         self.frontier = UrlQueueManager(state_dir / "frontier", cache_size=s.cache_size)
         self.seen = SeenSet(state_dir / "seen")

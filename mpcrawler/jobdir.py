@@ -71,6 +71,7 @@ class JobState:
     links_dropped: dict[str, int] = field(default_factory=dict)
     worker_restarts: int = 0
     runs: int = 0
+    run_starts: list[float] = field(default_factory=list)  # wall-clock start of each run
     message: str | None = None
     updated_at: float = 0.0
 
