@@ -387,6 +387,11 @@ def test_status_reads_without_touching(slow_site: SiteServer, tmp_path: Path) ->
     assert info["state"] == "interrupted"
     assert info["pages"] == len(read_records(job / "pages.jsonl"))
     assert info["queued"] > 0 and info["last_activity"]
+    # One name for each state, the same in status and stats.json.
+    stats = json.loads((job / "stats.json").read_text())
+    assert "in_flight" not in info and info["taken"] == stats["frontier"]["taken"]
+    assert {"queued", "buffered", "downloading", "parsing"} <= set(stats)
+    assert "in_flight" not in stats["frontier"]
     table = run_cli("status", str(job))
     assert table.returncode == 0 and snapshot() == before
     lines = table.stdout.splitlines()

@@ -76,6 +76,7 @@ def test_record_fields(site_300: SiteServer, tmp_path: Path) -> None:
         "--quiet",
     )
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.endswith("output     " + str(out) + "\n")  # the summary ends its line
     record = read_records(out)[0]
     for key in (
         "url",
