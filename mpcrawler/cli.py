@@ -381,6 +381,8 @@ def format_summary(stats: dict[str, Any]) -> str:
         + (" ".join(f"{k}={v}" for k, v in stats["errors_by_kind"].items()) or ""),
         "statuses   " + " ".join(f"{k}={v}" for k, v in stats["statuses"].items()),
         "frontier   " + " ".join(f"{k}={v}" for k, v in stats["frontier"].items()),
+        "states     "
+        + " ".join(f"{k}={stats[k]}" for k in ("buffered", "downloading", "parsing") if k in stats),
         f"workers    {stats['workers']} x {stats['threads']} slots, "
         f"{stats['worker_restarts']} restarts",
     ]

@@ -77,6 +77,7 @@ def test_record_fields(site_300: SiteServer, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.endswith("output     " + str(out) + "\n")  # the summary ends its line
+    assert "states     buffered=0 downloading=0 parsing=0\n" in proc.stdout
     record = read_records(out)[0]
     for key in (
         "url",
