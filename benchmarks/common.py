@@ -7,14 +7,18 @@ RSS per role.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import shutil
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +96,11 @@ def machine() -> str:
 
 
 def crawl(
-    url: str, workers: int, threads: int, *, watch: bool = False
+    url: str, workers: int, threads: int, *, watch: bool = False, extra: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], Watched | None]:
     """One ``mpcrawler crawl`` of ``url`` in a fresh job dir (removed after):
-    its stats.json, and what the watcher saw when ``watch``."""
+    its stats.json (plus ``median_download_ms`` from the records), and what
+    the watcher saw when ``watch``.  ``extra`` are more crawl options."""
     job = tempfile.mkdtemp(prefix="bench-mpcrawler-")
     cmd = [
         sys.executable,
@@ -113,6 +118,7 @@ def crawl(
         str(workers * threads),
         "--no-robots",
         "--quiet",
+        *extra,
     ]
     try:
         if watch:
@@ -128,6 +134,71 @@ def crawl(
                 stdout=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
-        return json.loads(Path(job, "stats.json").read_text()), watched
+        stats = json.loads(Path(job, "stats.json").read_text())
+        with open(Path(job, "pages.jsonl"), encoding="utf-8") as f:
+            times = [json.loads(line)["elapsed_ms"] for line in f]
+        stats["median_download_ms"] = statistics.median(times) if times else None
+        return stats, watched
     finally:
         shutil.rmtree(job, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def nginx_site(pages: int, size: int) -> Iterator[str]:
+    """Debian's nginx serving a static copy of the built-in test site, written
+    to a temporary directory with its own config, on a free loopback port;
+    yields the site's URL.  (``apt-get install nginx``.)"""
+    from mpcrawler.testsite import TestSite
+
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root = Path(tempfile.mkdtemp(prefix="bench-nginx-"))
+    root.chmod(0o755)  # nginx's workers run as another user
+    site = TestSite(pages=pages, size=size)
+    docs = root / "docs"
+    (docs / "page").mkdir(parents=True)
+    (docs / "index.html").write_bytes(site.body(0, port))
+    for i in range(1, pages):
+        (docs / "page" / str(i)).write_bytes(site.body(i, port))
+    (root / "nginx.conf").write_text(
+        f"""daemon off;
+worker_processes 1;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    default_type text/html;
+    client_body_temp_path {root}/tmp;
+    proxy_temp_path {root}/tmp;
+    fastcgi_temp_path {root}/tmp;
+    uwsgi_temp_path {root}/tmp;
+    scgi_temp_path {root}/tmp;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{port};
+        root {docs};
+        location = / {{ try_files /index.html =404; }}
+    }}
+}}
+"""
+    )
+    proc = subprocess.Popen([nginx, "-c", str(root / "nginx.conf"), "-p", str(root)])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log = (root / "error.log").read_text()
+                    raise SystemExit(f"nginx did not start: {log}") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(root, ignore_errors=True)
