@@ -374,13 +374,17 @@ def check_paths(settings: Settings) -> None:
         _check_writable(Path(settings.log_file), "log file")
 
 
+def _pairs(values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in values.items())
+
+
 def format_summary(stats: dict[str, Any]) -> str:
     lines = [
         f"pages      {stats['pages']}  ({stats['pages_per_s']} pages/s in {stats['elapsed_s']} s)",
-        f"errors     {stats['errors']}  "
-        + (" ".join(f"{k}={v}" for k, v in stats["errors_by_kind"].items()) or ""),
-        "statuses   " + " ".join(f"{k}={v}" for k, v in stats["statuses"].items()),
-        "frontier   " + " ".join(f"{k}={v}" for k, v in stats["frontier"].items()),
+        f"errors     {stats['errors']}"
+        + (f"  {kinds}" if (kinds := _pairs(stats["errors_by_kind"])) else ""),
+        "statuses   " + _pairs(stats["statuses"]),
+        "frontier   " + _pairs(stats["frontier"]),
         "states     "
         + " ".join(f"{k}={stats[k]}" for k in ("buffered", "downloading", "parsing") if k in stats),
         f"workers    {stats['workers']} x {stats['threads']} slots, "
