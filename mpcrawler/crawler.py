@@ -167,6 +167,7 @@ class Crawler:
             retries=s.retries,
             retry_delay=s.retry_delay,
             max_hosts=s.max_active_hosts,
+            max_pace=s.max_retry_after,
         )
         self.pool = WorkerPool(
             s.workers,
@@ -338,6 +339,13 @@ class Crawler:
             body, kind = result.get("body"), result.get("error_kind")
             self.scheduler.robots_result(request, status, body, failed, error, kind)
             return
+        retry_after = result.get("retry_after")
+        self.scheduler.answered(
+            request,
+            status,
+            result.get("error_kind") == "timeout",
+            _parse_retry_after(retry_after) if retry_after else None,
+        )
         transient = bool(result.get("transient")) or status in RETRY_STATUSES
         if transient and request.attempts < self.settings.retries and not self._stop_requested:
             request.attempts += 1
@@ -582,6 +590,8 @@ class Crawler:
         }
         if waiting := self.scheduler.hosts_waiting():
             fields["hosts_waiting"] = waiting
+        if paced := self.scheduler.hosts_paced():
+            fields["hosts_paced"] = paced
         return fields
 
     def _stats(self) -> dict[str, Any]:
@@ -616,6 +626,7 @@ class Crawler:
             "workers": self.settings.workers,
             "threads": self.settings.threads,
             "worker_restarts": job.worker_restarts,
+            "pace_changes": self.scheduler.pace_changes,
             "tls_verification": not self.settings.insecure,
             "modules": modules,
             "processes": processes,

@@ -39,6 +39,29 @@ ROBOTS_ATTEMPTS = 3  # a host whose robots.txt fails this often is given up
 # Failures no retry can mend: a host whose robots.txt fails so is given up at once.
 PERMANENT_FAILURES = frozenset({"tls", "dns", "blocked_address"})
 
+# Pacing a struggling host (429, 503, timeouts in a row): its request rate is
+# halved (its spacing doubled, from FIRST_PACE, capped), and after each run of
+# GOOD_RUN answers it grows back by RATE_STEP requests a second until the
+# host is at its own pace again: additive increase, multiplicative decrease.
+FIRST_PACE = 0.5
+GOOD_RUN = 3
+RATE_STEP = 2.0
+TIMEOUTS_IN_A_ROW = 2
+
+
+def next_pace(pace: float, good_run: int, throttled: bool, cap: float) -> tuple[float, int]:
+    """A host's spacing (0: its own pace) and run of good answers, after one
+    more answer.  Pure: the scheduler's pacing decision."""
+    if throttled:
+        return min(cap, max(FIRST_PACE, 2 * pace)), 0
+    if not pace:
+        return 0.0, 0
+    good_run += 1
+    if good_run < GOOD_RUN:
+        return pace, good_run
+    faster = 1 / (1 / pace + RATE_STEP)
+    return (0.0 if faster < FIRST_PACE / 2 else faster), 0
+
 
 @dataclass(slots=True)
 class Request:
@@ -77,6 +100,9 @@ class Host:
     robots_retry_at: float = 0.0
     robots_error: str = ""  # why the last robots.txt fetch failed
     robots_error_kind: str = "robots"
+    pace: float = 0.0  # spacing the host's answers asked for (0: none)
+    good_run: int = 0
+    timeouts: int = 0  # in a row
     scheduled: bool = False
 
 
@@ -106,6 +132,7 @@ class Scheduler:
         retries: int = 2,
         retry_delay: float = 1.0,
         max_hosts: int | None = None,
+        max_pace: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host_concurrency = host_concurrency
@@ -116,6 +143,8 @@ class Scheduler:
         self.retries, self.retry_delay = retries, retry_delay
         self.clock = clock
         self.max_hosts = max_hosts
+        self.max_pace = max_pace
+        self.pace_changes = 0
         self.hosts: dict[str, Host] = {}  # least recently given work first
         self.slots: deque[int] = deque()
         self._ready: list[tuple[float, int, str]] = []
@@ -222,7 +251,7 @@ class Scheduler:
         now = self.clock()
         self._release_delayed(now)
         assigned: list[tuple[int, Request]] = []
-        refused: list[tuple[Request, str]] = []
+        refused: list[tuple[Request, str, str]] = []
         ready = self._ready
         while self.slots and ready and ready[0][0] <= now:
             _, _, key = heapq.heappop(ready)
@@ -255,10 +284,42 @@ class Scheduler:
                 self._schedule(host, now)
                 continue
             host.in_flight += 1
-            host.next_start = now + host.delay
+            host.next_start = now + max(host.delay, host.pace)
             assigned.append((self._take_slot(request, now), request))
             self._schedule(host, max(now, host.next_start))
         return assigned, refused
+
+    def answered(
+        self, request: Request, status: int | None, timed_out: bool, retry_after: float | None
+    ) -> None:
+        """How a host answered a page: a 429 or a 503, or TIMEOUTS_IN_A_ROW
+        timeouts, slows the whole host down (``next_pace``); Retry-After also
+        holds it back until then.  Other answers are good ones."""
+        host = self.hosts.get(request.host)
+        if host is None:
+            return
+        host.timeouts = host.timeouts + 1 if timed_out else 0
+        throttled = status in (429, 503) or host.timeouts >= TIMEOUTS_IN_A_ROW
+        if status is None and not timed_out:
+            return  # a connection failure says nothing about the host's load
+        before = host.pace
+        host.pace, host.good_run = next_pace(host.pace, host.good_run, throttled, self.max_pace)
+        if throttled:  # the next request waits from now, not from the last start
+            host.timeouts = 0
+            host.next_start = max(host.next_start, self.clock() + host.pace)
+        if retry_after:
+            host.next_start = max(host.next_start, self.clock() + min(retry_after, self.max_pace))
+        if host.pace != before:
+            self.pace_changes += 1
+            why = f"HTTP {status}" if status in (429, 503) else "timeouts" if throttled else "ok"
+            if host.pace:
+                log.info("pace of %s: a request every %.2f s (%s)", host.key, host.pace, why)
+            else:
+                log.info("pace of %s: back to its own", host.key)
+
+    def hosts_paced(self) -> int:
+        """Hosts slowed down by their answers."""
+        return sum(1 for h in self.hosts.values() if h.pace)
 
     def hosts_waiting(self) -> int:
         """Hosts whose URLs wait for another try at their robots.txt."""
@@ -299,13 +360,14 @@ class Scheduler:
 
     def _forget_idle_hosts(self, scan: int = 64) -> None:
         """Forget the least recent idle hosts (nothing queued, in flight or
-        being fetched), robots.txt included, to stay within ``max_hosts``;
+        being fetched, and not slowed down), robots.txt included, to stay within ``max_hosts``;
         one that comes back starts over.  Looks at ``scan`` hosts at most."""
         for key in list(itertools.islice(self.hosts, scan)):
             if len(self.hosts) < self.max_hosts:  # type: ignore[operator]
                 return
             host = self.hosts[key]
-            if host.queue or host.in_flight or host.scheduled or host.robots_state == "fetching":
+            busy = host.queue or host.in_flight or host.scheduled or host.pace
+            if busy or host.robots_state == "fetching":
                 continue
             del self.hosts[key]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import signal
 import time
 from pathlib import Path
@@ -169,3 +170,48 @@ def test_a_waiting_host_does_not_idle_the_others(tmp_path: Path) -> None:
                 lines.finish(timeout=60)
     assert a_pages == ["/"]  # A waits out its delay while B's 31 pages are fetched
     assert proc.returncode == 130
+
+
+def test_a_struggling_host_is_slowed_then_regains_its_pace(tmp_path: Path) -> None:
+    """One 429 halves the host's rate (a request every 0.5 s); runs of good
+    answers bring it back; the other host is never slowed."""
+    a_pages = [f"/a{i}" for i in range(12)]
+    with serve(
+        {"/robots.txt": lambda h, n: (200, {}, b"")},
+        default=lambda h, n: links(),
+        host="127.0.0.3",
+    ) as other:
+        routes = {
+            "/robots.txt": lambda h, n: (200, {}, b""),
+            "/": lambda h, n: links(
+                *a_pages, other.url + "/", *(f"{other.url}/b{i}" for i in range(8))
+            ),
+            "/a0": lambda h, n: html("slow down", status=429) if n == 0 else links(),
+        }
+        with serve(routes, default=lambda h, n: links()) as struggling:
+            log = tmp_path / "crawl.log"
+            crawl(
+                struggling.url + "/",
+                tmp_path,
+                "--host-concurrency",
+                "1",
+                "--retry-delay",
+                "0.05",
+                "--allow-domain",
+                "127.0.0.3",
+                "--allow-private-networks",
+                "--log-file",
+                str(log),
+            )
+            hits = [h for h in struggling.log.hits if h.path != "/robots.txt"]
+        assert len([h for h in other.log.hits if h.path != "/robots.txt"]) == 9
+    [throttled] = [h for h in hits if h.path == "/a0"][:1]
+    after = sorted(h.start for h in hits if h.start >= throttled.end)
+    gaps = [b - a for a, b in itertools.pairwise(after)]
+    assert min(gaps[:3]) >= 0.49, gaps  # paced from the 429 on, while it recovers
+    text = log.read_text()
+    assert f"pace of {struggling.url}: a request every 0.50 s (HTTP 429)" in text
+    assert f"pace of {struggling.url}: back to its own" in text
+    assert f"pace of {other.url}" not in text
+    stats = json.loads((tmp_path / "job" / "stats.json").read_text())
+    assert stats["pace_changes"] == 3  # 0 -> 0.5 -> 0.25 -> its own

@@ -3,7 +3,9 @@ cap on hosts kept in memory."""
 
 from __future__ import annotations
 
-from mpcrawler.scheduler import Scheduler
+import pytest
+
+from mpcrawler.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
 
 
@@ -100,3 +102,38 @@ def test_hosts_waiting_for_robots_are_counted() -> None:
     assert scheduler.hosts_waiting() == 1  # for 30 s: the progress line shows it
     now[0] = 31.0
     assert scheduler.hosts_waiting() == 0
+
+
+def test_pace_is_additive_increase_multiplicative_decrease() -> None:
+    pace, run = next_pace(0.0, 0, True, cap=60)
+    assert (pace, run) == (FIRST_PACE, 0)  # the first 429: one request every 0.5 s
+    pace, run = next_pace(pace, run, True, cap=60)
+    assert pace == 2 * FIRST_PACE  # halved rate again
+    assert next_pace(40.0, 2, True, cap=60) == (60, 0)  # capped
+    assert next_pace(1.0, 0, False, cap=60) == (1.0, 1)  # one good answer is not a run
+    paces = [1.0]
+    run = 0
+    while paces[-1]:
+        pace, run = next_pace(paces[-1], run, False, cap=60)
+        if pace != paces[-1]:
+            paces.append(pace)
+    # Each run of GOOD_RUN answers adds RATE_STEP requests a second; under
+    # FIRST_PACE / 2 the host is at its own pace.
+    assert paces == [1.0, pytest.approx(1 / (1 + RATE_STEP)), 0.0]
+    assert next_pace(0.0, 7, False, cap=60) == (0.0, 0)
+
+
+def test_retry_after_and_timeouts_slow_the_host() -> None:
+    now = [100.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots=False, max_pace=30)
+    request = scheduler.new_request("http://h.test/a")
+    scheduler.submit(request)
+    host = scheduler.hosts["http://h.test"]
+    scheduler.answered(request, 429, False, 300.0)
+    assert host.pace == FIRST_PACE and host.next_start == 130.0  # Retry-After, capped
+    scheduler.answered(request, None, True, None)
+    assert host.pace == FIRST_PACE  # one timeout is not a pattern
+    scheduler.answered(request, None, True, None)
+    assert host.pace == 2 * FIRST_PACE
+    scheduler.answered(request, None, False, None)  # refused: says nothing
+    assert host.pace == 2 * FIRST_PACE and scheduler.pace_changes == 2
