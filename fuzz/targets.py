@@ -118,7 +118,7 @@ def _check_analysis(analysis: Analysis, url: str) -> None:
     title = analysis.item.get("title")
     assert title is None or isinstance(title, str)
     json.dumps(analysis.item, ensure_ascii=False)  # it must fit in a record
-    base = url if analysis.base == url else document_base(analysis.base, url)
+    base = document_base(analysis.base, url)
     found, inside = LinkResolver(_SCOPE, 2048).resolve(analysis.links, base)
     assert len(inside) <= found <= len(analysis.links)
     for link in inside:

@@ -99,34 +99,39 @@ class HtmlAnalyzer(Analyzer):
         with self.track():
             if not is_html(response):
                 return Analysis(base=response.url, item={"title": None})
-            try:
-                soup = BeautifulSoup(
-                    response.body, "lxml", parse_only=_STRAINER, from_encoding=response.charset
-                )
-                encoding = soup.original_encoding
-            except (ValueError, LookupError):  # a declared charset lxml refuses (b"\x00")
-                dammit = UnicodeDammit(response.body, [response.charset or ""], is_html=False)
-                text = dammit.unicode_markup or response.body.decode("utf-8", "replace")
-                soup = BeautifulSoup(text, "lxml", parse_only=_STRAINER)
-                encoding = dammit.original_encoding
-            base = response.url
-            base_tag = soup.find("base", href=True)
-            if base_tag is not None:
-                href = base_tag["href"]
-                if isinstance(href, str) and href.strip():
-                    base = href.strip()
-            links: list[str] = []
-            for tag in soup.find_all(_LINK_TAGS, href=True):
-                href = tag["href"]
-                if isinstance(href, str):
-                    links.append(href)
-            title_tag = soup.find("title")
-            title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
-            return Analysis(
-                base=base,
-                links=links,
-                item={"title": title or None, "encoding": encoding},
+            return self.parse(response)
+
+    def parse(self, response: Response) -> Analysis:
+        """Links, base and title of an HTML response (``analyze`` has checked
+        that it is one, and counts the call)."""
+        try:
+            soup = BeautifulSoup(
+                response.body, "lxml", parse_only=_STRAINER, from_encoding=response.charset
             )
+            encoding = soup.original_encoding
+        except (ValueError, LookupError):  # a declared charset lxml refuses (b"\x00")
+            dammit = UnicodeDammit(response.body, [response.charset or ""], is_html=False)
+            text = dammit.unicode_markup or response.body.decode("utf-8", "replace")
+            soup = BeautifulSoup(text, "lxml", parse_only=_STRAINER)
+            encoding = dammit.original_encoding
+        base = response.url
+        base_tag = soup.find("base", href=True)
+        if base_tag is not None:
+            href = base_tag["href"]
+            if isinstance(href, str) and href.strip():
+                base = href.strip()
+        links: list[str] = []
+        for tag in soup.find_all(_LINK_TAGS, href=True):
+            href = tag["href"]
+            if isinstance(href, str):
+                links.append(href)
+        title_tag = soup.find("title")
+        title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
+        return Analysis(
+            base=base,
+            links=links,
+            item={"title": title or None, "encoding": encoding},
+        )
 
 
 class LxmlAnalyzer(HtmlAnalyzer):
@@ -139,32 +144,25 @@ class LxmlAnalyzer(HtmlAnalyzer):
     ``soup(response)`` still gives a BeautifulSoup when a subclass wants one.
     """
 
-    def analyze(self, response: Response) -> Analysis:
-        with self.track():
-            if not is_html(response):
-                return Analysis(base=response.url, item={"title": None})
-            root, encoding = _lxml_tree(response.body, response.charset)
-            if root is None:
-                return Analysis(base=response.url, item={"title": None, "encoding": encoding})
-            base = response.url
-            for element in root.iter("base"):
-                href = element.get("href")
-                if href is not None:
-                    if href.strip():
-                        base = href.strip()
-                    break
-            links = [
-                href
-                for element in root.iter(*_LINK_TAGS)
-                if (href := element.get("href")) is not None
-            ]
-            title = None
-            for element in root.iter("title"):
-                title = " ".join(t.strip() for t in element.itertext() if t.strip())
+    def parse(self, response: Response) -> Analysis:
+        root, encoding = _lxml_tree(response.body, response.charset)
+        if root is None:
+            return Analysis(base=response.url, item={"title": None, "encoding": encoding})
+        base = response.url
+        for element in root.iter("base"):
+            href = element.get("href")
+            if href is not None:
+                if href.strip():
+                    base = href.strip()
                 break
-            return Analysis(
-                base=base, links=links, item={"title": title or None, "encoding": encoding}
-            )
+        links = [
+            href for element in root.iter(*_LINK_TAGS) if (href := element.get("href")) is not None
+        ]
+        title = None
+        for element in root.iter("title"):
+            title = " ".join(t.strip() for t in element.itertext() if t.strip())
+            break
+        return Analysis(base=base, links=links, item={"title": title or None, "encoding": encoding})
 
 
 _FEED_CHUNK = 512  # as BeautifulSoup feeds lxml: the same push-parser path

@@ -477,7 +477,7 @@ def run_report(args: argparse.Namespace) -> int:
 def _cell(value: Any) -> str:
     """A value as a person reads it: no Python reprs."""
     if isinstance(value, dict):
-        return " ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
+        return _pairs(dict(sorted(value.items()))) or "-"
     if isinstance(value, list):
         return ", ".join(str(v) for v in value) or "-"
     return "-" if value is None or value == "" else str(value)

@@ -261,12 +261,10 @@ class Crawler:
                 if grace_deadline is None:
                     self.pool.stopping = True  # from now on a worker that exits is not replaced
                     grace_deadline = now + self.settings.grace
-                    parsing = sum(r.downloaded for r in self.pool.in_flight.values())
                     log.warning(
                         "stopping: waiting for %d downloads and %d pages being parsed "
                         "(up to %.0f s)",
-                        len(self.pool.in_flight) - parsing,
-                        parsing,
+                        *self.pool.in_flight_states(),
                         self.settings.grace,
                     )
                 if not self.pool.in_flight or now >= grace_deadline:
@@ -579,13 +577,12 @@ class Crawler:
         same names in the progress line, the summary, status and stats.json:
         queued (in the frontier), buffered (taken, waiting for a slot or
         their host), downloading, parsing."""
-        in_flight = self.pool.in_flight.values()
-        parsing = sum(r.downloaded for r in in_flight)
+        downloading, parsing = self.pool.in_flight_states()
         fields = {
             "errors": sum(self.errors.values()),
             "queued": len(self.frontier),
             "buffered": self.scheduler.queued,
-            "downloading": len(in_flight) - parsing,
+            "downloading": downloading,
             "parsing": parsing,
         }
         if waiting := self.scheduler.hosts_waiting():

@@ -115,6 +115,11 @@ class WorkerPool:
         self._selector.register(parent, selectors.EVENT_READ, (worker, True))
         self._selector.register(process.sentinel, selectors.EVENT_READ, (worker, False))
 
+    def in_flight_states(self) -> tuple[int, int]:
+        """(downloading, parsing): the requests in the workers, by state."""
+        parsing = sum(r.downloaded for r in self.in_flight.values())
+        return len(self.in_flight) - parsing, parsing
+
     # ------------------------------------------------------------- traffic
     def send(self, assigned: list[tuple[int, Request]]) -> None:
         batches: dict[int, list[tuple[int, str, str]]] = defaultdict(list)

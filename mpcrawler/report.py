@@ -10,6 +10,7 @@ figures into markup (:func:`render`).
 
 from __future__ import annotations
 
+import heapq
 import html
 import json
 import time
@@ -42,15 +43,15 @@ class Summary:
     host_errors: Counter[str] = field(default_factory=Counter)
     bytes_total: int = 0
     sizes: Counter[str] = field(default_factory=Counter)  # by size band
-    elapsed_ms: list[float] = field(default_factory=list)
-    slowest: list[tuple[float, str, Any]] = field(default_factory=list)  # (ms, url, status)
+    elapsed_ms: list[float] = field(default_factory=list)  # sorted once summarized
+    # (ms, record number, url, status), slowest first once summarized
+    slowest: list[tuple[float, int, str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)  # fetched_at of each record
 
     def percentile(self, p: float) -> float | None:
         if not self.elapsed_ms:
             return None
-        ordered = sorted(self.elapsed_ms)
-        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+        return self.elapsed_ms[min(len(self.elapsed_ms) - 1, int(p / 100 * len(self.elapsed_ms)))]
 
 
 _SIZE_BANDS = [
@@ -93,11 +94,16 @@ def summarize(records: Iterable[dict[str, Any]]) -> Summary:
         elapsed = record.get("elapsed_ms")
         if isinstance(elapsed, int | float):
             summary.elapsed_ms.append(float(elapsed))
-            summary.slowest.append((float(elapsed), url, status))
-            summary.slowest = sorted(summary.slowest, reverse=True)[:_TOP]
+            entry = (float(elapsed), summary.pages, url, status)  # pages: a tie-breaker
+            if len(summary.slowest) < _TOP:
+                heapq.heappush(summary.slowest, entry)
+            else:
+                heapq.heappushpop(summary.slowest, entry)
         fetched = record.get("fetched_at")
         if isinstance(fetched, int | float):
             summary.times.append(float(fetched))
+    summary.elapsed_ms.sort()
+    summary.slowest.sort(reverse=True)
     return summary
 
 
@@ -203,7 +209,7 @@ def render(summary: Summary, settings: dict[str, Any], job: JobState, title: str
     percentiles = [(f"p{p}", summary.percentile(p)) for p in (50, 90, 99)]
     elapsed = [(name, value) for name, value in percentiles if value is not None]
     if summary.elapsed_ms:
-        elapsed.append(("max", max(summary.elapsed_ms)))
+        elapsed.append(("max", summary.elapsed_ms[-1]))
     runs = [
         [n, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))]
         for n, t in enumerate(job.run_starts, start=1)
@@ -221,7 +227,7 @@ def render(summary: Summary, settings: dict[str, Any], job: JobState, title: str
     sizes = [(b, summary.sizes[b]) for b in _band_names() if summary.sizes[b]]
     top_hosts = [list(x) for x in summary.host_pages.most_common(_TOP)]
     error_hosts = [list(x) for x in summary.host_errors.most_common(_TOP)]
-    slowest = [[f"{ms:,.1f}", url, status] for ms, url, status in summary.slowest]
+    slowest = [[f"{ms:,.1f}", url, status] for ms, _, url, status in summary.slowest]
     sections = [
         f"<h1>Crawl report: {html.escape(title)}</h1>",
         _table("overview", None, overview),

@@ -64,6 +64,8 @@ def document_base(href: str, url: str) -> str:
     """What a page's links resolve against: its ``<base href>`` resolved
     against its URL (any scheme, without the fragment), or the URL itself if
     that fails, as HTML says."""
+    if href == url:
+        return url
     try:
         return resolve(href, url).partition("#")[0]
     except InvalidURL:
@@ -300,7 +302,7 @@ class _Worker:
         try:
             analysis = self.analyzer.analyze(response)
             url = response.url
-            base = url if analysis.base == url else document_base(analysis.base, url)
+            base = document_base(analysis.base, url)
             links = self.resolver.resolve_all(analysis.links, base)
             result["links"] = len(links)
             result["outlinks"] = [url for url, in_scope in links if in_scope]
