@@ -150,14 +150,14 @@ def _frontier_template() -> Path:
     q = UrlQueueManager(directory, cache_size=4)
     items: list[UrlInfo] = []
     for i in range(24):
-        q.put(f"http://h.test/{i}", depth=i % 3, weight=i % 4 - 1)
+        q.put(f"http://h.test/{i}", depth=i % 3, priority=i % 4 - 1)
         if i % 5 == 0 and (item := q.get()) is not None:
             items.append(item)
     for item in items[::2]:
         q.ack(item)
     q.flush()
     for i in range(24, 34):
-        q.put(f"http://h.test/{i}\u00e9", depth=1, weight=i % 2)
+        q.put(f"http://h.test/{i}\u00e9", depth=1, priority=i % 2)
     for _ in range(5):
         if (item := q.get()) is not None and item.seq % 2:
             q.ack(item)
@@ -209,7 +209,7 @@ def frontier_target(data: bytes) -> None:
             return
         urls = []
         while (item := q.get()) is not None:
-            assert isinstance(item.url, str) and isinstance(item.weight, int)
+            assert isinstance(item.url, str) and isinstance(item.priority, int)
             urls.append(item.url)
             q.ack(item)
         assert len(q) == 0 and q.taken == 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .__version__ import __version__
 
 _EXPORTS = {
     "Analysis": "analyzer",
@@ -17,10 +17,14 @@ _EXPORTS = {
     "HtmlAnalyzer": "analyzer",
     "CrawlResult": "crawler",
     "Crawler": "crawler",
-    "DownloadError": "downloader",
+    "DownloadError": "errors",
+    "MpcrawlerError": "errors",
     "Downloader": "downloader",
     "HttpDownloader": "downloader",
     "Response": "downloader",
+    "Frontier": "frontier",
+    "Link": "messages",
+    "LocalFrontier": "frontier",
     "SeenSet": "frontier",
     "UrlInfo": "frontier",
     "UrlQueueManager": "frontier",
@@ -36,9 +40,13 @@ __all__ = [
     "Crawler",
     "DownloadError",
     "Downloader",
+    "Frontier",
     "HtmlAnalyzer",
     "HttpDownloader",
     "JsonLinesPipeline",
+    "Link",
+    "LocalFrontier",
+    "MpcrawlerError",
     "Pipeline",
     "Response",
     "SeenSet",
@@ -51,8 +59,10 @@ __all__ = [
 if TYPE_CHECKING:
     from .analyzer import Analysis, Analyzer, HtmlAnalyzer
     from .crawler import Crawler, CrawlResult
-    from .downloader import Downloader, DownloadError, HttpDownloader, Response
-    from .frontier import SeenSet, UrlInfo, UrlQueueManager
+    from .downloader import Downloader, HttpDownloader, Response
+    from .errors import DownloadError, MpcrawlerError
+    from .frontier import Frontier, LocalFrontier, SeenSet, UrlInfo, UrlQueueManager
+    from .messages import Link
     from .pipelines import JsonLinesPipeline, Pipeline
     from .settings import Settings
 

@@ -21,7 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, stopsignals
+from . import stopsignals
+from .__version__ import __version__
+from .errors import UsageError
 from .settings import DEFAULT_USER_AGENT, SCOPES, Settings
 from .urls import InvalidURL, canonicalize
 
@@ -35,10 +37,6 @@ EPILOG = """exit codes:
   2    usage or configuration error
   130  interrupted by SIGINT, SIGTERM or SIGHUP (rerun the same command to resume)
 """
-
-
-class UsageError(Exception):
-    """A problem with the command line or its files: one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -47,6 +47,7 @@ from typing import Any
 
 from . import stopsignals
 from .analyzer import BUILTIN_ANALYZERS
+from .errors import CrawlError
 from .frontier import SeenSet, UrlQueueManager
 from .jobdir import JobDir, JobState, count_record, recount
 from .modules import load_object, object_path
@@ -65,11 +66,6 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_WORKER_CRASHES = 3
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-
-
-class CrawlError(RuntimeError):
-    """The crawl cannot go on (workers cannot start, the disk is full...).
-    The job directory is left resumable."""
 
 
 @dataclass

@@ -25,6 +25,7 @@ import urllib3
 import urllib3.connection
 
 from .addresses import AddressGuard
+from .errors import DownloadError
 from .modules import Module
 from .settings import Settings
 from .urls import hostname_of
@@ -56,22 +57,6 @@ class Response:
     content_type: str = ""
     charset: str | None = None
     elapsed_ms: float = 0.0
-
-
-class DownloadError(Exception):
-    """The request failed.  ``kind`` names the failure for stats; ``transient``
-    says whether a retry may succeed; ``status`` is set when a response came."""
-
-    kind = "download"
-    transient = False
-
-    def __init__(
-        self, message: str, status: int | None = None, content_type: str = "", size: int = 0
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.content_type = content_type
-        self.size = size
 
 
 class ConnectFailed(DownloadError):

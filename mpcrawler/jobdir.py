@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .__version__ import __version__
+from .errors import JobConflict
 from .frontier import inspect
 
 __all__ = [
@@ -52,10 +53,6 @@ SCOPE_SETTINGS = (
     "robots",
     "max_pages_per_host",
 )
-
-
-class JobConflict(ValueError):
-    """The job directory cannot be used with these settings (or this version)."""
 
 
 @dataclass

@@ -27,6 +27,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from . import stopsignals
+from .errors import PoolError
 from .scheduler import Request
 from .worker import run_worker
 
@@ -35,10 +36,6 @@ __all__ = ["PoolError", "WorkerPool"]
 log = logging.getLogger(__name__)
 
 MAX_STARTUP_FAILURES = 3
-
-
-class PoolError(RuntimeError):
-    """Workers cannot be started."""
 
 
 @dataclass

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .__version__ import __version__
 
 __all__ = ["BROAD_CRAWL_DEFAULTS", "DEFAULT_USER_AGENT", "SCOPES", "Settings"]
 

@@ -20,11 +20,14 @@ from urllib.parse import urlsplit
 
 from ada_url import join_url, normalize_url
 
+from .errors import InvalidURL
+
 __all__ = [
     "C0_AND_SPACE",
     "InvalidURL",
     "Scope",
     "canonicalize",
+    "host_key",
     "host_of",
     "hostname_of",
     "is_subdomain",
@@ -45,16 +48,6 @@ for _hi, _lo in itertools.product("0123456789ABCDEFabcdef", repeat=2):
     _char = chr(int(_hi + _lo, 16))
     _ESCAPES[f"%{_hi}{_lo}"] = _char if _char in _UNRESERVED else f"%{_hi}{_lo}".upper()
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-
-
-class InvalidURL(ValueError):
-    """The text is not a URL that can be fetched: a browser would refuse it,
-    or it is not http(s).  ``reason`` is a short phrase for records."""
-
-    def __init__(self, reason: str, url: str) -> None:
-        super().__init__(f"{reason}: {url!r}")
-        self.reason = reason
-        self.url = url
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -107,8 +100,18 @@ def canonicalize(url: str, base: str | None = None) -> str:
     return _ESCAPE.sub(_escape, href) if "%" in href else href
 
 
+def host_key(url: str) -> str:
+    """A canonical URL's host, as ``scheme://host[:port]``: the one definition
+    of "a URL's host".  It is the unit of politeness (and of robots.txt), the
+    key of the per-host page budget and the frontier's per-host queues, and
+    the partition key across nodes.  Pure string slicing: canonical URLs
+    carry no user info and no default port."""
+    end = url.find("/", url.find("://") + 3)
+    return url if end < 0 else url[:end]
+
+
 def host_of(url: str) -> str:
-    """The ``host[:port]`` part of a canonical URL: the unit of politeness."""
+    """The ``host[:port]`` part of a canonical URL, as scope rules match it."""
     return urlsplit(url).netloc.rpartition("@")[2]
 
 

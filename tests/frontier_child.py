@@ -36,7 +36,7 @@ def main() -> None:
     flushes = 0
     for op in operations(seed):
         if op[0] == "put":
-            q.put(op[1], depth=op[2], weight=op[3])
+            q.put(op[1], depth=op[2], priority=op[3])
         elif op[0] == "get":
             item = q.get()
             if item is not None:

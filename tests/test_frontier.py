@@ -29,11 +29,11 @@ def drain(q: UrlQueueManager) -> list[str]:
 
 def test_contract_as_written(tmp_path: Path) -> None:
     q = UrlQueueManager(tmp_path, cache_size=10_000)
-    q.put("http://a/1", depth=0, weight=0)
-    q.put("http://a/2", depth=1, weight=5)
+    q.put("http://a/1", depth=0, priority=0)
+    q.put("http://a/2", depth=1, priority=5)
     assert len(q) == 2
     item = q.get()
-    assert item is not None and (item.url, item.depth, item.weight) == ("http://a/2", 1, 5)
+    assert item is not None and (item.url, item.depth, item.priority) == ("http://a/2", 1, 5)
     q.ack(item)
     q.flush()
     q.close()
@@ -51,7 +51,7 @@ def test_contract_as_written(tmp_path: Path) -> None:
 def test_unacked_items_return_in_their_place_after_reopen(tmp_path: Path) -> None:
     with UrlQueueManager(tmp_path, cache_size=2) as q:
         for i in range(20):
-            q.put(f"u{i}", weight=i % 3)
+            q.put(f"u{i}", priority=i % 3)
         got = [q.get() for _ in range(5)]
         q.ack(got[1])
     with UrlQueueManager(tmp_path, cache_size=3) as q:
@@ -152,7 +152,7 @@ def test_truncated_segment_is_skipped(tmp_path: Path, caplog: pytest.LogCaptureF
 def test_no_pickle_on_disk(tmp_path: Path) -> None:
     with UrlQueueManager(tmp_path / "q", cache_size=3) as q:
         for i in range(30):
-            q.put(f"http://h/{i}", weight=i % 2)
+            q.put(f"http://h/{i}", priority=i % 2)
         q.get()
     for path in (tmp_path / "q").iterdir():
         data = path.read_bytes()
@@ -208,7 +208,7 @@ def test_inspect_counts_without_opening(tmp_path: Path) -> None:
 
     q = UrlQueueManager(tmp_path, cache_size=3)
     for i in range(20):
-        q.put(f"http://h/{i}", weight=i % 2)
+        q.put(f"http://h/{i}", priority=i % 2)
     q.flush()  # a checkpoint-free flush: the counts come from the journal
     got = [q.get() for _ in range(6)]
     q.ack(got[0])

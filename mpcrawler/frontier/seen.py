@@ -2,7 +2,7 @@
 
 Owned by the master only.  Stores a fixed-size digest of each URL in
 diskcache, so memory is bounded by diskcache's (SQLite's) own cache, not by
-the number of URLs.  Re-exported by :mod:`mpcrawler.frontier`.
+the number of URLs.  Part of the local frontier (:mod:`mpcrawler.frontier.local`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,81 @@
+"""mpcrawler's exceptions: one hierarchy with a common base, as requests has.
+
+Catch :class:`MpcrawlerError` for anything mpcrawler raises on purpose, or a
+branch of it at the level you need::
+
+    MpcrawlerError
+    +-- UsageError        the command line, a setting or a file given is wrong (exit 2)
+    |   +-- JobConflict   the job directory belongs to other settings or another version
+    +-- InvalidURL        not a fetchable URL (also a ValueError)
+    +-- FrontierError     the frontier's files cannot be used
+    +-- CrawlError        the crawl cannot go on (the job stays resumable)
+    |   +-- PoolError     worker processes cannot be started, or one failed
+    +-- DownloadError     one fetch failed; becomes that page's record (downloader.py
+                          has a subclass per kind)
+
+Each class lives here; the modules that raise them import them from here.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CrawlError",
+    "DownloadError",
+    "FrontierError",
+    "InvalidURL",
+    "JobConflict",
+    "MpcrawlerError",
+    "PoolError",
+    "UsageError",
+]
+
+
+class MpcrawlerError(Exception):
+    """The base of every exception mpcrawler raises on purpose."""
+
+
+class UsageError(MpcrawlerError, ValueError):
+    """A problem with the command line, a setting or a file: one line, exit 2."""
+
+
+class JobConflict(UsageError):
+    """The job directory cannot be used with these settings (or this version)."""
+
+
+class InvalidURL(MpcrawlerError, ValueError):
+    """The text is not a URL that can be fetched: a browser would refuse it,
+    or it is not http(s).  ``reason`` is a short phrase for records."""
+
+    def __init__(self, reason: str, url: str) -> None:
+        super().__init__(f"{reason}: {url!r}")
+        self.reason = reason
+        self.url = url
+
+
+class FrontierError(MpcrawlerError):
+    """The frontier's directory cannot be used (wrong format, unreadable state, closed)."""
+
+
+class CrawlError(MpcrawlerError):
+    """The crawl cannot go on (workers cannot start, the disk is full...).
+    The job directory is left resumable."""
+
+
+class PoolError(CrawlError):
+    """Workers cannot be started, or one failed in a way a restart cannot mend."""
+
+
+class DownloadError(MpcrawlerError):
+    """The request failed.  ``kind`` names the failure for stats; ``transient``
+    says whether a retry may succeed; ``status`` is set when a response came."""
+
+    kind = "download"
+    transient = False
+
+    def __init__(
+        self, message: str, status: int | None = None, content_type: str = "", size: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.content_type = content_type
+        self.size = size

@@ -1,0 +1,87 @@
+"""LocalFrontier: the embedded frontier, files in the job directory (the default).
+
+Owned by the master.  It is the :class:`~mpcrawler.frontier.base.Frontier`
+the crawler talks to: the seen set (:class:`SeenSet`, in ``DIR/seen``) and
+the per-host queues (:class:`UrlQueueManager`, in ``DIR/frontier``) behind
+one interface, kept consistent here.  A URL is durably seen only once its
+put is durable: ``checkpoint()`` makes the queue durable first and the seen
+set second, and after a crash the queue's replayed puts are marked seen again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import UrlInfo
+from .queue import UrlQueueManager, inspect
+from .seen import SeenSet
+
+__all__ = ["LocalFrontier"]
+
+
+class LocalFrontier:
+    """The seen set plus the disk-backed per-host queues, in ``directory``."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str], cache_size: int = 10_000, *, fsync: bool = True
+    ) -> None:
+        self.directory = Path(directory)
+        self.queue = UrlQueueManager(self.directory / "frontier", cache_size, fsync=fsync)
+        self.seen = SeenSet(self.directory / "seen")
+        for item in self.queue.recovered:  # puts replayed after a crash
+            self.seen.add(item.url)
+        self.queue.recovered.clear()
+        self.seen.flush()  # the queue checkpointed them on opening: no journal holds them now
+
+    def admit(self, url: str, depth: int = 0, priority: int = 0) -> bool:
+        if not self.seen.add(url):
+            return False
+        self.queue.put(url, depth, priority)
+        return True
+
+    def is_seen(self, url: str) -> bool:
+        return url in self.seen
+
+    def lease(self, now: float | None = None) -> UrlInfo | None:
+        return self.queue.lease(now)
+
+    def ack(self, item: UrlInfo, seen: list[str] | tuple[str, ...] = ()) -> None:
+        for url in seen:
+            self.seen.add(url)
+        self.queue.ack(item)
+
+    def release(self, item: UrlInfo) -> None:
+        self.queue.release(item)
+
+    def block(self, host: str, until: float) -> None:
+        self.queue.block(host, until)
+
+    def sync(self) -> None:
+        self.queue.sync()
+
+    def checkpoint(self) -> None:
+        self.queue.flush()
+        self.seen.flush()
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.queue.stats(), "seen": len(self.seen)}
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+    @property
+    def taken(self) -> int:
+        return self.queue.taken
+
+    def close(self) -> None:
+        try:
+            self.queue.close()
+        finally:
+            self.seen.close()
+
+    @staticmethod
+    def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
+        """``queued`` and ``taken`` of the frontier in ``directory``, without opening it."""
+        return inspect(Path(directory) / "frontier")

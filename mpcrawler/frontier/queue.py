@@ -1,0 +1,998 @@
+"""UrlQueueManager: per-host, priority-ordered URL queues; bounded memory, crash-safe.
+
+Owned by the master process only, through :class:`mpcrawler.frontier.local.LocalFrontier`.
+``lease()`` answers "the best URL of a host that may be fetched now" (the
+order is written down in :mod:`mpcrawler.frontier.base`); ``block()`` is how
+the scheduler says a host must wait.  Three tiers, after the classic
+three-tier design, now holding per-host order:
+
+* **cache** -- at most ``cache_size`` URLs in memory, in one *lane* per host
+  and priority.  A heap of the hosts that may be fetched now, keyed by each
+  host's best URL, makes ``lease()`` O(log hosts).
+* **finding** files -- one global log per priority, for new URLs that sort
+  after what the cache holds.  Hosts whose URLs are only here cost nothing:
+  ``lease()`` reads the log's head into the cache when no ready host has a
+  URL in memory (or the cache runs low).
+* **waiting** files -- what spills out of memory keeps its place.  Either the
+  cache's newest URLs go to the front of the log (a URL that spills keeps its
+  turn, for every host), or -- when the cache is full of hosts that must wait
+  and the log has to be read past them -- a host's URLs go to *blocks* of
+  its own lanes: a block is a byte range of a waiting file, described in
+  memory by five integers.  So a blocked host's backlog never stands in front
+  of another host.
+
+One invariant keeps the order exact: every URL in the log sorts after every
+URL in the cache, in blocks, or taken.  A put that sorts after the log's head
+is appended to the log; anything else stays in the cache.
+
+Durability is a checkpoint plus a journal.  A *checkpoint* writes the cache
+and the taken (leased, not acked) URLs to a snapshot file, fsyncs every file
+written since the last one, and atomically replaces ``state.json`` (each log
+segment's read offset and valid length, each host's blocks, a new empty
+*journal*).  Between checkpoints every put, lease, ack and release is
+appended to the journal, framed in batches: ``sync()`` hands it to the OS
+(survives the process being killed), ``flush()`` also fsyncs it and
+checkpoints once the journal is long.  Reopening loads the checkpoint,
+deletes files it does not reference, queues the journal's puts again, drops
+what it acked (acked URLs still on disk become *tombstones*, skipped when
+read) and puts taken URLs back in their places.  Politeness (``block``) is
+not persisted: after reopening every host is ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import json
+import math
+import os
+import re
+import struct
+import time
+from array import array
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import FrontierError
+from ..urls import host_key
+from .base import FOREVER, UrlInfo
+from .storage import (
+    HEADER,
+    ITEM,
+    MAX_URL_BYTES,
+    AppendFile,
+    atomic_write,
+    decode_items,
+    encode_item,
+    frame_payload,
+    fsync_path,
+    log,
+    read_frames,
+    read_items,
+    write_file,
+)
+
+__all__ = ["FORMAT_VERSION", "UrlQueueManager", "inspect"]
+
+FORMAT_VERSION = 3
+STATE_FILE = "state.json"
+_SEGMENT_RECORDS = 200_000  # a finding segment is sealed after this many records
+_MAX_OPEN_WRITERS = 32
+_JOURNAL_LIMIT = 500_000  # operations; flush() checkpoints past this
+_JOURNAL_BATCH = 1 << 16  # bytes of operations framed together
+_FILE_NAME = re.compile(r"^(waiting|finding|snapshot|journal)-(\d+)\.(seg|log)$")
+_PUT_OP = struct.Struct("<cqqII")  # b"P", seq, priority, depth, url length; the url follows
+_SEQ_OP = struct.Struct("<cq")  # b"G" lease, b"A" ack, b"R" release; seq
+_PUT, _LEASE, _ACK, _RELEASE = b"P", b"G", b"A", b"R"
+_BLOCK = 5  # a block: waiting file number, offset, end, records, first record's seq
+
+
+@dataclass
+class _Segment:
+    """One immutable run of log records of one priority, sorted by seq."""
+
+    name: str
+    kind: str  # "waiting" or "finding"
+    priority: int
+    offset: int  # byte offset of the next unread record
+    end: int  # bytes of valid data
+    count: int  # records not yet read
+
+    def to_json(self) -> list[Any]:
+        return [self.name, self.kind, self.offset, self.end, self.count, self.priority]
+
+
+class _Writer(AppendFile):
+    """The open tail of a finding segment."""
+
+    __slots__ = ("segment",)
+
+    def __init__(self, path: Path, segment: _Segment) -> None:
+        super().__init__(path)
+        self.segment = segment
+
+
+class _Lane:
+    """One host's URLs of one priority, oldest first: ``front`` (read back
+    from blocks, or given back), then ``blocks`` on disk, then ``back``.
+    ``front`` is empty whenever there are no blocks."""
+
+    __slots__ = ("back", "blocks", "front")
+
+    def __init__(self) -> None:
+        self.front: deque[UrlInfo] | None = None
+        self.blocks: array[int] | None = None
+        self.back: deque[UrlInfo] = deque()
+
+    def head_seq(self) -> int:
+        if self.front:
+            return self.front[0].seq
+        if self.blocks:
+            return self.blocks[4]
+        return self.back[0].seq
+
+
+class _Host:
+    __slots__ = ("entry", "key", "lanes", "mem", "size")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.lanes: dict[int, _Lane] = {}
+        self.entry: tuple[int, int, _Host] | None = None  # its live entry in the ready heap
+        self.mem = 0  # URLs in memory
+        self.size = 0  # URLs in memory and in blocks
+
+    def __lt__(self, other: _Host) -> bool:
+        return False  # a stale heap entry may tie with a live one (a URL given back)
+
+
+def _waiting_name(number: int) -> str:
+    return f"waiting-{number:08d}.seg"
+
+
+def _record_size(item: UrlInfo) -> int:
+    return HEADER.size + ITEM.size + len(item.url.encode())
+
+
+def _parse_journal(payloads: list[bytes], name: str) -> Iterator[tuple[bytes, Any]]:
+    """(op, UrlInfo for a put or seq otherwise) for each journaled operation."""
+    for payload in payloads:
+        pos, end = 0, len(payload)
+        while pos < end:
+            op = payload[pos : pos + 1]
+            if op == _PUT:
+                _, seq, priority, depth, length = _PUT_OP.unpack_from(payload, pos)
+                pos += _PUT_OP.size
+                url = payload[pos : pos + length].decode("utf-8", "replace")
+                pos += length
+                yield op, UrlInfo(url, depth, priority, seq)
+            elif op in (_LEASE, _ACK, _RELEASE):
+                yield op, _SEQ_OP.unpack_from(payload, pos)[1]
+                pos += _SEQ_OP.size
+            else:
+                raise FrontierError(f"journal {name} holds an unknown operation {op!r}")
+
+
+def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
+    """Counts of a frontier as of its last sync, read without opening it.
+
+    ``queued`` is what ``lease()`` could return; ``taken`` what was leased
+    and not acked (it is queued again when the frontier is reopened).  Reads
+    ``state.json`` and the journal; writes nothing.
+    """
+    root = Path(directory)
+    try:
+        state = json.loads((root / STATE_FILE).read_text("utf-8"))
+        queued = sum(int(s[4]) for s in state.get("segments", []))
+        for lanes in state.get("runs", {}).values():
+            for lane in lanes:
+                queued += sum(int(c) for c in lane[1][3::_BLOCK])
+        counts = state.get("snapshot_counts", [0, 0, 0])
+        queued += int(counts[0]) + int(counts[1]) - len(state.get("tombstones", []))
+        taken = int(counts[2])
+        journal = state.get("journal")
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return {"queued": 0, "taken": 0}
+    if journal:
+        try:
+            for op, _ in _parse_journal(read_frames(root / journal, journal), journal):
+                if op == _PUT:
+                    queued += 1
+                elif op == _LEASE:
+                    queued, taken = queued - 1, taken + 1
+                elif op == _ACK:
+                    taken -= 1
+                elif op == _RELEASE:
+                    queued, taken = queued + 1, taken - 1
+        except (FrontierError, struct.error):
+            pass
+    return {"queued": queued, "taken": taken}
+
+
+class UrlQueueManager:
+    """Per-host priority queues of URLs: bounded memory, disk overflow, crash-safe.
+
+    Not thread-safe: the master process is its only user.  Raises
+    :class:`FrontierError` when ``directory`` holds a frontier of another
+    format version or an unreadable ``state.json``; ``OSError`` (such as
+    ENOSPC) from writes propagates, and the last checkpoint stays intact.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], cache_size: int = 10_000, *, fsync: bool = True
+    ) -> None:
+        if cache_size < 1:
+            raise ValueError("cache_size must be at least 1")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.cache_size = cache_size
+        self._fsync = fsync
+        self._spill_batch = max(1, cache_size // 4)
+        self._refill_below = max(1, cache_size // 2)
+        # memory and blocks
+        self._hosts: dict[str, _Host] = {}  # hosts with URLs in memory or blocks
+        self._mem_hosts: dict[str, _Host] = {}  # hosts with URLs in memory
+        self._mem = 0
+        self._block_count = 0
+        self._block_refs: dict[int, int] = {}  # waiting file number -> live blocks
+        self._blocks_max: tuple[int, int] | None = None  # no block item sorts after this
+        self._tombstones: set[int] = set()
+        # readiness (not persisted)
+        self._heap: list[tuple[int, int, _Host]] = []
+        self._blocked: dict[str, float] = {}
+        self._timed: list[tuple[float, str]] = []
+        # the log
+        self._log: dict[int, deque[_Segment]] = {}
+        self._log_count = 0
+        self._log_waiting = 0
+        self._log_top = -math.inf  # highest priority in the log
+        self._writers: dict[int, _Writer] = {}
+        # taken, files, journal
+        self._unacked: dict[int, UrlInfo] = {}
+        self._dirty: set[str] = set()
+        self._garbage: list[str] = []
+        self._next_seq = 0
+        self._next_segment = 0
+        self._snapshot: str | None = None
+        self._journal: AppendFile | None = None
+        self._journal_name: str | None = None
+        self._journal_ops = 0
+        self._jbuf = bytearray()
+        self.recovered: list[UrlInfo] = []  # puts queued again from the journal
+        self.spilled_total = 0
+        self._closed = False
+        self._load()
+
+    # ------------------------------------------------------------------ API
+    def put(self, url: str, depth: int = 0, priority: int = 0) -> UrlInfo:
+        """Queue ``url``; returns the stored :class:`UrlInfo`."""
+        if not isinstance(priority, int) or not isinstance(depth, int):
+            raise TypeError("priority and depth must be ints")
+        data = url.encode("utf-8")
+        if len(data) > MAX_URL_BYTES:
+            raise ValueError(f"a URL of {len(data)} bytes is too long to queue")
+        seq = self._next_seq
+        self._next_seq = seq + 1
+        jbuf = self._jbuf
+        jbuf += _PUT_OP.pack(_PUT, seq, priority, depth, len(data))
+        jbuf += data
+        self._journal_ops += 1
+        if len(jbuf) >= _JOURNAL_BATCH:
+            self._frame_journal()
+        item = UrlInfo(url, depth, priority, seq)
+        self._insert(item)
+        return item
+
+    def lease(self, now: float | None = None) -> UrlInfo | None:
+        """The best URL of a host not blocked at ``now`` (default: the
+        monotonic clock), or None.  Ack it (or release it) when done."""
+        if self._timed:
+            self._wake(time.monotonic() if now is None else now)
+        if self._mem < self._refill_below and self._log_count:
+            self._refill()
+        heap = self._heap
+        while True:
+            while heap:
+                entry = heap[0]
+                host = entry[2]
+                if host.entry is not entry:
+                    heapq.heappop(heap)
+                    continue
+                item = self._take(host, -entry[0])
+                self._retouch_head(host)
+                if item is None:
+                    continue  # the lane's blocks held only acked URLs
+                self._unacked[item.seq] = item
+                self._log_seq(_LEASE, item.seq)
+                return item
+            if not self._log_count:
+                return None
+            if self._mem >= self.cache_size - self._spill_batch:
+                # Every URL in memory belongs to a host that must wait: move
+                # them to their lanes' blocks and read the log past them.
+                self._spill_hosts(list(self._mem_hosts.values()))
+            self._refill()
+
+    get = lease  # the queue's older name
+
+    def ack(self, item: UrlInfo) -> bool:
+        """Mark a leased item done; False if it was not outstanding."""
+        if self._unacked.pop(item.seq, None) is None:
+            return False
+        self._log_seq(_ACK, item.seq)
+        return True
+
+    def release(self, item: UrlInfo) -> bool:
+        """Give a leased item back, to its place; False if it was not outstanding."""
+        if self._unacked.pop(item.seq, None) is None:
+            return False
+        self._log_seq(_RELEASE, item.seq)
+        self._give_back(item)
+        if self._mem > self.cache_size:
+            self._overflow()
+        return True
+
+    def block(self, host: str, until: float) -> None:
+        """``host`` may not be leased from before ``until`` (monotonic; FOREVER:
+        until blocked again with a time; 0: ready now)."""
+        queued = self._hosts.get(host)
+        if until <= 0:
+            if self._blocked.pop(host, None) is not None and queued is not None:
+                self._touch(queued)
+            return
+        if self._blocked.get(host) == until:
+            return
+        self._blocked[host] = until
+        if until != FOREVER:
+            heapq.heappush(self._timed, (until, host))
+        if queued is not None:
+            queued.entry = None
+
+    def blocked(self, host: str) -> float:
+        """Until when ``host`` is blocked (0: not blocked)."""
+        return self._blocked.get(host, 0.0)
+
+    def __len__(self) -> int:
+        return self._mem + self._block_count + self._log_count - len(self._tombstones)
+
+    @property
+    def taken(self) -> int:
+        """Items leased and not yet acked (queued again on reopening)."""
+        return len(self._unacked)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "queued": len(self),
+            "in_cache": self._mem,
+            "waiting": self._block_count + self._log_waiting,
+            "finding": self._log_count - self._log_waiting,
+            "taken": len(self._unacked),
+            "spilled": self.spilled_total,
+            "hosts_queued": len(self._hosts),
+            "hosts_blocked": len(self._blocked),
+        }
+
+    def sync(self) -> None:
+        """Hand the journal to the OS: everything so far survives this process
+        being killed (not a power cut; that takes ``flush()``)."""
+        self._check_open()
+        self._frame_journal()
+        assert self._journal is not None
+        self._journal.sync()
+
+    def flush(self) -> None:
+        """Everything so far is durable once this returns."""
+        self._check_open()
+        if self._journal_ops >= _JOURNAL_LIMIT:
+            self.checkpoint()
+            return
+        self._frame_journal()
+        assert self._journal is not None
+        if self._fsync:
+            self._journal.fsync()
+        else:
+            self._journal.sync()
+
+    def checkpoint(self) -> None:
+        """Write the whole state afresh and start an empty journal."""
+        self._check_open()
+        back: list[UrlInfo] = []
+        front: list[UrlInfo] = []
+        runs: dict[str, list[list[Any]]] = {}
+        for host in self._hosts.values():
+            for priority, lane in host.lanes.items():
+                if lane.front:
+                    front.extend(lane.front)
+                back.extend(lane.back)
+                if lane.blocks:
+                    runs.setdefault(host.key, []).append([priority, lane.blocks.tolist()])
+        unacked = sorted(self._unacked.values(), key=lambda i: i.seq)
+        old_snapshot, old_journal = self._snapshot, self._journal_name
+        self._snapshot = None
+        if back or front or unacked:
+            name = self._new_name("snapshot", "seg")
+            write_file(self.directory / name, b"".join(map(encode_item, back + front + unacked)))
+            self._snapshot = name
+            self._dirty.add(name)
+        for writer in self._writers.values():
+            writer.sync()
+        if self._fsync:
+            for name in self._dirty.difference(self._garbage):
+                fsync_path(self.directory / name)
+        self._dirty.clear()
+        journal_name = self._new_name("journal", "log")
+        journal = AppendFile(self.directory / journal_name)
+        state = {
+            "format": FORMAT_VERSION,
+            "next_seq": self._next_seq,
+            "next_segment": self._next_segment,
+            "spilled": self.spilled_total,
+            "snapshot": self._snapshot,
+            "snapshot_counts": [len(back), len(front), len(unacked)],
+            "journal": journal_name,
+            "segments": [s.to_json() for segs in self._log.values() for s in segs],
+            "runs": runs,
+            "blocks_max": self._blocks_max,
+            "tombstones": sorted(self._tombstones),
+        }
+        atomic_write(self.directory / STATE_FILE, json.dumps(state).encode(), self._fsync)
+        if self._journal is not None:
+            self._journal.close(discard=True)
+        self._journal, self._journal_name, self._journal_ops = journal, journal_name, 0
+        self._jbuf.clear()
+        self._garbage += [n for n in (old_snapshot, old_journal) if n]
+        for name in self._garbage:
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / name).unlink()
+        self._garbage.clear()
+
+    def close(self) -> None:
+        """Checkpoint and release files.  Un-acked items are delivered again on reopen."""
+        if self._closed:
+            return
+        self.checkpoint()
+        self._release_files(discard=False)
+
+    def abandon(self) -> None:
+        """Drop everything not yet synced and release files, as if killed (for tests)."""
+        self._jbuf.clear()
+        self._release_files(discard=True)
+
+    def __enter__(self) -> UrlQueueManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[UrlInfo]:
+        """Lease (without acking) until empty."""
+        while (item := self.lease()) is not None:
+            yield item
+
+    # --------------------------------------------------------- the journal
+    def _log_seq(self, op: bytes, seq: int) -> None:
+        self._jbuf += _SEQ_OP.pack(op, seq)
+        self._journal_ops += 1
+        if len(self._jbuf) >= _JOURNAL_BATCH:
+            self._frame_journal()
+
+    def _frame_journal(self) -> None:
+        if not self._jbuf:
+            return
+        if self._journal is None:
+            raise FrontierError("the queue is closed")
+        self._journal.write(frame_payload(bytes(self._jbuf)))
+        self._jbuf.clear()
+
+    def _release_files(self, *, discard: bool) -> None:
+        for writer in self._writers.values():
+            writer.close(discard=discard)
+        self._writers.clear()
+        if self._journal is not None:
+            self._journal.close(discard=discard)
+            self._journal = None
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FrontierError("the queue is closed")
+
+    def _new_name(self, kind: str, ext: str = "seg") -> str:
+        self._next_segment += 1
+        return f"{kind}-{self._next_segment:08d}.{ext}"
+
+    # ------------------------------------------------------ hosts and lanes
+    def _insert(self, item: UrlInfo) -> None:
+        """Queue ``item``: to the log if it sorts after the log's head, else memory."""
+        if self._log_count and item.priority <= self._log_top:
+            self._append_finding(item)
+            return
+        self._to_memory(item)
+        if self._mem > self.cache_size:
+            self._overflow()
+
+    def _to_memory(self, item: UrlInfo, key: str | None = None) -> None:
+        key = key or host_key(item.url)
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = _Host(key)
+        lane = host.lanes.get(item.priority)
+        if lane is None:
+            lane = host.lanes[item.priority] = _Lane()
+        lane.back.append(item)
+        if not host.mem:
+            self._mem_hosts[key] = host
+        host.mem += 1
+        host.size += 1
+        self._mem += 1
+        entry = host.entry
+        if entry is None or item.priority > -entry[0]:
+            self._touch(host)
+
+    def _touch(self, host: _Host) -> None:
+        """Put ``host`` in the ready heap under its best URL, unless it is
+        blocked or empty (then it leaves the heap)."""
+        if not host.size:
+            host.entry = None
+            self._hosts.pop(host.key, None)
+            return
+        if host.key in self._blocked:
+            host.entry = None
+            return
+        priority = max(host.lanes)
+        entry = (-priority, host.lanes[priority].head_seq(), host)
+        old = host.entry
+        if old is not None and old[0] == entry[0] and old[1] == entry[1]:
+            return
+        host.entry = entry
+        heapq.heappush(self._heap, entry)
+
+    def _retouch_head(self, host: _Host) -> None:
+        """After taking the head of ``host`` (at the top of the heap)."""
+        if not host.size:
+            host.entry = None
+            self._hosts.pop(host.key, None)
+            heapq.heappop(self._heap)
+            return
+        priority = max(host.lanes)
+        entry = (-priority, host.lanes[priority].head_seq(), host)
+        host.entry = entry
+        heapq.heapreplace(self._heap, entry)
+
+    def _wake(self, now: float) -> None:
+        timed = self._timed
+        while timed and timed[0][0] <= now:
+            until, key = heapq.heappop(timed)
+            if self._blocked.get(key) == until:
+                del self._blocked[key]
+                host = self._hosts.get(key)
+                if host is not None:
+                    self._touch(host)
+
+    def _take(self, host: _Host, priority: int) -> UrlInfo | None:
+        """Remove the head of one lane of ``host`` (None: its blocks held
+        only acked URLs; the lane is emptier, try again)."""
+        lane = host.lanes[priority]
+        if not lane.front and lane.blocks:
+            self._load_block(host, lane)
+        if lane.front:
+            item = lane.front.popleft()
+            if not lane.front and not lane.blocks:
+                lane.front = None
+        elif lane.back:
+            item = lane.back.popleft()
+        else:
+            item = None
+        if item is not None:
+            host.mem -= 1
+            host.size -= 1
+            self._mem -= 1
+            if not host.mem:
+                del self._mem_hosts[host.key]
+        if not lane.back and not lane.front and not lane.blocks:
+            del host.lanes[priority]
+        return item
+
+    def _give_back(self, item: UrlInfo) -> None:
+        """Put a leased ``item`` back where it sorts in its lane: before
+        everything queued after it, which is all but other given-back items."""
+        key = host_key(item.url)
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = _Host(key)
+        lane = host.lanes.get(item.priority)
+        if lane is None:
+            lane = host.lanes[item.priority] = _Lane()
+        if lane.blocks:
+            if lane.front is None:
+                lane.front = deque()
+            target = lane.front
+        else:
+            target = lane.back
+        at = 0
+        while at < len(target) and target[at].seq < item.seq:
+            at += 1
+        target.insert(at, item)
+        if not host.mem:
+            self._mem_hosts[key] = host
+        host.mem += 1
+        host.size += 1
+        self._mem += 1
+        host.entry = None
+        self._touch(host)
+
+    # ------------------------------------------------------------ spilling
+    def _limit(self) -> tuple[int, int] | None:
+        """What a URL moved to the log's front must sort after: every URL in
+        blocks and every URL taken (which may come back)."""
+        limit = self._blocks_max
+        if self._unacked:
+            taken = max((-i.priority, i.seq) for i in self._unacked.values())
+            limit = taken if limit is None else max(limit, taken)
+        return limit
+
+    def _overflow(self) -> None:
+        """Bring memory back to 3/4 of the cache: the newest URLs of the lowest
+        priority go to the front of the log while the order allows; the rest
+        of the excess goes to hosts' blocks, blocked hosts and big lanes first."""
+        to_spill = self._mem - (self.cache_size - self._spill_batch)
+        limit = self._limit()
+        while to_spill > 0:
+            lanes: dict[int, list[_Lane]] = {}
+            for host in self._mem_hosts.values():
+                for priority, lane in host.lanes.items():
+                    if lane.back:
+                        lanes.setdefault(priority, []).append(lane)
+            if not lanes:
+                break
+            priority = min(lanes)
+            seqs = sorted((i.seq for lane in lanes[priority] for i in lane.back), reverse=True)
+            eligible = seqs
+            if limit is not None:
+                eligible = [s for s in seqs if (-priority, s) > limit]
+            take = min(to_spill, len(eligible))
+            if not take:
+                break
+            threshold = eligible[take - 1]
+            spilled = self._cut_backs(lanes[priority], threshold)
+            self._push_waiting(priority, spilled)
+            to_spill -= take
+            if take < len(seqs):
+                break  # the rest of this priority sorts before what is left
+        if to_spill > 0:
+            hosts = sorted(
+                self._mem_hosts.values(), key=lambda h: (h.key not in self._blocked, -h.mem)
+            )
+            chosen = []
+            for host in hosts:
+                if to_spill <= 0:
+                    break
+                chosen.append(host)
+                to_spill -= host.mem
+            self._spill_hosts(chosen)
+
+    def _cut_backs(self, lanes: list[_Lane], threshold: int) -> list[UrlInfo]:
+        """Remove every URL of seq >= ``threshold`` from the backs of ``lanes``."""
+        cut: list[UrlInfo] = []
+        for lane in lanes:
+            back = lane.back
+            while back and back[-1].seq >= threshold:
+                cut.append(back.pop())
+        cut.sort(key=lambda i: i.seq)
+        touched = set()
+        for item in cut:
+            key = host_key(item.url)
+            host = self._hosts[key]
+            host.mem -= 1
+            host.size -= 1
+            touched.add(key)
+        self._mem -= len(cut)
+        for key in touched:
+            host = self._hosts[key]
+            for priority in [
+                p for p, lane in host.lanes.items() if not lane.back and not lane.blocks
+            ]:
+                del host.lanes[priority]
+            if not host.mem:
+                del self._mem_hosts[key]
+            host.entry = None
+            self._touch(host)
+        return cut
+
+    def _spill_hosts(self, hosts: list[_Host]) -> None:
+        """Move every URL in memory of ``hosts`` to blocks of their lanes, in
+        one waiting file: a lane's front becomes its first block, its back its last."""
+        if not hosts:
+            return
+        name = self._new_name("waiting")
+        number = self._next_segment
+        data = bytearray()
+        blocks = 0
+        for host in hosts:
+            for lane in host.lanes.values():
+                for part, first in ((lane.front, True), (lane.back, False)):
+                    if not part:
+                        continue
+                    start = len(data)
+                    for item in part:
+                        data += encode_item(item)
+                    block = array("q", (number, start, len(data), len(part), part[0].seq))
+                    last = (-part[-1].priority, part[-1].seq)
+                    if self._blocks_max is None or last > self._blocks_max:
+                        self._blocks_max = last
+                    if lane.blocks is None:
+                        lane.blocks = block
+                    elif first:
+                        lane.blocks = block + lane.blocks
+                    else:
+                        lane.blocks.extend(block)
+                    self._block_count += len(part)
+                    blocks += 1
+                lane.front = None
+                lane.back = deque()
+            self._mem -= host.mem
+            self.spilled_total += host.mem
+            host.mem = 0
+            del self._mem_hosts[host.key]
+        write_file(self.directory / name, bytes(data))
+        self._dirty.add(name)
+        self._block_refs[number] = blocks
+
+    def _load_block(self, host: _Host, lane: _Lane) -> None:
+        """Read the head of ``lane``'s first block into its front."""
+        blocks = lane.blocks
+        assert blocks is not None
+        number, offset, end, count, _ = blocks[:_BLOCK]
+        name = _waiting_name(number)
+        want = min(count, self._spill_batch)
+        items, after = read_items(self.directory / name, name, offset, end, want + 1)
+        if len(items) > want:  # one more was read to learn the next head
+            peek = items.pop()
+            after -= _record_size(peek)
+            blocks[1], blocks[3], blocks[4] = after, count - len(items), peek.seq
+            done = False
+        else:
+            if len(items) < count:
+                log.warning("frontier: %s lost %d URLs", name, count - len(items))
+            done = True
+        lost = count - len(items) if done else 0
+        self._block_count -= len(items) + lost
+        host.size -= lost
+        kept = self._drop_tombstones(items)
+        host.size -= len(items) - len(kept)
+        if done:
+            del blocks[:_BLOCK]
+            if not blocks:
+                lane.blocks = None
+            self._unref(number)
+            if self._block_count == 0:
+                self._blocks_max = None
+        if kept:
+            if lane.front is None:
+                lane.front = deque()
+            lane.front.extend(kept)
+            if not host.mem:
+                self._mem_hosts[host.key] = host
+            host.mem += len(kept)
+            self._mem += len(kept)
+        if not lane.blocks and lane.front:
+            lane.back.extendleft(reversed(lane.front))
+            lane.front = None
+
+    def _unref(self, number: int) -> None:
+        left = self._block_refs.get(number, 1) - 1
+        if left > 0:
+            self._block_refs[number] = left
+        else:
+            self._block_refs.pop(number, None)
+            self._garbage.append(_waiting_name(number))
+
+    def _drop_tombstones(self, items: list[UrlInfo]) -> list[UrlInfo]:
+        if not self._tombstones:
+            return items
+        kept = []
+        for item in items:
+            if item.seq in self._tombstones:
+                self._tombstones.discard(item.seq)
+            else:
+                kept.append(item)
+        return kept
+
+    # ------------------------------------------------------------- the log
+    def _append_finding(self, item: UrlInfo) -> None:
+        writer = self._writers.get(item.priority)
+        if writer is None or writer.segment.count >= _SEGMENT_RECORDS:
+            writer = self._open_writer(item.priority)
+        record = encode_item(item)
+        writer.write(record)
+        segment = writer.segment
+        segment.end += len(record)
+        segment.count += 1
+        self._log_count += 1
+
+    def _open_writer(self, priority: int) -> _Writer:
+        old = self._writers.pop(priority, None)
+        if old is not None:
+            old.close()
+        if len(self._writers) >= _MAX_OPEN_WRITERS:
+            victim = next(iter(self._writers))
+            self._writers.pop(victim).close()
+        name = self._new_name("finding")
+        segment = _Segment(name, "finding", priority, 0, 0, 0)
+        self._log.setdefault(priority, deque()).append(segment)
+        self._log_top = max(self._log_top, priority)
+        self._dirty.add(name)
+        writer = self._writers[priority] = _Writer(self.directory / name, segment)
+        return writer
+
+    def _push_waiting(self, priority: int, items: list[UrlInfo]) -> None:
+        """Write ``items`` (sorted) as a waiting segment at the front of the log of ``priority``."""
+        name = self._new_name("waiting")
+        data = b"".join(map(encode_item, items))
+        write_file(self.directory / name, data)
+        self._dirty.add(name)
+        segment = _Segment(name, "waiting", priority, 0, len(data), len(items))
+        self._log.setdefault(priority, deque()).appendleft(segment)
+        self._log_top = max(self._log_top, priority)
+        self._log_count += len(items)
+        self._log_waiting += len(items)
+        self.spilled_total += len(items)
+
+    def _refill(self) -> None:
+        """Move the log's head into memory, up to 3/4 of the cache."""
+        want = max(1, self.cache_size - self._spill_batch - self._mem)
+        while want > 0 and self._log:
+            priority = max(self._log)
+            segments = self._log[priority]
+            segment = segments[0]
+            writer = self._writers.get(priority)
+            if writer is not None and writer.segment is segment:
+                writer.sync()
+            items, after = read_items(
+                self.directory / segment.name, segment.name, segment.offset, segment.end, want
+            )
+            segment.offset = after
+            read = len(items) if after < segment.end else segment.count
+            if read > len(items):
+                log.warning("frontier: %s lost %d URLs", segment.name, read - len(items))
+            segment.count -= read
+            self._log_count -= read
+            if segment.kind == "waiting":
+                self._log_waiting -= read
+            for item in self._drop_tombstones(items):
+                self._to_memory(item)
+                want -= 1
+            if segment.count <= 0 or segment.offset >= segment.end:
+                segments.popleft()
+                if not segments:
+                    del self._log[priority]
+                    self._log_top = max(self._log, default=-math.inf)
+                if writer is not None and writer.segment is segment:
+                    writer.close()
+                    del self._writers[priority]
+                self._garbage.append(segment.name)
+            if not items:
+                want -= 1  # a segment of tombstones only: go on, but never forever
+
+    # ------------------------------------------------------------- loading
+    def _load(self) -> None:
+        state_path = self.directory / STATE_FILE
+        if not state_path.exists():
+            self._remove_unreferenced(set())
+            self.checkpoint()
+            return
+        try:
+            state = json.loads(state_path.read_text("utf-8"))
+            version = state["format"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise FrontierError(f"unreadable frontier state {state_path}: {exc}") from exc
+        if version != FORMAT_VERSION:
+            raise FrontierError(
+                f"frontier in {self.directory} has format {version}; "
+                f"this version of mpcrawler reads format {FORMAT_VERSION}"
+            )
+        try:
+            referenced = self._load_state(state)
+            snapshot, counts = state.get("snapshot"), state.get("snapshot_counts", [0, 0, 0])
+            journal = state.get("journal")
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise FrontierError(f"malformed frontier state {state_path}: {exc}") from exc
+        referenced.update(n for n in (snapshot, journal) if n)
+        self._remove_unreferenced(referenced)
+        puts, acked = self._read_journal(journal) if journal else ([], set())
+        taken: list[UrlInfo] = []
+        if snapshot:
+            items = self._read_whole(snapshot)
+            back, front = int(counts[0]), int(counts[1])
+            for n, item in enumerate(items):
+                if item.seq in acked:
+                    acked.discard(item.seq)
+                elif n < back:
+                    self._to_memory(item)
+                elif n < back + front:
+                    self._give_back(item)
+                else:
+                    taken.append(item)
+        for item in taken:  # before the puts: they sort before them
+            self._give_back(item)
+        for item in puts:
+            if item.seq != self._next_seq:
+                log.error(
+                    "frontier: journal %s does not follow its checkpoint; replay stopped", journal
+                )
+                break
+            self._next_seq += 1
+            self.recovered.append(item)
+            if item.seq in acked:
+                acked.discard(item.seq)
+            else:
+                self._insert(item)
+        self._tombstones.update(acked)  # acked, and still on disk
+        for host in list(self._hosts.values()):
+            host.entry = None
+            self._touch(host)
+        if self._mem > self.cache_size:
+            self._overflow()
+        self.checkpoint()
+
+    def _load_state(self, state: dict[str, Any]) -> set[str]:
+        """The checkpoint's log and blocks; returns the files they use."""
+        referenced: set[str] = set()
+        self._next_seq = int(state["next_seq"])
+        self._next_segment = int(state["next_segment"])
+        self.spilled_total = int(state.get("spilled", 0))
+        for name, kind, offset, end, count, priority in state["segments"]:
+            segment = _Segment(name, kind, int(priority), int(offset), int(end), int(count))
+            self._log.setdefault(segment.priority, deque()).append(segment)
+            self._log_count += segment.count
+            if kind == "waiting":
+                self._log_waiting += segment.count
+            referenced.add(name)
+        self._log_top = max(self._log, default=-math.inf)
+        for key, lanes in state["runs"].items():
+            host = self._hosts[key] = _Host(key)
+            for priority, flat in lanes:
+                lane = host.lanes[int(priority)] = _Lane()
+                lane.blocks = array("q", map(int, flat))
+                for number, count in zip(flat[0::_BLOCK], flat[3::_BLOCK], strict=True):
+                    self._block_refs[number] = self._block_refs.get(number, 0) + 1
+                    self._block_count += count
+                    host.size += count
+                    referenced.add(_waiting_name(number))
+        blocks_max = state.get("blocks_max")
+        self._blocks_max = tuple(blocks_max) if blocks_max else None  # type: ignore[assignment]
+        self._tombstones = set(map(int, state.get("tombstones", [])))
+        return referenced
+
+    def _read_whole(self, name: str) -> list[UrlInfo]:
+        self._garbage.append(name)
+        return decode_items(read_frames(self.directory / name, name), name)
+
+    def _read_journal(self, name: str) -> tuple[list[UrlInfo], set[int]]:
+        """The journal's puts, and the seqs it acked (leases and releases do
+        not matter: everything not acked is queued again)."""
+        self._garbage.append(name)
+        puts: list[UrlInfo] = []
+        acked: set[int] = set()
+        try:
+            for op, value in _parse_journal(read_frames(self.directory / name, name), name):
+                if op == _PUT:
+                    puts.append(value)
+                elif op == _ACK:
+                    acked.add(value)
+        except (FrontierError, struct.error, UnicodeDecodeError) as exc:
+            log.error("frontier: journal %s: %s; replay stopped there", name, exc)
+        return puts, acked
+
+    def _remove_unreferenced(self, referenced: set[str]) -> None:
+        for path in self.directory.iterdir():
+            match = _FILE_NAME.match(path.name)
+            if match:
+                self._next_segment = max(self._next_segment, int(match.group(2)))
+                if path.name not in referenced:
+                    path.unlink()
+            elif path.name.endswith(".tmp"):
+                path.unlink()

@@ -1,0 +1,203 @@
+"""The Frontier contract, run against every implementation under every
+interleaving hypothesis finds: dedup, per-host order, priorities, blocked
+hosts, leases given back, reopening and crashes.
+
+The reference model is small on purpose.  Per host the best URL is the one
+of highest priority, admitted first; across the hosts that are not blocked,
+the best of those bests goes first.  That is the same as: the URL of least
+``(-priority, admission number)`` among the hosts not blocked.  Closing and
+reopening puts every taken URL back; a crash goes back to the last ``sync``
+(the queue) and the last ``checkpoint`` (URLs marked seen by an ack).
+Politeness (``block``) is never persisted.
+
+To add an implementation, add its factory to ``IMPLEMENTATIONS``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from mpcrawler.frontier import FOREVER, Frontier, LocalFrontier
+
+HOSTS = ["http://a.test", "http://b.test", "http://c.test:8080"]
+
+
+def _local_crash(frontier: Any) -> None:
+    frontier.queue.abandon()
+    frontier.seen._pending.clear()  # what a killed process never flushed
+    frontier.seen._cache.close()
+
+
+@dataclass
+class Implementation:
+    open: Callable[[str, int], Any]
+    crash: Callable[[Any], None]  # leave it as a killed process would
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "local": Implementation(
+        lambda directory, cache_size: LocalFrontier(directory, cache_size, fsync=False),
+        _local_crash,
+    ),
+}
+
+
+@dataclass
+class Model:
+    queued: dict[int, tuple[int, int, str, int]] = field(default_factory=dict)  # seq -> key
+    taken: dict[int, tuple[int, int, str, int]] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+    hop_seen: set[str] = field(default_factory=set)
+
+    def copy(self) -> Model:
+        return Model(dict(self.queued), dict(self.taken), set(self.seen), set(self.hop_seen))
+
+
+class FrontierContract(RuleBasedStateMachine):
+    impl: Implementation
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="frontier-contract-")
+        self.model = Model()
+        self.synced = Model()
+        self.checkpointed_hops: set[str] = set()
+        self.leased: dict[int, Any] = {}
+        self.blocked: dict[str, float] = {}
+        self.counter = 0
+        self.now = 1000.0
+
+    @initialize(cache_size=st.integers(min_value=1, max_value=6))
+    def open_frontier(self, cache_size: int) -> None:
+        self.cache_size = cache_size
+        self.f = self.impl.open(self.dir, cache_size)
+        assert isinstance(self.f, Frontier)
+
+    @rule(
+        host=st.sampled_from(HOSTS),
+        priority=st.integers(min_value=-2, max_value=2),
+        depth=st.integers(0, 3),
+    )
+    def admit(self, host: str, priority: int, depth: int) -> None:
+        url = f"{host}/{self.counter}"
+        assert self.f.admit(url, depth, priority)
+        self.model.queued[self.counter] = (-priority, self.counter, url, depth)
+        self.model.seen.add(url)
+        self.counter += 1
+
+    @precondition(lambda self: self.model.seen)
+    @rule(data=st.data())
+    def admit_again(self, data: st.DataObject) -> None:
+        url = data.draw(st.sampled_from(sorted(self.model.seen | self.model.hop_seen)))
+        assert not self.f.admit(url, 0, 5)
+        assert self.f.is_seen(url)
+
+    def _ready(self, key: tuple[int, int, str, int]) -> bool:
+        host = key[2].rsplit("/", 1)[0]
+        return self.blocked.get(host, 0) <= self.now
+
+    @rule(advance=st.sampled_from([0.0, 1.0, 5.0]))
+    def lease(self, advance: float) -> None:
+        self.now += advance
+        item = self.f.lease(self.now)
+        ready = [k for k in self.model.queued.values() if self._ready(k)]
+        if not ready:
+            assert item is None
+            return
+        key = min(ready)
+        assert item is not None, f"expected {key[2]}"
+        assert (item.url, item.priority, item.depth) == (key[2], -key[0], key[3])
+        del self.model.queued[key[1]]
+        self.model.taken[key[1]] = key
+        self.leased[key[1]] = item
+
+    @precondition(lambda self: self.model.taken)
+    @rule(data=st.data(), with_hop=st.booleans())
+    def ack(self, data: st.DataObject, with_hop: bool) -> None:
+        seq = data.draw(st.sampled_from(sorted(self.model.taken)))
+        hops = [f"{HOSTS[0]}/hop-{seq}"] if with_hop else []
+        self.f.ack(self.leased.pop(seq), seen=hops)
+        del self.model.taken[seq]
+        self.model.hop_seen.update(hops)
+
+    @precondition(lambda self: self.model.taken)
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        seq = data.draw(st.sampled_from(sorted(self.model.taken)))
+        self.f.release(self.leased.pop(seq))
+        self.model.queued[seq] = self.model.taken.pop(seq)
+
+    @rule(host=st.sampled_from(HOSTS), wait=st.sampled_from([0.0, 2.0, 10.0, FOREVER]))
+    def block(self, host: str, wait: float) -> None:
+        until = 0.0 if wait == 0 else FOREVER if wait == FOREVER else self.now + wait
+        self.f.block(host, until)
+        if until:
+            self.blocked[host] = until
+        else:
+            self.blocked.pop(host, None)
+
+    def _back_in_place(self) -> None:
+        self.model.queued.update(self.model.taken)
+        self.model.taken.clear()
+        self.leased.clear()
+        self.blocked.clear()
+
+    @rule(cache_size=st.one_of(st.none(), st.integers(min_value=1, max_value=6)))
+    def reopen(self, cache_size: int | None) -> None:
+        if cache_size is not None:
+            self.cache_size = cache_size
+        self.f.close()
+        self.f = self.impl.open(self.dir, self.cache_size)
+        self._back_in_place()
+        self.checkpointed_hops = set(self.model.hop_seen)
+        self.synced = self.model.copy()
+
+    @rule()
+    def sync(self) -> None:
+        self.f.sync()
+        self.synced = self.model.copy()
+
+    @rule()
+    def checkpoint(self) -> None:
+        self.f.checkpoint()
+        self.synced = self.model.copy()
+        self.checkpointed_hops = set(self.model.hop_seen)
+
+    @rule()
+    def crash(self) -> None:
+        self.impl.crash(self.f)
+        self.f = self.impl.open(self.dir, self.cache_size)
+        self.model = self.synced.copy()
+        self.model.hop_seen = set(self.checkpointed_hops)
+        self._back_in_place()
+        for url in self.model.seen | self.model.hop_seen:
+            assert self.f.is_seen(url), url
+
+    @invariant()
+    def counts_match(self) -> None:
+        if hasattr(self, "f"):
+            assert len(self.f) == len(self.model.queued)
+            stats = self.f.stats()
+            assert stats["queued"] == len(self.model.queued)
+            assert stats["taken"] == len(self.model.taken)
+
+    def teardown(self) -> None:
+        if hasattr(self, "f"):
+            self.f.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
+def test_frontier_contract(name: str) -> None:
+    machine = type(f"Contract_{name}", (FrontierContract,), {"impl": IMPLEMENTATIONS[name]})
+    machine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
+    machine.TestCase().runTest()
