@@ -25,6 +25,7 @@ from bs4.dammit import EncodingDetector
 from lxml import etree
 
 from .downloader import Response
+from .messages import Link
 from .modules import Module
 from .settings import Settings
 
@@ -58,7 +59,7 @@ class Analysis:
     ``item`` fields for the record."""
 
     base: str
-    links: list[str] = field(default_factory=list)
+    links: list[str | Link] = field(default_factory=list)  # hrefs, or Link(href, priority)
     item: dict[str, Any] = field(default_factory=dict)
 
 

@@ -101,6 +101,14 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-pages", type=_positive_int, help="stop after this many records")
     p.add_argument("--max-depth", type=_non_negative_int, help="seeds are depth 0")
     p.add_argument(
+        "--depth-priority",
+        type=int,
+        default=0,
+        metavar="N",
+        help="subtract N x depth from each URL's priority: N > 0 crawls breadth-first, "
+        "N < 0 depth-first (default 0: first in, first out)",
+    )
+    p.add_argument(
         "--allow-domain",
         action="append",
         default=[],
@@ -243,7 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crawl.add_argument("seeds", nargs="*", metavar="SEED", help="http(s) URLs to start from")
     crawl.add_argument(
-        "--seeds-file", metavar="F", help="one URL a line; blank lines and # comments ignored"
+        "--seeds-file",
+        metavar="F",
+        help="one URL a line, optionally followed by a TAB and its integer priority; "
+        "blank lines and # comments ignored",
     )
     _add_crawl_options(crawl)
 
@@ -277,8 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def read_seeds(args: argparse.Namespace) -> list[str]:
+def read_seeds(args: argparse.Namespace) -> tuple[list[str], dict[str, int]]:
+    """The seeds, and the priorities the seeds file gave some of them
+    (``URL<TAB>PRIORITY``; a seed without one has priority 0)."""
     seeds: list[str] = []
+    priorities: dict[str, int] = {}
     for seed in args.seeds:
         try:
             seeds.append(canonicalize(seed))
@@ -294,15 +308,22 @@ def read_seeds(args: argparse.Namespace) -> list[str]:
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
+            text, tab, priority = text.partition("\t")
             try:
-                seeds.append(canonicalize(text))
-            except InvalidURL:
+                url = canonicalize(text.strip())
+                if tab:
+                    priorities[url] = int(priority.strip())
+                seeds.append(url)
+            except (InvalidURL, ValueError):
                 bad.append(str(number))
         if bad:
-            raise UsageError(f"malformed URL in {args.seeds_file} on line(s) {', '.join(bad)}")
+            raise UsageError(
+                f"malformed line(s) {', '.join(bad)} in {args.seeds_file}: "
+                "each line is a URL, optionally a TAB and an integer priority"
+            )
     if not seeds:
         raise UsageError("no seed URLs given")
-    return seeds
+    return seeds, priorities
 
 
 def _check_writable(path: Path, what: str) -> None:
@@ -320,8 +341,11 @@ def _check_writable(path: Path, what: str) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    seeds, seed_priorities = read_seeds(args)
     return Settings(
-        seeds=read_seeds(args),
+        seeds=seeds,
+        seed_priorities=seed_priorities,
+        depth_priority=args.depth_priority,
         workers=args.workers,
         threads=args.threads,
         out=args.out,

@@ -48,7 +48,7 @@ from typing import Any
 from . import stopsignals
 from .analyzer import BUILTIN_ANALYZERS
 from .errors import CrawlError
-from .frontier import SeenSet, UrlQueueManager
+from .frontier import LocalFrontier
 from .jobdir import JobDir, JobState, count_record, recount
 from .modules import load_object, object_path
 from .pipelines import JsonLinesPipeline, Pipeline
@@ -56,7 +56,7 @@ from .pool import PoolError, WorkerPool
 from .progress import Progress
 from .scheduler import Request, Scheduler
 from .settings import Settings
-from .urls import InvalidURL, Scope, canonicalize
+from .urls import InvalidURL, Scope, canonicalize, host_key
 from .worker import process_usage
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
@@ -146,11 +146,7 @@ class Crawler:
         self.job.runs += 1
         self.job.run_starts.append(round(time.time(), 3))
         self.job.state = "running"
-        self.frontier = UrlQueueManager(state_dir / "frontier", cache_size=s.cache_size)
-        self.seen = SeenSet(state_dir / "seen")
-        for item in self.frontier.recovered:  # puts replayed after a crash
-            self.seen.add(item.url)
-        self.frontier.recovered.clear()
+        self.frontier = LocalFrontier(state_dir, cache_size=s.cache_size)
         self.pipelines = [self._make_pipeline(p) for p in self._pipeline_specs]
         self.output = JsonLinesPipeline(self.out)
         self.pipelines.append(self.output)
@@ -164,6 +160,7 @@ class Crawler:
             retry_delay=s.retry_delay,
             max_hosts=s.max_active_hosts,
             max_pace=s.max_retry_after,
+            block=self.frontier.block,
         )
         self.pool = WorkerPool(
             s.workers,
@@ -197,7 +194,7 @@ class Crawler:
                 self._recount_from_output()
             self.pages_started = self._pages_at_start = self.pages_done
             for seed in s.seeds:
-                self._admit(seed, 0)
+                self._admit(seed, 0, s.seed_priorities.get(seed, 0))
             self._checkpoint()
             log.info(
                 "crawl started (run %d): seeds %s, %d workers x %d slots, job dir %s, output %s",
@@ -266,16 +263,15 @@ class Crawler:
                 if not self.pool.in_flight or now >= grace_deadline:
                     return
             else:
-                self._fill()
-                assigned, refused = self.scheduler.dispatch()
+                assigned, refused = self.scheduler.dispatch(self._lease)
                 for request, reason, kind in refused:
                     self._finish(request, {"error": reason, "error_kind": kind})
                 self.pool.send(assigned)
                 if not self.pool.in_flight and not self.scheduler.queued and not self._can_pull():
                     self._finished = True
                     return
-            timeout = self.scheduler.next_event()
-            self.pool.wait(0.5 if timeout is None else min(timeout, 0.5))
+            held = self.scheduler.next_event()
+            self.pool.wait(min(0.5 if held is None else held, self._frontier_wait()))
             self.frontier.sync()
             now = time.monotonic()
             if now - self._last_hang_check >= 1.0:
@@ -291,17 +287,25 @@ class Crawler:
         limit = self.settings.max_pages
         return limit is None or self.pages_started < limit
 
-    def _fill(self) -> None:
-        """Move items from the frontier into the scheduler, up to a buffer
-        big enough to keep every slot busy while some hosts wait."""
-        buffer = max(1000, 16 * self.settings.workers * self.settings.threads)
-        while self.scheduler.queued < buffer and self._can_pull():
-            item = self.frontier.get()
-            if item is None:
-                break
-            self.pages_started += 1
-            request = self.scheduler.new_request(item.url, depth=item.depth, info=item)
-            self.scheduler.submit(request)
+    def _lease(self, now: float) -> Request | None:
+        """The frontier's best URL of a host that may be fetched now, as a
+        request (None when there is none, or the page budget is spent)."""
+        if not self._can_pull():
+            return None
+        item = self.frontier.lease(now)
+        if item is None:
+            return None
+        self.pages_started += 1
+        return self.scheduler.new_request(
+            item.url, depth=item.depth, priority=item.priority, info=item
+        )
+
+    def _frontier_wait(self) -> float:
+        """Seconds until a host blocked in the frontier may be ready (0.5 at most)."""
+        when = self.frontier.next_ready()
+        if when is None or not self.scheduler.slots:
+            return 0.5
+        return max(0.0, when - time.monotonic())
 
     # -------------------------------------------------------------- results
     def _on_lost(self, request: Request) -> None:
@@ -382,12 +386,13 @@ class Crawler:
             return target, "out of scope"
         if target == request.first_url or target in request.hops:
             return target, "redirect loop"
-        if target in self.chain_urls or target in self.seen:
+        if target in self.chain_urls or self.frontier.is_seen(target):
             return target, "already seen"
         self.chain_urls.add(target)
         hop = self.scheduler.new_request(
             target,
             depth=request.depth,
+            priority=request.priority,
             info=request.info,
             origin=request.first_url,
             hops=[*request.hops, target],
@@ -410,6 +415,7 @@ class Crawler:
             "final_url": request.url,
             "status": status,
             "depth": request.depth,
+            "priority": request.priority,
             "content_type": result.get("content_type") or None,
             "bytes": result.get("bytes", 0),
             "title": item.get("title"),
@@ -428,16 +434,16 @@ class Crawler:
                 record[key] = result[key]
         if self.settings.record_links:
             record["outlinks"] = [
-                {"url": url, "in_scope": in_scope} for url, in_scope in result.get("all_links", ())
+                {"url": url, "in_scope": in_scope, "priority": priority}
+                for url, in_scope, priority in result.get("all_links", ())
             ]
         for key, value in item.items():
             record.setdefault(key, value)
         self._emit(record)
         for hop in request.hops:
-            self.seen.add(hop)
             self.chain_urls.discard(hop)
         if request.info is not None:
-            self.frontier.ack(request.info)
+            self.frontier.ack(request.info, seen=request.hops)
         self.pages_done += 1
         count_record(record, self.statuses, self.errors)
 
@@ -462,19 +468,23 @@ class Crawler:
         max_depth = self.settings.max_depth
         if max_depth is not None and depth > max_depth:
             return 0
-        return sum(self._admit(url, depth) for url in links if url not in self.chain_urls)
+        return sum(
+            self._admit(url, depth, priority)
+            for url, priority in links
+            if url not in self.chain_urls
+        )
 
-    def _admit(self, url: str, depth: int) -> bool:
-        """Queue ``url`` unless it was seen or its host's page budget is spent."""
+    def _admit(self, url: str, depth: int, priority: int) -> bool:
+        """Queue ``url`` unless it was seen or its host's page budget is spent;
+        ``--depth-priority`` N takes N x depth off its priority."""
         budget = self.settings.max_pages_per_host
-        host = url.split("/", 3)[2]
+        host = host_key(url)
         if budget is not None and self.host_pages[host] >= budget:
-            if url not in self.seen:
+            if not self.frontier.is_seen(url):
                 self.links_dropped["host_budget"] += 1
             return False
-        if not self.seen.add(url):
+        if not self.frontier.admit(url, depth, priority - self.settings.depth_priority * depth):
             return False
-        self.frontier.put(url, depth=depth)
         if budget is not None:
             self.host_pages[host] += 1
         return True
@@ -487,8 +497,7 @@ class Crawler:
     def _checkpoint(self) -> None:
         for pipeline in self.pipelines:
             pipeline.flush()
-        self.frontier.flush()
-        self.seen.flush()
+        self.frontier.checkpoint()
         if self.job_dir:
             self.jobdir.write(self.settings.to_dict(), self._job_state())
         self._last_checkpoint = time.monotonic()
@@ -544,7 +553,7 @@ class Crawler:
             )
         except OSError as exc:
             log.error("cannot write %s: %s", self.stats_path, exc)
-        for closer in [*(p.close for p in self.pipelines), self.frontier.close, self.seen.close]:
+        for closer in [*(p.close for p in self.pipelines), self.frontier.close]:
             try:
                 closer()
             except Exception as exc:
@@ -592,6 +601,7 @@ class Crawler:
         run_elapsed = time.monotonic() - self._started
         run_pages = self.pages_done - getattr(self, "_pages_at_start", self.pages_done)
         summaries = sorted(self.module_summaries.values(), key=lambda m: m["id"])
+        frontier_stats = self.frontier.stats()
         modules = [m for m in summaries if m["type"] != "Worker"]
         modules += [p.summary() for p in self.pipelines]
         processes = {
@@ -612,9 +622,9 @@ class Crawler:
             "pages_per_s": round(run_pages / run_elapsed, 2) if run_elapsed > 0 else 0.0,
             "total_elapsed_s": round(job.elapsed_s, 3),
             "runs": job.runs,
-            "frontier": self.frontier.stats(),
+            "frontier": {k: v for k, v in frontier_stats.items() if k != "seen"},
             **{k: v for k, v in self._progress_fields().items() if k != "errors"},
-            "seen": len(self.seen),
+            "seen": frontier_stats["seen"],
             "links_dropped": dict(self.links_dropped),
             "workers": self.settings.workers,
             "threads": self.settings.threads,

@@ -26,7 +26,7 @@ from typing import Any
 
 from .__version__ import __version__
 from .errors import JobConflict
-from .frontier import inspect
+from .frontier import LocalFrontier
 
 __all__ = [
     "JOB_FORMAT",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # 2: URLs canonical by the WHATWG URL Standard (the seen set holds their digests).
-JOB_FORMAT = 2
+JOB_FORMAT = 3
 JOB_FILE = "job.json"
 # Settings that decide what gets crawled: a resume must not change them.
 SCOPE_SETTINGS = (
@@ -127,7 +127,7 @@ class JobDir:
     def status(self) -> dict[str, Any]:
         """A read-only view for ``mpcrawler status``; never writes."""
         settings, state = self.read()
-        counts = inspect(self.path / "frontier")
+        counts = LocalFrontier.inspect(self.path)
         return {
             "job_dir": str(self.path),
             "state": state.state,

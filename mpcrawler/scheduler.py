@@ -1,12 +1,20 @@
-"""The scheduler: a queued scheduler with per-host politeness, in the master.
+"""The scheduler: per-host politeness, in the master.
 
 Two queues meet here, after the classic queued-scheduler design: requests,
 and idle worker slots (one entry per free slot, announced by the workers).
-``dispatch()`` hands the head request of the next ready host to the head idle
-slot.  Requests wait in one FIFO queue per host; a heap orders hosts by the
-time each may be hit next, so a host that must wait (delay, Crawl-delay,
-concurrency limit, robots.txt not yet known) never idles the pool while
-another host has work.  Retries wait in a heap of their own, holding no slot.
+``dispatch()`` fills free slots.  New work comes from the frontier, leased
+one URL at a time, and the frontier only hands out URLs of hosts that may be
+fetched now: the scheduler tells it, through the ``block`` callback, which
+hosts must wait (delay, Crawl-delay, Retry-After, pacing, the concurrency
+limit, robots.txt not yet known) and until when.  So no host's backlog can
+delay another host.
+
+What the scheduler itself holds is only work already leased: requests that
+wait for their host's robots.txt, redirect hops, requests given back by a
+crashed worker, and retries (in a heap of their own, holding no slot).  They
+wait in one FIFO per host, ahead of the frontier's URLs of that host (the
+host stays blocked in the frontier while its FIFO holds any), and a heap
+orders those hosts by the time each may be hit next.
 
 robots.txt is fetched once per host, before any other request to that host,
 as a request of kind ``robots`` that goes through the same slots.  The master
@@ -27,14 +35,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .frontier import UrlInfo
+from .frontier import FOREVER, UrlInfo
 from .robots import RobotsRules
+from .urls import host_key
 
 __all__ = ["MAX_CRAWL_DELAY", "Host", "Request", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
 MAX_CRAWL_DELAY = 30.0
+MAX_REFUSED_PER_DISPATCH = 1000  # a host given up drains this fast, and no faster
 ROBOTS_ATTEMPTS = 3  # a host whose robots.txt fails this often is given up
 # Failures no retry can mend: a host whose robots.txt fails so is given up at once.
 PERMANENT_FAILURES = frozenset({"tls", "dns", "blocked_address"})
@@ -71,6 +81,7 @@ class Request:
     url: str
     host: str  # scheme://host[:port], the unit of politeness
     depth: int = 0
+    priority: int = 0
     kind: str = "page"  # "page" or "robots"
     info: UrlInfo | None = None  # the frontier item to ack when the chain ends
     origin: str | None = None  # the first URL of a redirect chain
@@ -104,12 +115,7 @@ class Host:
     good_run: int = 0
     timeouts: int = 0  # in a row
     scheduled: bool = False
-
-
-def host_key(url: str) -> str:
-    scheme_end = url.find("://")
-    end = url.find("/", scheme_end + 3)
-    return url if end < 0 else url[:end]
+    blocked_until: float = 0.0  # what the frontier was last told
 
 
 class Scheduler:
@@ -133,6 +139,7 @@ class Scheduler:
         retry_delay: float = 1.0,
         max_hosts: int | None = None,
         max_pace: float = 60.0,
+        block: Callable[[str, float], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host_concurrency = host_concurrency
@@ -144,6 +151,7 @@ class Scheduler:
         self.clock = clock
         self.max_hosts = max_hosts
         self.max_pace = max_pace
+        self.block = block or (lambda host, until: None)
         self.pace_changes = 0
         self.hosts: dict[str, Host] = {}  # least recently given work first
         self.slots: deque[int] = deque()
@@ -161,7 +169,9 @@ class Scheduler:
         host = self._host(request.host)
         host.queue.append(request)
         self.queued += 1
-        self._schedule(host, self.clock())
+        now = self.clock()
+        self._schedule(host, now)
+        self._sync(host, now)
 
     def retry_later(self, request: Request, when: float) -> None:
         heapq.heappush(self._delayed, (when, next(self._order), request))
@@ -173,7 +183,9 @@ class Scheduler:
         host.in_flight -= 1
         if request.kind == "robots":
             return  # robots_result() reschedules the host
-        self._schedule(host, max(self.clock(), host.next_start))
+        now = self.clock()
+        self._schedule(host, max(now, host.next_start))
+        self._sync(host, now)
 
     def robots_result(
         self,
@@ -232,6 +244,7 @@ class Scheduler:
             host.robots = None
             host.robots_state = "ready"
         self._schedule(host, now)
+        self._sync(host, now)
 
     # ---------------------------------------------------------------- slots
     def add_slots(self, worker: int, count: int = 1) -> None:
@@ -241,8 +254,12 @@ class Scheduler:
         self.slots = deque(w for w in self.slots if w != worker)
 
     # ------------------------------------------------------------- dispatch
-    def dispatch(self) -> tuple[list[tuple[int, Request]], list[tuple[Request, str, str]]]:
-        """Match ready requests to free slots.
+    def dispatch(
+        self, lease: Callable[[float], Request | None] | None = None
+    ) -> tuple[list[tuple[int, Request]], list[tuple[Request, str, str]]]:
+        """Match ready requests to free slots: those held here first, then
+        new ones from ``lease`` (the frontier's next URL of a host not
+        blocked, as a Request, or None).
 
         Returns ``(assigned, refused)``: ``(worker, request)`` pairs to send,
         and requests that will never be fetched, with the reason and its
@@ -253,7 +270,13 @@ class Scheduler:
         assigned: list[tuple[int, Request]] = []
         refused: list[tuple[Request, str, str]] = []
         ready = self._ready
-        while self.slots and ready and ready[0][0] <= now:
+        while self.slots and len(refused) < MAX_REFUSED_PER_DISPATCH:
+            if not (ready and ready[0][0] <= now):
+                leased = lease(now) if lease is not None else None
+                if leased is None:
+                    break
+                self.submit(leased)
+                continue
             _, _, key = heapq.heappop(ready)
             host = self.hosts[key]
             host.scheduled = False
@@ -265,6 +288,7 @@ class Scheduler:
                     refused.extend((r, reason, host.robots_error_kind) for r in host.queue)
                     self.queued -= len(host.queue)
                     host.queue.clear()
+                    self._sync(host, now)  # its URLs come out of the frontier to be refused
                 elif host.robots_state == "unknown":
                     if now < host.robots_retry_at:
                         self._schedule(host, host.robots_retry_at)
@@ -273,6 +297,7 @@ class Scheduler:
                     host.robots_state = "fetching"
                     host.in_flight += 1
                     assigned.append((self._take_slot(robots, now), robots))
+                    self._sync(host, now)
                 continue
             if now < host.next_start:
                 self._schedule(host, host.next_start)
@@ -282,11 +307,13 @@ class Scheduler:
             if host.robots is not None and not host.robots.allows(request.url):
                 refused.append((request, "disallowed by robots.txt", "robots"))
                 self._schedule(host, now)
+                self._sync(host, now)
                 continue
             host.in_flight += 1
             host.next_start = now + max(host.delay, host.pace)
             assigned.append((self._take_slot(request, now), request))
             self._schedule(host, max(now, host.next_start))
+            self._sync(host, now)
         return assigned, refused
 
     def answered(
@@ -309,6 +336,7 @@ class Scheduler:
             host.next_start = max(host.next_start, self.clock() + host.pace)
         if retry_after:
             host.next_start = max(host.next_start, self.clock() + min(retry_after, self.max_pace))
+        self._sync(host, self.clock())
         if host.pace != before:
             self.pace_changes += 1
             why = f"HTTP {status}" if status in (429, 503) else "timeouts" if throttled else "ok"
@@ -371,6 +399,26 @@ class Scheduler:
                 continue
             del self.hosts[key]
 
+    def _sync(self, host: Host, now: float) -> None:
+        """Tell the frontier until when ``host`` must wait (``ready_at``)."""
+        until = self.ready_at(host, now)
+        if until != host.blocked_until:
+            host.blocked_until = until
+            self.block(host.key, until)
+
+    def ready_at(self, host: Host, now: float) -> float:
+        """When the frontier may hand out ``host``'s next URL: 0 (now), a
+        time, or FOREVER (until something here changes).  Pure politeness:
+        requests held here go first; then the concurrency limit, robots.txt
+        being fetched or waited for, and the spacing between starts."""
+        if host.queue or host.in_flight >= host.limit:
+            return FOREVER
+        if self.use_robots and host.robots_state == "fetching":
+            return FOREVER
+        if host.next_start > now:
+            return host.next_start
+        return 0.0
+
     def _schedule(self, host: Host, when: float) -> None:
         if host.scheduled or not host.queue or host.in_flight >= host.limit:
             return
@@ -389,3 +437,4 @@ class Scheduler:
             host = self._host(request.host)
             host.queue.appendleft(request)
             self._schedule(host, now)
+            self._sync(host, now)

@@ -42,6 +42,8 @@ class Settings:
     job_dir: str | None = None
     max_pages: int | None = None
     max_depth: int | None = None
+    depth_priority: int = 0
+    seed_priorities: dict[str, int] = field(default_factory=dict)
     allow_domains: list[str] = field(default_factory=list)
     user_agent: str = DEFAULT_USER_AGENT
     quiet: bool = False

@@ -46,6 +46,7 @@ from typing import Any
 from . import stopsignals
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
+from .messages import Link, link_parts
 from .modules import load_object
 from .robots import decode_robots
 from .settings import Settings
@@ -131,23 +132,30 @@ class LinkResolver:
         self._memo[key] = url
         return url
 
-    def resolve(self, hrefs: list[str], base: str) -> tuple[int, list[str]]:
+    def resolve(self, hrefs: list[str | Link], base: str) -> tuple[int, list[str]]:
         """(number of distinct fetchable links, the in-scope ones in page order)."""
         links = self.resolve_all(hrefs, base)
-        return len(links), [url for url, in_scope in links if in_scope]
+        return len(links), [url for url, in_scope, _ in links if in_scope]
 
-    def resolve_all(self, hrefs: list[str], base: str) -> list[tuple[str, bool]]:
+    def resolve_all(self, hrefs: list[str | Link], base: str) -> list[tuple[str, bool, int]]:
         """The distinct fetchable links in page order, each with whether the
-        crawl's scope allows it."""
-        found: dict[str, bool] = {}
+        crawl's scope allows it and its priority (a Link's, else 0; the
+        highest, for a URL linked more than once)."""
+        found: dict[str, tuple[bool, int]] = {}
         allows = self.scope.allows
-        for href in hrefs:
+        for link in hrefs:
+            href, priority = (link, 0) if type(link) is str else link_parts(link)
             if len(href) > self.max_url_length * 3:
                 continue
             url = self.canonical(href, base)
-            if url is not None and url not in found:
-                found[url] = allows(url)
-        return list(found.items())
+            if url is None:
+                continue
+            known = found.get(url)
+            if known is None:
+                found[url] = (allows(url), priority)
+            elif priority > known[1]:
+                found[url] = (known[0], priority)
+        return [(url, in_scope, priority) for url, (in_scope, priority) in found.items()]
 
 
 class _Worker:
@@ -305,7 +313,7 @@ class _Worker:
             base = document_base(analysis.base, url)
             links = self.resolver.resolve_all(analysis.links, base)
             result["links"] = len(links)
-            result["outlinks"] = [url for url, in_scope in links if in_scope]
+            result["outlinks"] = [(url, priority) for url, in_scope, priority in links if in_scope]
             if self.settings.record_links:
                 result["all_links"] = links
             result["item"] = analysis.item

@@ -58,6 +58,9 @@ class LocalFrontier:
     def block(self, host: str, until: float) -> None:
         self.queue.block(host, until)
 
+    def next_ready(self) -> float | None:
+        return self.queue.next_ready()
+
     def sync(self) -> None:
         self.queue.sync()
 

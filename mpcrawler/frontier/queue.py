@@ -351,6 +351,11 @@ class UrlQueueManager:
         if queued is not None:
             queued.entry = None
 
+    def next_ready(self) -> float | None:
+        """The earliest time a host blocked until then becomes ready (None:
+        none is); it may have nothing queued."""
+        return self._timed[0][0] if self._timed else None
+
     def blocked(self, host: str) -> float:
         """Until when ``host`` is blocked (0: not blocked)."""
         return self._blocked.get(host, 0.0)
