@@ -242,9 +242,9 @@ def test_record_links_gives_the_link_graph(tmp_path: Path) -> None:
         plain = crawl_records(base + "/", tmp_path / "without", "--no-robots")
     [root] = [r for r in graph if r["url"] == base + "/"]
     assert root["outlinks"] == [
-        {"url": base + "/b", "in_scope": True},
-        {"url": base + "/a", "in_scope": True},
-        {"url": "http://elsewhere.test/x", "in_scope": False},
+        {"url": base + "/b", "in_scope": True, "priority": 0},
+        {"url": base + "/a", "in_scope": True, "priority": 0},
+        {"url": "http://elsewhere.test/x", "in_scope": False, "priority": 0},
     ]
     assert root["links"] == 3 and root["new_links"] == 2
     assert all("outlinks" not in r for r in plain)
