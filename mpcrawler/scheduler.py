@@ -165,11 +165,13 @@ class Scheduler:
     def new_request(self, url: str, **fields: object) -> Request:
         return Request(next(self._ids), url, host_key(url), **fields)  # type: ignore[arg-type]
 
-    def submit(self, request: Request) -> None:
+    def submit(self, request: Request, now: float | None = None) -> None:
+        """Hold ``request`` until its host may be hit (ahead of the host's
+        URLs still in the frontier)."""
         host = self._host(request.host)
         host.queue.append(request)
         self.queued += 1
-        now = self.clock()
+        now = self.clock() if now is None else now
         self._schedule(host, now)
         self._sync(host, now)
 
@@ -275,7 +277,7 @@ class Scheduler:
                 leased = lease(now) if lease is not None else None
                 if leased is None:
                     break
-                self.submit(leased)
+                self.submit(leased, now)
                 continue
             _, _, key = heapq.heappop(ready)
             host = self.hosts[key]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 from mpcrawler import Analysis, HtmlAnalyzer, HttpDownloader, Pipeline, Response, Settings
@@ -81,4 +82,35 @@ class WarningAnalyzer(HtmlAnalyzer):
         import warnings
 
         warnings.warn("a plug-in's own warning", UserWarning, stacklevel=1)
+        return super().analyze(response)
+
+
+class PriorityAnalyzer(HtmlAnalyzer):
+    """Gives each link the priority in its ``p=`` query parameter, as a Link."""
+
+    def analyze(self, response: Response) -> Analysis:
+        from urllib.parse import parse_qs, urlsplit
+
+        from mpcrawler.messages import Link
+
+        analysis = super().analyze(response)
+        links: list[str | Link] = []
+        for href in analysis.links:
+            assert isinstance(href, str)
+            given = parse_qs(urlsplit(href).query).get("p")
+            links.append(Link(href, int(given[0])) if given else href)
+        analysis.links = links
+        return analysis
+
+
+class CrashOnceAnalyzer(PriorityAnalyzer):
+    """A PriorityAnalyzer that kills its own worker on a URL whose path ends
+    in /crash, the first time only (the file named by MPCRAWLER_TEST_CRASHED
+    marks that it happened)."""
+
+    def analyze(self, response: Response) -> Analysis:
+        marker = os.environ["MPCRAWLER_TEST_CRASHED"]
+        if "/crash?" in response.url and not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
         return super().analyze(response)
