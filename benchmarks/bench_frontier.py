@@ -1,20 +1,28 @@
 """Frontier throughput and memory: mpcrawler's UrlQueueManager beside peers.
 
-For each size, each queue runs in a fresh process (so RSS is its own): put N
-URLs, then get (and ack) all N.  Reports put/s, get+ack/s and the RSS growth
-over an empty queue, measured in the same run for:
+Each measurement runs in a fresh process (so RSS is its own): put N URLs,
+then lease (and ack) all N.  Reports put/s, get+ack/s, the combined rate
+(N / total time of both phases) against queuelib's in the same run, and the
+RSS growth over an empty queue (after the puts, and at the end of the gets).
+URL layouts (``--layouts``):
 
-* ``mpcrawler``          UrlQueueManager(cache_size=10_000), flushed once at the end of puts
-* ``mpcrawler-ckpt``     the same, with a checkpoint (flush) every 10,000 operations,
-                         as the crawler does
-* ``queuelib``           queuelib.FifoDiskQueue (Scrapy's disk queue; no crash safety)
-* ``diskcache``          diskcache.Deque (crash-safe); at most ``--diskcache-max`` items,
-                         because it runs at about 10,000 ops/s
+* ``one-host``     every URL on one host
+* ``100k-hosts``   URLs spread round-robin over 100,000 hosts
+* ``100k-blocked`` the same, but every host is blocked after its first URL is
+                   leased (as Crawl-delay does), until nothing else is left:
+                   the frontier must read past them, so every host's URLs
+                   spill to blocks of their own; then all are unblocked
+
+Queues: ``mpcrawler`` (UrlQueueManager(cache_size=10_000), flushed at the end of
+the puts), ``mpcrawler-ckpt`` (a flush every 10,000 operations, as the crawler
+checkpoints), ``queuelib`` (FifoDiskQueue, Scrapy's disk queue: one host-blind
+FIFO, no crash safety) and ``diskcache`` (diskcache.Deque, crash-safe; at most
+``--diskcache-max`` items, because it runs at about 10,000 ops/s).
 
 Then the SeenSet: adds with a flush every 10,000 (the master's pattern) and
 membership tests.
 
-    python benchmarks/bench_frontier.py --sizes 1000000,10000000 --repeat 3
+    python benchmarks/bench_frontier.py --layouts one-host:5000000,100k-hosts:1000000 --repeat 3
 """
 
 from __future__ import annotations
@@ -39,33 +47,57 @@ def rss() -> int:
     return 0
 
 
-def url(i: int) -> str:
-    return f"http://www.example.com/section/{i % 997}/page-{i}.html"
+HOSTS = 100_000
 
 
-def run_one(impl: str, n: int, directory: str) -> dict[str, Any]:
+def url(i: int, layout: str = "one-host") -> str:
+    if layout == "one-host":
+        return f"http://www.example.com/section/{i % 997}/page-{i}.html"
+    return f"http://h{i % HOSTS}.example.com/section/{i % 997}/page-{i}.html"
+
+
+def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict[str, Any]:
     """Runs in its own process."""
-    peak = 0
+    peak = end_rss = 0
     if impl.startswith("mpcrawler"):
-        from mpcrawler.frontier import UrlQueueManager
+        from mpcrawler.frontier import FOREVER, UrlQueueManager
+        from mpcrawler.urls import host_key
 
         q = UrlQueueManager(directory, cache_size=10_000)
         every = 10_000 if impl == "mpcrawler-ckpt" else 0
         base = rss()
         t0 = time.perf_counter()
         for i in range(n):
-            q.put(url(i), depth=i % 7)
+            q.put(url(i, layout), depth=i % 7)
             if every and i % every == 0:
                 q.flush()
         q.flush()
         t1 = time.perf_counter()
         peak = rss() - base
         got = 0
-        while (item := q.get()) is not None:
+        blocking = layout == "100k-blocked"
+        blocked: list[str] = []
+        while True:
+            item = q.get()
+            if item is None:
+                if not blocked:
+                    break
+                peak = max(peak, rss() - base)  # everything left is in hosts' blocks
+                for host in blocked:
+                    q.block(host, 0)
+                blocked, blocking = [], False
+                continue
             q.ack(item)
             got += 1
             if every and got % every == 0:
                 q.flush()
+            if blocking:
+                host = host_key(item.url)
+                if not q.blocked(host):
+                    q.block(host, FOREVER)
+                    blocked.append(host)
+        end_rss = rss() - base
+        stats = q.stats()
         q.close()
         t2 = time.perf_counter()
     elif impl == "queuelib":
@@ -75,7 +107,7 @@ def run_one(impl: str, n: int, directory: str) -> dict[str, Any]:
         base = rss()
         t0 = time.perf_counter()
         for i in range(n):
-            q.push(f"{i % 7}|0|{url(i)}".encode())
+            q.push(f"{i % 7}|0|{url(i, layout)}".encode())
         t1 = time.perf_counter()
         peak = rss() - base
         got = 0
@@ -90,7 +122,7 @@ def run_one(impl: str, n: int, directory: str) -> dict[str, Any]:
         base = rss()
         t0 = time.perf_counter()
         for i in range(n):
-            q.append(f"{i % 7}|0|{url(i)}")
+            q.append(f"{i % 7}|0|{url(i, layout)}")
         t1 = time.perf_counter()
         peak = rss() - base
         got = 0
@@ -146,15 +178,17 @@ def run_one(impl: str, n: int, directory: str) -> dict[str, Any]:
         "n": n,
         "put_per_s": n / (t1 - t0),
         "get_per_s": n / (t2 - t1),
+        "rate": n / (t2 - t0),
         "rss_mb": peak / 2**20,
+        "end_rss_mb": max(end_rss, 0) / 2**20,
     }
 
 
-def measure(impl: str, n: int) -> dict[str, Any]:
+def measure(impl: str, n: int, layout: str) -> dict[str, Any]:
     directory = tempfile.mkdtemp(prefix=f"bench-{impl}-")
     try:
         out = subprocess.run(
-            [sys.executable, __file__, "--one", impl, str(n), directory],
+            [sys.executable, __file__, "--one", impl, str(n), directory, layout],
             capture_output=True,
             text=True,
             check=True,
@@ -168,51 +202,57 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument(
+        "--layouts",
+        default="one-host:5000000,100k-hosts:1000000,100k-blocked:1000000",
+        help="LAYOUT:URLS, comma-separated",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--diskcache-max", type=int, default=200_000)
     parser.add_argument("--seen", type=int, default=1_000_000, help="URLs for the SeenSet")
-    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.one:
-        impl, n, directory = args.one
-        print(json.dumps(run_one(impl, int(n), directory)))
+        impl, n, directory, layout = args.one
+        print(json.dumps(run_one(impl, int(n), directory, layout)))
         return
     rows = []
-    impls = ["mpcrawler", "mpcrawler-ckpt", "queuelib", "diskcache"]
-    for n in (int(s) for s in args.sizes.split(",")):
+    for spec in args.layouts.split(","):
+        layout, n_text = spec.split(":")
+        n = int(n_text)
+        impls = ["mpcrawler", "mpcrawler-ckpt", "queuelib"]
+        if layout != "100k-blocked":
+            impls.append("diskcache")
         runs: dict[str, list[dict[str, Any]]] = {i: [] for i in impls}
         for _ in range(args.repeat):  # interleaved, so drift hits all alike
             for impl in impls:
                 size = min(n, args.diskcache_max) if impl == "diskcache" else n
-                runs[impl].append(measure(impl, size))
+                runs[impl].append(measure(impl, size, layout))
         for impl in impls:
             r = runs[impl]
             rows.append(
-                {
-                    "impl": impl,
-                    "n": r[0]["n"],
-                    "size": n,
-                    "put_per_s": statistics.median(x["put_per_s"] for x in r),
-                    "get_per_s": statistics.median(x["get_per_s"] for x in r),
-                    "rss_mb": statistics.median(x["rss_mb"] for x in r),
+                {"impl": impl, "layout": layout, "n": r[0]["n"]}
+                | {
+                    k: statistics.median(x[k] for x in r)
+                    for k in ("put_per_s", "get_per_s", "rate", "rss_mb", "end_rss_mb")
                 }
             )
-    seen_runs = [measure("seenset", args.seen) for _ in range(args.repeat)]
+    seen_runs = [measure("seenset", args.seen, "one-host") for _ in range(args.repeat)]
     print(
         f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
         f"medians of {args.repeat} runs\n"
     )
     print(
-        f"{'queue':<16}{'URLs':>12}{'put/s':>12}{'get+ack/s':>12}{'RSS MB':>9}{'vs queuelib':>13}"
+        f"{'layout':<14}{'queue':<16}{'URLs':>11}{'put/s':>11}{'get+ack/s':>11}"
+        f"{'both/s':>10}{'vs queuelib':>12}{'RSS MB':>8}{'at end':>8}"
     )
     for row in rows:
-        peer = next(r for r in rows if r["impl"] == "queuelib" and r["size"] == row["size"])
-        ratio = (row["put_per_s"] + row["get_per_s"]) / (peer["put_per_s"] + peer["get_per_s"])
+        peer = next(r for r in rows if r["impl"] == "queuelib" and r["layout"] == row["layout"])
         print(
-            f"{row['impl']:<16}{row['n']:>12,}{row['put_per_s']:>12,.0f}"
-            f"{row['get_per_s']:>12,.0f}{row['rss_mb']:>9.1f}{ratio:>12.2f}x"
+            f"{row['layout']:<14}{row['impl']:<16}{row['n']:>11,}{row['put_per_s']:>11,.0f}"
+            f"{row['get_per_s']:>11,.0f}{row['rate']:>10,.0f}{row['rate'] / peer['rate']:>11.2f}x"
+            f"{row['rss_mb']:>8.1f}{row['end_rss_mb']:>8.1f}"
         )
     seen = {
         k: statistics.median(r[k] for r in seen_runs)

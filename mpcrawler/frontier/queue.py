@@ -125,13 +125,14 @@ class _Lane:
     def __init__(self) -> None:
         self.front: deque[UrlInfo] | None = None
         self.blocks: array[int] | None = None
-        self.back: deque[UrlInfo] = deque()
+        self.back: deque[UrlInfo] | None = None  # None when empty: a host in blocks costs less
 
     def head_seq(self) -> int:
         if self.front:
             return self.front[0].seq
         if self.blocks:
             return self.blocks[4]
+        assert self.back
         return self.back[0].seq
 
 
@@ -345,6 +346,8 @@ class UrlQueueManager:
             return
         if self._blocked.get(host) == until:
             return
+        if queued is not None:
+            host = queued.key  # one string per host, not one per caller
         self._blocked[host] = until
         if until != FOREVER:
             heapq.heappush(self._timed, (until, host))
@@ -411,7 +414,8 @@ class UrlQueueManager:
             for priority, lane in host.lanes.items():
                 if lane.front:
                     front.extend(lane.front)
-                back.extend(lane.back)
+                if lane.back:
+                    back.extend(lane.back)
                 if lane.blocks:
                     runs.setdefault(host.key, []).append([priority, lane.blocks.tolist()])
         unacked = sorted(self._unacked.values(), key=lambda i: i.seq)
@@ -527,7 +531,10 @@ class UrlQueueManager:
         lane = host.lanes.get(item.priority)
         if lane is None:
             lane = host.lanes[item.priority] = _Lane()
-        lane.back.append(item)
+        if lane.back is None:
+            lane.back = deque((item,))
+        else:
+            lane.back.append(item)
         if not host.mem:
             self._mem_hosts[key] = host
         host.mem += 1
@@ -616,6 +623,8 @@ class UrlQueueManager:
                 lane.front = deque()
             target = lane.front
         else:
+            if lane.back is None:
+                lane.back = deque()
             target = lane.back
         at = 0
         while at < len(target) and target[at].seq < item.seq:
@@ -654,7 +663,9 @@ class UrlQueueManager:
             if not lanes:
                 break
             priority = min(lanes)
-            seqs = sorted((i.seq for lane in lanes[priority] for i in lane.back), reverse=True)
+            seqs = sorted(
+                (i.seq for lane in lanes[priority] for i in lane.back or ()), reverse=True
+            )
             eligible = seqs
             if limit is not None:
                 eligible = [s for s in seqs if (-priority, s) > limit]
@@ -684,6 +695,7 @@ class UrlQueueManager:
         cut: list[UrlInfo] = []
         for lane in lanes:
             back = lane.back
+            assert back is not None
             while back and back[-1].seq >= threshold:
                 cut.append(back.pop())
         cut.sort(key=lambda i: i.seq)
@@ -737,7 +749,7 @@ class UrlQueueManager:
                     self._block_count += len(part)
                     blocks += 1
                 lane.front = None
-                lane.back = deque()
+                lane.back = None
             self._mem -= host.mem
             self.spilled_total += host.mem
             host.mem = 0
@@ -784,7 +796,10 @@ class UrlQueueManager:
             host.mem += len(kept)
             self._mem += len(kept)
         if not lane.blocks and lane.front:
-            lane.back.extendleft(reversed(lane.front))
+            if lane.back is None:
+                lane.back = lane.front
+            else:
+                lane.back.extendleft(reversed(lane.front))
             lane.front = None
 
     def _unref(self, number: int) -> None:
