@@ -97,7 +97,6 @@ def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict
                     q.block(host, FOREVER)
                     blocked.append(host)
         end_rss = rss() - base
-        stats = q.stats()
         q.close()
         t2 = time.perf_counter()
     elif impl == "queuelib":
