@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import email.utils
 import errno
 import json
 import logging
@@ -45,11 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import stopsignals
+from . import outcome, stopsignals
 from .analyzer import BUILTIN_ANALYZERS
 from .errors import CrawlError
 from .frontier import LocalFrontier
 from .jobdir import JobDir, JobState, count_record, recount
+from .messages import PageResult
 from .modules import load_object, object_path
 from .pipelines import JsonLinesPipeline, Pipeline
 from .pool import PoolError, WorkerPool
@@ -63,8 +63,6 @@ __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-MAX_WORKER_CRASHES = 3
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
@@ -120,6 +118,7 @@ class Crawler:
             if isinstance(spec, str):
                 load_object(spec)
         settings.seeds = [canonicalize(s) for s in settings.seeds]
+        self.redirect_limits = outcome.Redirect(settings.max_redirects, settings.max_url_length)
         self.scope = Scope.from_seeds(
             settings.seeds, settings.allow_domains, settings.scope, settings.deny_domains
         )
@@ -265,7 +264,7 @@ class Crawler:
             else:
                 assigned, refused = self.scheduler.dispatch(self._lease)
                 for request, reason, kind in refused:
-                    self._finish(request, {"error": reason, "error_kind": kind})
+                    self._finish(request, self._failure(request, reason, kind))
                 self.pool.send(assigned)
                 if not self.pool.in_flight and not self.scheduler.queued and not self._can_pull():
                     self._finished = True
@@ -317,59 +316,44 @@ class Crawler:
             self.scheduler.robots_result(request, None, None, True)
             return
         request.crashes += 1
-        if request.crashes >= MAX_WORKER_CRASHES:
-            self._finish(
-                request,
-                {
-                    "error_kind": "worker_crash",
-                    "error": f"crashed {request.crashes} worker processes",
-                },
-            )
-        else:
+        error = outcome.lost_verdict(request.crashes)
+        if error is None:
             self.scheduler.submit(request)
+        else:
+            self._finish(request, self._failure(request, error, "worker_crash"))
 
-    def _on_result(self, request: Request, result: dict[str, Any]) -> None:
+    @staticmethod
+    def _failure(request: Request, error: str, kind: str) -> PageResult:
+        return PageResult(request.id, request.url, error=error, error_kind=kind)
+
+    def _on_result(self, request: Request, result: PageResult) -> None:
         request.downloaded = False  # a retry or a redirect hop downloads again
-        status = result["status"]
         if request.kind == "robots":
-            error = result["error"]
-            failed = bool(result.get("transient")) or (error is not None and status is None)
-            body, kind = result.get("body"), result.get("error_kind")
-            self.scheduler.robots_result(request, status, body, failed, error, kind)
+            failed = outcome.robots_failed(result)
+            self.scheduler.robots_result(
+                request, result.status, result.body, failed, result.error, result.error_kind
+            )
             return
-        retry_after = result.get("retry_after")
-        self.scheduler.answered(
-            request,
-            status,
-            result.get("error_kind") == "timeout",
-            _parse_retry_after(retry_after) if retry_after else None,
-        )
-        transient = bool(result.get("transient")) or status in RETRY_STATUSES
-        if transient and request.attempts < self.settings.retries and not self._stop_requested:
+        retry_after = outcome.parse_retry_after(result.retry_after, time.time())
+        timed_out = result.error_kind == "timeout"
+        self.scheduler.answered(request, result.status, timed_out, retry_after)
+        s = self.settings
+        if outcome.should_retry(result, request.attempts, s.retries, self._stop_requested):
             request.attempts += 1
-            delay = self._backoff(request.attempts, result.get("retry_after"))
+            delay = outcome.backoff(request.attempts, s.retry_delay, retry_after, s.max_retry_after)
             self.scheduler.retry_later(request, time.monotonic() + delay)
             return
-        location = result.get("location")
-        if location:
-            target, reason = self._follow_redirect(request, location)
+        extra: dict[str, Any] = {}
+        if result.location:
+            target, reason = self._follow_redirect(request, result.location)
             if reason is None:
                 return
-            result["redirect_to"] = target
+            extra["redirect_to"] = target
             if reason == "already seen":
-                result["note"] = "redirect target already seen"
+                extra["note"] = "redirect target already seen"
             else:
-                result["error"] = f"redirect not followed: {reason}"
-                result["error_kind"] = "redirect"
-        self._finish(request, result)
-
-    def _backoff(self, attempt: int, retry_after: str | None) -> float:
-        delay = self.settings.retry_delay * 2 ** (attempt - 1)
-        if retry_after:
-            wait = _parse_retry_after(retry_after)
-            if wait is not None:
-                delay = max(delay, wait)
-        return min(delay, self.settings.max_retry_after)
+                result.error, result.error_kind = f"redirect not followed: {reason}", "redirect"
+        self._finish(request, result, extra)
 
     def _follow_redirect(self, request: Request, location: str) -> tuple[str, str | None]:
         """Queue the next hop of a chain, ``location`` resolved against the URL
@@ -378,16 +362,12 @@ class Crawler:
             target = canonicalize(location, request.url)
         except InvalidURL as exc:
             return location, exc.reason
-        if len(request.hops) >= self.settings.max_redirects:
-            return target, f"more than {self.settings.max_redirects} redirects"
-        if len(target) > self.settings.max_url_length:
-            return target, "URL too long"
-        if not self.scope.allows(target):
-            return target, "out of scope"
-        if target == request.first_url or target in request.hops:
-            return target, "redirect loop"
-        if target in self.chain_urls or self.frontier.is_seen(target):
-            return target, "already seen"
+        seen = target in self.chain_urls or self.frontier.is_seen(target)
+        reason = outcome.redirect_refusal(
+            target, request, self.redirect_limits, self.scope.allows(target), seen
+        )
+        if reason is not None:
+            return target, reason
         self.chain_urls.add(target)
         hop = self.scheduler.new_request(
             target,
@@ -400,45 +380,19 @@ class Crawler:
         self.scheduler.submit(hop)
         return target, None
 
-    def _finish(self, request: Request, result: dict[str, Any]) -> None:
+    def _finish(
+        self, request: Request, result: PageResult, extra: dict[str, Any] | None = None
+    ) -> None:
         """The chain of ``request`` is over: record, links, seen hops, ack."""
-        status = result.get("status")
-        error = result.get("error")
-        if error is None and status is not None and status >= 400:
-            error = f"HTTP {status}"
-            result["error_kind"] = f"http_{status // 100}xx"
-        ok = status is not None and 200 <= status < 300 and error is None
-        new_links = self._put_links(request, result.get("outlinks") or ()) if ok else 0
-        item = result.get("item") or {}
-        record: dict[str, Any] = {
-            "url": request.first_url,
-            "final_url": request.url,
-            "status": status,
-            "depth": request.depth,
-            "priority": request.priority,
-            "content_type": result.get("content_type") or None,
-            "bytes": result.get("bytes", 0),
-            "title": item.get("title"),
-            "links": result.get("links", 0),
-            "new_links": new_links,
-            "elapsed_ms": result.get("elapsed_ms"),
-            "worker": result.get("worker"),
-            "error": error,
-            "error_kind": result.get("error_kind") if error else None,
-            "redirects": len(request.hops),
-            "attempts": request.attempts + 1,
-            "fetched_at": round(time.time(), 3),
-        }
-        for key in ("redirect_to", "note"):
-            if key in result:
-                record[key] = result[key]
-        if self.settings.record_links:
-            record["outlinks"] = [
-                {"url": url, "in_scope": in_scope, "priority": priority}
-                for url, in_scope, priority in result.get("all_links", ())
-            ]
-        for key, value in item.items():
-            record.setdefault(key, value)
+        new_links = self._put_links(request, result.outlinks) if outcome.is_ok(result) else 0
+        record = outcome.build_record(
+            request,
+            result,
+            new_links=new_links,
+            fetched_at=time.time(),
+            record_links=self.settings.record_links,
+            extra=extra,
+        )
         self._emit(record)
         for hop in request.hops:
             self.chain_urls.discard(hop)
@@ -463,7 +417,7 @@ class Crawler:
                 return  # dropped on purpose by a user pipeline
             record = result
 
-    def _put_links(self, request: Request, links: Any) -> int:
+    def _put_links(self, request: Request, links: list[tuple[str, int]]) -> int:
         depth = request.depth + 1
         max_depth = self.settings.max_depth
         if max_depth is not None and depth > max_depth:
@@ -475,15 +429,15 @@ class Crawler:
         )
 
     def _admit(self, url: str, depth: int, priority: int) -> bool:
-        """Queue ``url`` unless it was seen or its host's page budget is spent;
-        ``--depth-priority`` N takes N x depth off its priority."""
+        """Queue ``url`` unless it was seen or its host's page budget is spent."""
         budget = self.settings.max_pages_per_host
         host = host_key(url)
         if budget is not None and self.host_pages[host] >= budget:
             if not self.frontier.is_seen(url):
                 self.links_dropped["host_budget"] += 1
             return False
-        if not self.frontier.admit(url, depth, priority - self.settings.depth_priority * depth):
+        priority = outcome.link_priority(priority, depth, self.settings.depth_priority)
+        if not self.frontier.admit(url, depth, priority):
             return False
         if budget is not None:
             self.host_pages[host] += 1
@@ -642,17 +596,6 @@ class Crawler:
         cls = load_object(spec) if isinstance(spec, str) else spec
         pipeline: Pipeline = cls(self.settings)
         return pipeline
-
-
-def _parse_retry_after(value: str) -> float | None:
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def configure_logging(log_file: str | None) -> None:

@@ -1,6 +1,12 @@
 """What crosses a process boundary, and what analyzers hand back: small named
 types of plain data (picklable by value, no behaviour beyond validation).
 
+Between the master (:mod:`mpcrawler.pool`) and a worker (:mod:`mpcrawler.worker`),
+over one pipe each way::
+
+    master --FetchBatch([Fetch, ...]) / Stop--> worker
+    master <--Hello / Results([PageResult, ...]) / Bye / Failed-- worker
+
 ``Link`` is what an Analyzer may return in ``Analysis.links`` instead of a
 plain ``href`` string, to give the URL a priority (higher is fetched first;
 see :mod:`mpcrawler.frontier.base` for the order).
@@ -8,9 +14,23 @@ see :mod:`mpcrawler.frontier.base` for the order).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-__all__ = ["Link", "link_parts"]
+__all__ = [
+    "Bye",
+    "Failed",
+    "Fetch",
+    "FetchBatch",
+    "FromWorker",
+    "Hello",
+    "Link",
+    "PageResult",
+    "Results",
+    "Stop",
+    "ToWorker",
+    "link_parts",
+]
 
 
 class Link(NamedTuple):
@@ -30,3 +50,77 @@ def link_parts(link: str | Link) -> tuple[str, int]:
         if isinstance(href, str) and isinstance(priority, int) and not isinstance(priority, bool):
             return href, priority
     raise TypeError(f"a link is a str or a Link(url, priority: int), not {link!r}")
+
+
+@dataclass(slots=True)
+class PageResult:
+    """What a worker reports for one request: a page or a robots.txt."""
+
+    id: int
+    url: str
+    kind: str = "page"  # "page" or "robots"
+    worker: str | None = None  # the id of the Downloader that fetched it
+    status: int | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    transient: bool = False  # a retry may succeed
+    content_type: str = ""
+    bytes: int = 0
+    elapsed_ms: float | None = None
+    retry_after: str | None = None  # the header, as sent (429, 503)
+    location: str | None = None  # a redirect's Location, unresolved
+    body: str | None = None  # robots.txt, decoded
+    links: int = 0  # distinct fetchable links on the page
+    outlinks: list[tuple[str, int]] = field(default_factory=list)  # in scope: (url, priority)
+    all_links: list[tuple[str, bool, int]] | None = (
+        None  # --record-links: (url, in scope, priority)
+    )
+    item: dict[str, Any] = field(default_factory=dict)  # the Analyzer's fields for the record
+
+
+# Master -> worker
+class Fetch(NamedTuple):
+    id: int
+    url: str
+    kind: str
+
+
+class FetchBatch(NamedTuple):
+    requests: list[Fetch]
+
+
+class Stop(NamedTuple):
+    """Finish what you hold, say Bye, exit."""
+
+
+# Worker -> master
+class Hello(NamedTuple):
+    worker: int
+    pid: int
+    slots: int
+
+
+class Results(NamedTuple):
+    """Results done, requests whose download ended (their slots are free),
+    and now and then the worker's module counters."""
+
+    worker: int
+    results: list[PageResult]
+    downloaded: list[int]
+    summaries: list[dict[str, Any]] | None
+
+
+class Bye(NamedTuple):
+    worker: int
+    summaries: list[dict[str, Any]]
+
+
+class Failed(NamedTuple):
+    """The worker cannot start (its exit follows)."""
+
+    worker: int
+    error: str
+
+
+ToWorker = FetchBatch | Stop
+FromWorker = Hello | Results | Bye | Failed

@@ -28,6 +28,7 @@ from typing import Any
 
 from . import stopsignals
 from .errors import PoolError
+from .messages import Bye, Failed, Fetch, FetchBatch, FromWorker, Hello, PageResult, Results, Stop
 from .scheduler import Request
 from .worker import run_worker
 
@@ -65,7 +66,7 @@ class WorkerPool:
         *,
         on_slots: Callable[[int, int], None],
         on_downloaded: Callable[[Request], None],
-        on_result: Callable[[Request, dict[str, Any]], None],
+        on_result: Callable[[Request, PageResult], None],
         on_lost: Callable[[Request], None],
         on_gone: Callable[[int], None],
         on_summaries: Callable[[list[dict[str, Any]]], None],
@@ -119,15 +120,15 @@ class WorkerPool:
 
     # ------------------------------------------------------------- traffic
     def send(self, assigned: list[tuple[int, Request]]) -> None:
-        batches: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+        batches: dict[int, list[Fetch]] = defaultdict(list)
         for index, request in assigned:
             self.in_flight[request.id] = request
             self.workers[index].requests[request.id] = request
-            batches[index].append((request.id, request.url, request.kind))
+            batches[index].append(Fetch(request.id, request.url, request.kind))
         for index, batch in batches.items():
             # A dead worker's sentinel fires next, and its requests are lost then.
             with contextlib.suppress(OSError):
-                self.workers[index].conn.send(("fetch", batch))
+                self.workers[index].conn.send(FetchBatch(batch))
 
     def wait(self, timeout: float) -> None:
         """Handle whatever happens within ``timeout`` seconds: block on every
@@ -148,26 +149,27 @@ class WorkerPool:
             else:
                 self._on_exit(worker)
 
-    def _receive(self, worker: _Worker) -> tuple[Any, ...] | None:
+    def _receive(self, worker: _Worker) -> FromWorker | None:
         """The next waiting message, or None (nothing waiting, or the worker is gone)."""
         try:
             if worker.conn.poll():
-                message: tuple[Any, ...] = worker.conn.recv()
+                message: FromWorker = worker.conn.recv()
                 return message
         except (EOFError, OSError):
             self._on_exit(worker)
         return None
 
-    def _on_message(self, worker: _Worker, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "hello":
-            worker.pid = message[2]
-            log.info("worker %d started (pid %d, %d slots)", worker.index, worker.pid, message[3])
+    def _on_message(self, worker: _Worker, message: FromWorker) -> None:
+        if isinstance(message, Hello):
+            worker.pid = message.pid
+            log.info(
+                "worker %d started (pid %d, %d slots)", worker.index, worker.pid, message.slots
+            )
             self._startup_failures = 0
             if not self.stopping:
-                self._on_slots(worker.index, message[3])
-        elif kind == "results":
-            _, _, results, downloaded, summaries = message
+                self._on_slots(worker.index, message.slots)
+        elif isinstance(message, Results):
+            downloaded = message.downloaded
             for request_id in downloaded:
                 request = worker.requests.get(request_id)
                 if request is not None and not request.downloaded:
@@ -175,17 +177,17 @@ class WorkerPool:
                     self._on_downloaded(request)
             if downloaded and not self.stopping:
                 self._on_slots(worker.index, len(downloaded))
-            for result in results:
-                request = worker.requests.pop(result["id"], None)
+            for result in message.results:
+                request = worker.requests.pop(result.id, None)
                 if request is not None:
                     self.in_flight.pop(request.id, None)
                     self._on_result(request, result)
-            if summaries:
-                self._on_summaries(summaries)
-        elif kind == "bye":
-            self._on_summaries(message[2])
-        elif kind == "failed":  # it could not start; its exit follows
-            self._startup_error = message[2]
+            if message.summaries:
+                self._on_summaries(message.summaries)
+        elif isinstance(message, Bye):
+            self._on_summaries(message.summaries)
+        elif isinstance(message, Failed):  # it could not start; its exit follows
+            self._startup_error = message.error
 
     def _on_exit(self, worker: _Worker) -> None:
         if self.workers.pop(worker.index, None) is None:
@@ -252,7 +254,7 @@ class WorkerPool:
         self.stopping = True
         for worker in self.workers.values():
             with contextlib.suppress(OSError):
-                worker.conn.send(("stop",))
+                worker.conn.send(Stop())
         deadline = time.monotonic() + wait
         while self.workers and time.monotonic() < deadline:
             self.wait(min(0.2, max(0.0, deadline - time.monotonic())))

@@ -46,7 +46,18 @@ from typing import Any
 from . import stopsignals
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
-from .messages import Link, link_parts
+from .messages import (
+    Bye,
+    Failed,
+    Fetch,
+    FetchBatch,
+    Hello,
+    Link,
+    PageResult,
+    Results,
+    Stop,
+    link_parts,
+)
 from .modules import load_object
 from .robots import decode_robots
 from .settings import Settings
@@ -169,7 +180,7 @@ class _Worker:
         self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.resolver = LinkResolver(scope, settings.max_url_length)
-        self.inbox: queue.SimpleQueue[tuple[int, str, str] | None] = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[Fetch | None] = queue.SimpleQueue()
         # Twice as many threads as download slots: a thread frees its slot (and
         # its Downloader) when the download ends, then parses.
         self.threads = 2 * self.slots
@@ -177,7 +188,7 @@ class _Worker:
         for downloader in self.downloaders:
             self.free_downloaders.put(downloader)
         # (result or None, id of a finished download or None); None: a thread ended
-        self.outbox: queue.SimpleQueue[tuple[dict[str, Any] | None, int | None] | None] = (
+        self.outbox: queue.SimpleQueue[tuple[PageResult | None, int | None] | None] = (
             queue.SimpleQueue()
         )
 
@@ -186,10 +197,10 @@ class _Worker:
         try:
             while True:
                 message = self.conn.recv()
-                if message[0] == "fetch":
-                    for request in message[1]:
-                        self.inbox.put(request)
-                elif message[0] == "stop":
+                if isinstance(message, FetchBatch):
+                    for fetch in message.requests:
+                        self.inbox.put(fetch)
+                elif isinstance(message, Stop):
                     break
         except (EOFError, OSError):
             os._exit(0)  # the master is gone; nobody wants our results
@@ -199,18 +210,18 @@ class _Worker:
     def work(self) -> None:
         """One thread: take a request, download it in a free slot, free the
         slot, parse, report."""
-        while (request := self.inbox.get()) is not None:
+        while (fetch := self.inbox.get()) is not None:
             # The master sends no more requests than there are free slots, so
             # a Downloader is always free here.
             downloader = self.free_downloaders.get()
             try:
-                result, response = self.download(downloader, *request)
+                result, response = self.download(downloader, fetch)
             finally:
                 self.free_downloaders.put(downloader)
             if response is None:
-                self.outbox.put((result, request[0]))
+                self.outbox.put((result, fetch.id))
                 continue
-            self.outbox.put((None, request[0]))
+            self.outbox.put((None, fetch.id))
             time.sleep(0)  # let the sender announce the free slot before we parse
             self.analyze(result, response)
             self.outbox.put((result, None))
@@ -228,11 +239,11 @@ class _Worker:
         threading.Thread(target=self.receive, name="receiver", daemon=True).start()
         for n in range(self.threads):
             threading.Thread(target=self.work, name=f"work-{n}", daemon=True).start()
-        self.conn.send(("hello", self.index, os.getpid(), self.slots))
+        self.conn.send(Hello(self.index, os.getpid(), self.slots))
         running = self.threads
         last_summary = 0.0
         while running:
-            batch: list[dict[str, Any]] = []
+            batch: list[PageResult] = []
             downloaded: list[int] = []
             item = self.outbox.get()
             while True:
@@ -252,78 +263,63 @@ class _Worker:
                 summaries = None
                 if now - last_summary >= _SUMMARY_INTERVAL:
                     summaries, last_summary = self.summaries(), now
-                self.conn.send(("results", self.index, batch, downloaded, summaries))
+                self.conn.send(Results(self.index, batch, downloaded, summaries))
         for downloader in self.downloaders:
             downloader.close()
-        self.conn.send(("bye", self.index, self.summaries()))
+        self.conn.send(Bye(self.index, self.summaries()))
 
     # ------------------------------------------------------------- requests
-    def download(
-        self, downloader: Downloader, request_id: int, url: str, kind: str
-    ) -> tuple[dict[str, Any], Response | None]:
+    def download(self, downloader: Downloader, fetch: Fetch) -> tuple[PageResult, Response | None]:
         """The result so far, and the response if it still needs parsing."""
-        result: dict[str, Any] = {
-            "id": request_id,
-            "url": url,
-            "kind": kind,
-            "worker": downloader.id,
-            "status": None,
-            "error": None,
-        }
+        result = PageResult(fetch.id, fetch.url, fetch.kind, worker=downloader.id)
         started = time.perf_counter()
         try:
-            if kind == "robots":
+            if fetch.kind == "robots":
                 response = downloader.download(
-                    url, max_bytes=ROBOTS_MAX_BYTES, follow_redirects=True
+                    fetch.url, max_bytes=ROBOTS_MAX_BYTES, follow_redirects=True
                 )
-                result["status"] = response.status
-                result["body"] = decode_robots(response.body)
+                result.status = response.status
+                result.body = decode_robots(response.body)
                 return result, None
-            response = downloader.download(url)
+            response = downloader.download(fetch.url)
         except DownloadError as exc:
-            result.update(
-                status=exc.status,
-                error=str(exc),
-                error_kind=exc.kind,
-                transient=exc.transient,
-                content_type=exc.content_type,
-                bytes=exc.size,
+            result.status, result.error, result.error_kind = exc.status, str(exc), exc.kind
+            result.transient, result.content_type, result.bytes = (
+                exc.transient,
+                exc.content_type,
+                exc.size,
             )
             return result, None
         except Exception as exc:  # a user Downloader's bug is this page's error
-            result.update(error=f"downloader: {type(exc).__name__}: {exc}", error_kind="downloader")
+            result.error = f"downloader: {type(exc).__name__}: {exc}"
+            result.error_kind = "downloader"
             return result, None
         finally:
-            result["elapsed_ms"] = round((time.perf_counter() - started) * 1000.0, 2)
-        result.update(
-            status=response.status, content_type=response.content_type, bytes=len(response.body)
-        )
+            result.elapsed_ms = round((time.perf_counter() - started) * 1000.0, 2)
+        result.status, result.content_type = response.status, response.content_type
+        result.bytes = len(response.body)
         if response.status in (429, 503) and "retry-after" in response.headers:
-            result["retry_after"] = response.headers["retry-after"]
+            result.retry_after = response.headers["retry-after"]
         if response.status in _REDIRECT_CODES and response.headers.get("location"):
-            result["location"] = response.headers["location"]  # the master resolves it
+            result.location = response.headers["location"]  # the master resolves it
             return result, None
         return result, response
 
-    def analyze(self, result: dict[str, Any], response: Response) -> None:
+    def analyze(self, result: PageResult, response: Response) -> None:
         """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
         try:
             analysis = self.analyzer.analyze(response)
-            url = response.url
-            base = document_base(analysis.base, url)
+            base = document_base(analysis.base, response.url)
             links = self.resolver.resolve_all(analysis.links, base)
-            result["links"] = len(links)
-            result["outlinks"] = [(url, priority) for url, in_scope, priority in links if in_scope]
+            result.links = len(links)
+            result.outlinks = [(url, priority) for url, in_scope, priority in links if in_scope]
             if self.settings.record_links:
-                result["all_links"] = links
-            result["item"] = analysis.item
+                result.all_links = links
+            result.item = analysis.item
         except Exception as exc:
-            result.update(
-                error=f"analyzer: {type(exc).__name__}: {exc}",
-                error_kind="analyzer",
-                links=0,
-                outlinks=[],
-            )
+            result.error = f"analyzer: {type(exc).__name__}: {exc}"
+            result.error_kind = "analyzer"
+            result.links, result.outlinks = 0, []
 
 
 def process_usage() -> dict[str, float]:
@@ -371,6 +367,6 @@ def run_worker(
         worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
     except Exception as exc:
         with contextlib.suppress(OSError):
-            conn.send(("failed", index, f"{type(exc).__name__}: {exc}"))
+            conn.send(Failed(index, f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None  # the master reports it, in one line
     worker.run()

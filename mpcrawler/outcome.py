@@ -1,0 +1,164 @@
+"""What becomes of a result: retry it, follow its redirect, or record it.
+
+Small pure functions of a request, its result and the settings, unit-tested
+without any process (tests/test_outcome.py).  The master's loop
+(:mod:`mpcrawler.crawler`) asks them and carries out the answer; nothing here
+touches the frontier, the scheduler or a file.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import PageResult
+from .scheduler import Request
+
+__all__ = [
+    "MAX_WORKER_CRASHES",
+    "RETRY_STATUSES",
+    "Redirect",
+    "backoff",
+    "build_record",
+    "http_error",
+    "link_priority",
+    "lost_verdict",
+    "parse_retry_after",
+    "redirect_refusal",
+    "robots_failed",
+    "should_retry",
+]
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_WORKER_CRASHES = 3
+
+
+def should_retry(result: PageResult, attempts: int, retries: int, stopping: bool) -> bool:
+    """A transient failure (a network error that may mend, or 429/5xx) is
+    tried again, ``retries`` times at most, unless the crawl is stopping."""
+    transient = result.transient or result.status in RETRY_STATUSES
+    return transient and attempts < retries and not stopping
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds a Retry-After header asks to wait (a number, or an HTTP date
+    against ``now``, Unix time); None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def backoff(attempt: int, retry_delay: float, retry_after: float | None, cap: float) -> float:
+    """Seconds before retry number ``attempt``: ``retry_delay`` doubling, at
+    least what Retry-After asked, at most ``cap``."""
+    delay = retry_delay * 2 ** (attempt - 1)
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return min(delay, cap)
+
+
+@dataclass(frozen=True)
+class Redirect:
+    """The limits a redirect hop is checked against."""
+
+    max_redirects: int
+    max_url_length: int
+
+
+def redirect_refusal(
+    target: str, request: Request, limits: Redirect, in_scope: bool, seen: bool
+) -> str | None:
+    """Why the hop of ``request`` to ``target`` (canonical) is not followed,
+    or None to follow it.  ``seen``: the target was queued or is in a chain."""
+    if len(request.hops) >= limits.max_redirects:
+        return f"more than {limits.max_redirects} redirects"
+    if len(target) > limits.max_url_length:
+        return "URL too long"
+    if not in_scope:
+        return "out of scope"
+    if target == request.first_url or target in request.hops:
+        return "redirect loop"
+    if seen:
+        return "already seen"
+    return None
+
+
+def lost_verdict(crashes: int) -> str | None:
+    """A request lost with a worker that died: None to try it again, or the
+    error for its record once it has crashed MAX_WORKER_CRASHES workers."""
+    if crashes >= MAX_WORKER_CRASHES:
+        return f"crashed {crashes} worker processes"
+    return None
+
+
+def robots_failed(result: PageResult) -> bool:
+    """A robots.txt fetch that failed, as opposed to one that answered."""
+    return result.transient or (result.error is not None and result.status is None)
+
+
+def http_error(result: PageResult) -> tuple[str | None, str | None]:
+    """(error, error kind) of a result: its own, or HTTP 4xx/5xx."""
+    if result.error is None and result.status is not None and result.status >= 400:
+        return f"HTTP {result.status}", f"http_{result.status // 100}xx"
+    return result.error, result.error_kind if result.error else None
+
+
+def link_priority(priority: int, depth: int, depth_priority: int) -> int:
+    """A link's priority in the frontier: its own, less ``depth_priority`` x
+    its depth (Scrapy's DEPTH_PRIORITY: > 0 breadth-first, < 0 depth-first)."""
+    return priority - depth_priority * depth
+
+
+def build_record(
+    request: Request,
+    result: PageResult,
+    *,
+    new_links: int,
+    fetched_at: float,
+    record_links: bool,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The record of a chain that ended with ``result``: what pages.jsonl holds."""
+    error, error_kind = http_error(result)
+    item = result.item
+    record: dict[str, Any] = {
+        "url": request.first_url,
+        "final_url": request.url,
+        "status": result.status,
+        "depth": request.depth,
+        "priority": request.priority,
+        "content_type": result.content_type or None,
+        "bytes": result.bytes,
+        "title": item.get("title"),
+        "links": result.links,
+        "new_links": new_links,
+        "elapsed_ms": result.elapsed_ms,
+        "worker": result.worker,
+        "error": error,
+        "error_kind": error_kind,
+        "redirects": len(request.hops),
+        "attempts": request.attempts + 1,
+        "fetched_at": round(fetched_at, 3),
+    }
+    record.update(extra or {})
+    if record_links:
+        record["outlinks"] = [
+            {"url": url, "in_scope": in_scope, "priority": priority}
+            for url, in_scope, priority in result.all_links or ()
+        ]
+    for key, value in item.items():
+        record.setdefault(key, value)
+    return record
+
+
+def is_ok(result: PageResult) -> bool:
+    """A page whose links are followed: 2xx and no error."""
+    return result.status is not None and 200 <= result.status < 300 and result.error is None
