@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from . import stopsignals
 from .__version__ import __version__
-from .errors import UsageError
+from .errors import FrontierError, MpcrawlerError, UsageError
 from .settings import DEFAULT_USER_AGENT, SCOPES, Settings
 from .urls import InvalidURL, canonicalize
 
@@ -433,8 +433,6 @@ def format_summary(stats: dict[str, Any]) -> str:
 
 def run_crawl(settings: Settings) -> int:
     from .crawler import Crawler, configure_logging
-    from .frontier import FrontierError
-    from .jobdir import JobConflict
 
     try:
         crawler = Crawler(settings)  # checks the settings and imports the plug-ins
@@ -444,7 +442,7 @@ def run_crawl(settings: Settings) -> int:
     configure_logging(settings.log_file)
     try:
         result = crawler.run()
-    except (JobConflict, FrontierError) as exc:
+    except FrontierError as exc:  # a job directory this version cannot use
         raise UsageError(str(exc)) from None
     if result.already_finished:
         print(f"job in {result.job_dir} is already finished; nothing to do", flush=True)
@@ -600,12 +598,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mpcrawler: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except MpcrawlerError as exc:  # the crawl cannot go on; the job stays resumable
+        print(f"mpcrawler: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as exc:
-        from .crawler import CrawlError, is_disk_full
+        from .crawler import is_disk_full
 
-        if isinstance(exc, CrawlError):
-            print(f"mpcrawler: error: {exc}", file=sys.stderr)
-            return EXIT_ERROR
         if is_disk_full(exc):
             print(
                 f"mpcrawler: error: out of disk space ({exc}); free some and rerun the same "

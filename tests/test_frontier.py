@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import logging
 import os
 import signal
@@ -219,3 +220,53 @@ def test_inspect_counts_without_opening(tmp_path: Path) -> None:
     q.close()
     assert inspect(tmp_path) == {"queued": 14, "taken": 5}
     assert inspect(tmp_path / "nothing-here") == {"queued": 0, "taken": 0}
+
+
+def test_acked_urls_on_disk_after_a_crash_are_never_handed_out(tmp_path: Path) -> None:
+    """URLs leased from the disk log and acked after the last checkpoint are
+    still in its files after a crash: they come back as tombstones, skipped
+    when read, through any number of reopenings."""
+    q = UrlQueueManager(tmp_path, cache_size=2, fsync=False)
+    for i in range(20):
+        q.put(f"http://h{i % 3}.test/{i}")
+    q.checkpoint()
+    done = [q.lease() for _ in range(12)]
+    for item in done[:10]:
+        assert item is not None and q.ack(item)
+    q.sync()
+    q.abandon()
+    with UrlQueueManager(tmp_path, cache_size=2, fsync=False) as again:
+        assert len(again) == 10 and again.stats()["taken"] == 0
+    with UrlQueueManager(tmp_path, cache_size=2, fsync=False) as again:
+        assert len(again) == 10
+        left = drain(again)
+        assert len(again) == 0
+    assert left == [f"http://h{i % 3}.test/{i}" for i in range(10, 20)]
+
+
+def test_a_blocked_host_waits_while_others_go_and_keeps_its_order(tmp_path: Path) -> None:
+    """With a cache of 4, a blocked host's 30 URLs spill to blocks of its own
+    so the other host's URLs, found after them, come out; unblocked, it
+    resumes in order; given-back URLs return to their place."""
+    with UrlQueueManager(tmp_path, cache_size=4, fsync=False) as q:
+        for i in range(30):
+            q.put(f"http://slow.test/{i}")
+        for i in range(10):
+            q.put(f"http://fast.test/{i}", priority=-(i % 2))
+        first = q.lease()
+        assert first is not None and first.url == "http://slow.test/0"
+        q.block("http://slow.test", math.inf)
+        fast = drain(q)
+        assert fast == [f"http://fast.test/{i}" for i in (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)]
+        stats = q.stats()
+        assert stats["queued"] == 29 and stats["in_cache"] <= 4 and stats["waiting"] >= 25
+        q.block("http://slow.test", 0)
+        second = q.lease()
+        assert second is not None and second.url == "http://slow.test/1"
+        assert q.release(second) and q.release(first)
+        assert drain(q) == [f"http://slow.test/{i}" for i in range(30)]
+        q.block("http://slow.test", 5.0)  # until a time
+        q.put("http://slow.test/late")
+        assert q.lease(now=4.9) is None and q.next_ready() == 5.0
+        late = q.lease(now=5.0)
+        assert late is not None and late.url == "http://slow.test/late"
