@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import math
 import logging
+import math
 import os
 import signal
 import subprocess
