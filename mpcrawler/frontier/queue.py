@@ -87,6 +87,7 @@ _FILE_NAME = re.compile(r"^(waiting|finding|snapshot|journal)-(\d+)\.(seg|log)$"
 _PUT_OP = struct.Struct("<cqqII")  # b"P", seq, priority, depth, url length; the url follows
 _SEQ_OP = struct.Struct("<cq")  # b"G" lease, b"A" ack, b"R" release; seq
 _PUT, _LEASE, _ACK, _RELEASE = b"P", b"G", b"A", b"R"
+_pack_put, _pack_seq = _PUT_OP.pack, _SEQ_OP.pack
 _BLOCK = 5  # a block: waiting file number, offset, end, records, first record's seq
 
 
@@ -278,13 +279,18 @@ class UrlQueueManager:
         seq = self._next_seq
         self._next_seq = seq + 1
         jbuf = self._jbuf
-        jbuf += _PUT_OP.pack(_PUT, seq, priority, depth, len(data))
+        jbuf += _pack_put(_PUT, seq, priority, depth, len(data))
         jbuf += data
         self._journal_ops += 1
         if len(jbuf) >= _JOURNAL_BATCH:
             self._frame_journal()
         item = UrlInfo(url, depth, priority, seq)
-        self._insert(item)
+        if self._log_count and priority <= self._log_top:
+            self._append_finding(item)  # it sorts after the log's head
+        else:
+            self._to_memory(item)
+            if self._mem > self.cache_size:
+                self._overflow()
         return item
 
     def lease(self, now: float | None = None) -> UrlInfo | None:
@@ -294,20 +300,36 @@ class UrlQueueManager:
             self._wake(time.monotonic() if now is None else now)
         if self._mem < self._refill_below and self._log_count:
             self._refill()
-        heap = self._heap
         while True:
+            heap = self._heap  # _refill() below may compact it into a new list
             while heap:
                 entry = heap[0]
                 host = entry[2]
                 if host.entry is not entry:
                     heapq.heappop(heap)
                     continue
-                item = self._take(host, -entry[0])
-                self._retouch_head(host)
-                if item is None:
-                    continue  # the lane's blocks held only acked URLs
-                self._unacked[item.seq] = item
-                self._log_seq(_LEASE, item.seq)
+                lane = host.lanes[-entry[0]]
+                back = lane.back
+                if back is not None and len(back) > 1 and not lane.front and not lane.blocks:
+                    # The common case, inline: the lane stays its host's best.
+                    item = back.popleft()
+                    host.mem -= 1
+                    host.size -= 1
+                    self._mem -= 1
+                    host.entry = entry = (entry[0], back[0].seq, host)
+                    heapq.heapreplace(heap, entry)
+                else:
+                    item = self._take(host, -entry[0])
+                    self._retouch_head(host)
+                    if item is None:
+                        continue  # the lane's blocks held only acked URLs
+                seq = item.seq
+                self._unacked[seq] = item
+                jbuf = self._jbuf
+                jbuf += _pack_seq(_LEASE, seq)
+                self._journal_ops += 1
+                if len(jbuf) >= _JOURNAL_BATCH:
+                    self._frame_journal()
                 return item
             if not self._log_count:
                 return None
@@ -321,9 +343,14 @@ class UrlQueueManager:
 
     def ack(self, item: UrlInfo) -> bool:
         """Mark a leased item done; False if it was not outstanding."""
-        if self._unacked.pop(item.seq, None) is None:
+        seq = item.seq
+        if self._unacked.pop(seq, None) is None:
             return False
-        self._log_seq(_ACK, item.seq)
+        jbuf = self._jbuf
+        jbuf += _pack_seq(_ACK, seq)
+        self._journal_ops += 1
+        if len(jbuf) >= _JOURNAL_BATCH:
+            self._frame_journal()
         return True
 
     def release(self, item: UrlInfo) -> bool:
@@ -560,7 +587,11 @@ class UrlQueueManager:
         if old is not None and old[0] == entry[0] and old[1] == entry[1]:
             return
         host.entry = entry
-        heapq.heappush(self._heap, entry)
+        heap = self._heap
+        heapq.heappush(heap, entry)
+        if len(heap) > 2 * len(self._hosts) + 1024:  # mostly stale entries: drop them
+            self._heap = [h.entry for h in self._hosts.values() if h.entry is not None]
+            heapq.heapify(self._heap)
 
     def _retouch_head(self, host: _Host) -> None:
         """After taking the head of ``host`` (at the top of the heap)."""
