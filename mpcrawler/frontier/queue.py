@@ -323,13 +323,8 @@ class UrlQueueManager:
                     self._retouch_head(host)
                     if item is None:
                         continue  # the lane's blocks held only acked URLs
-                seq = item.seq
-                self._unacked[seq] = item
-                jbuf = self._jbuf
-                jbuf += _pack_seq(_LEASE, seq)
-                self._journal_ops += 1
-                if len(jbuf) >= _JOURNAL_BATCH:
-                    self._frame_journal()
+                self._unacked[item.seq] = item
+                self._log_seq(_LEASE, item.seq)
                 return item
             if not self._log_count:
                 return None
@@ -343,14 +338,9 @@ class UrlQueueManager:
 
     def ack(self, item: UrlInfo) -> bool:
         """Mark a leased item done; False if it was not outstanding."""
-        seq = item.seq
-        if self._unacked.pop(seq, None) is None:
+        if self._unacked.pop(item.seq, None) is None:
             return False
-        jbuf = self._jbuf
-        jbuf += _pack_seq(_ACK, seq)
-        self._journal_ops += 1
-        if len(jbuf) >= _JOURNAL_BATCH:
-            self._frame_journal()
+        self._log_seq(_ACK, item.seq)
         return True
 
     def release(self, item: UrlInfo) -> bool:
@@ -510,7 +500,7 @@ class UrlQueueManager:
 
     # --------------------------------------------------------- the journal
     def _log_seq(self, op: bytes, seq: int) -> None:
-        self._jbuf += _SEQ_OP.pack(op, seq)
+        self._jbuf += _pack_seq(op, seq)
         self._journal_ops += 1
         if len(self._jbuf) >= _JOURNAL_BATCH:
             self._frame_journal()
