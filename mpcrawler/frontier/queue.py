@@ -285,12 +285,7 @@ class UrlQueueManager:
         if len(jbuf) >= _JOURNAL_BATCH:
             self._frame_journal()
         item = UrlInfo(url, depth, priority, seq)
-        if self._log_count and priority <= self._log_top:
-            self._append_finding(item)  # it sorts after the log's head
-        else:
-            self._to_memory(item)
-            if self._mem > self.cache_size:
-                self._overflow()
+        self._insert(item)
         return item
 
     def lease(self, now: float | None = None) -> UrlInfo | None:
@@ -540,23 +535,30 @@ class UrlQueueManager:
         if self._mem > self.cache_size:
             self._overflow()
 
-    def _to_memory(self, item: UrlInfo, key: str | None = None) -> None:
-        key = key or host_key(item.url)
+    def _lane_of(self, item: UrlInfo) -> tuple[_Host, _Lane]:
+        """The host and lane ``item`` belongs in (created if need be), with
+        ``item`` counted in memory there."""
+        key = host_key(item.url)
         host = self._hosts.get(key)
         if host is None:
             host = self._hosts[key] = _Host(key)
         lane = host.lanes.get(item.priority)
         if lane is None:
             lane = host.lanes[item.priority] = _Lane()
-        if lane.back is None:
-            lane.back = deque((item,))
-        else:
-            lane.back.append(item)
         if not host.mem:
             self._mem_hosts[key] = host
         host.mem += 1
         host.size += 1
         self._mem += 1
+        return host, lane
+
+    def _to_memory(self, item: UrlInfo) -> None:
+        """Append ``item`` to its lane's back (it is the newest there)."""
+        host, lane = self._lane_of(item)
+        if lane.back is None:
+            lane.back = deque((item,))
+        else:
+            lane.back.append(item)
         entry = host.entry
         if entry is None or item.priority > -entry[0]:
             self._touch(host)
@@ -632,13 +634,7 @@ class UrlQueueManager:
     def _give_back(self, item: UrlInfo) -> None:
         """Put a leased ``item`` back where it sorts in its lane: before
         everything queued after it, which is all but other given-back items."""
-        key = host_key(item.url)
-        host = self._hosts.get(key)
-        if host is None:
-            host = self._hosts[key] = _Host(key)
-        lane = host.lanes.get(item.priority)
-        if lane is None:
-            lane = host.lanes[item.priority] = _Lane()
+        host, lane = self._lane_of(item)
         if lane.blocks:
             if lane.front is None:
                 lane.front = deque()
@@ -651,11 +647,6 @@ class UrlQueueManager:
         while at < len(target) and target[at].seq < item.seq:
             at += 1
         target.insert(at, item)
-        if not host.mem:
-            self._mem_hosts[key] = host
-        host.mem += 1
-        host.size += 1
-        self._mem += 1
         host.entry = None
         self._touch(host)
 
