@@ -105,10 +105,9 @@ class Lines:
         return "".join(self.out), "".join(self.err)
 
 
-def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
-    """Crawl ``url`` with 2 workers x 2 slots and short timeouts; the records.
-    The crawl must exit 0."""
-    proc = run_cli(
+def crawl_args(url: str, job: Path, *args: str) -> list[str]:
+    """``crawl URL`` with 2 workers x 2 slots and short retries, quietly, in ``job``."""
+    return [
         "crawl",
         url,
         "--job-dir",
@@ -121,8 +120,12 @@ def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
         "--retry-delay",
         "0.05",
         *args,
-        timeout=90,
-    )
+    ]
+
+
+def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
+    """Run ``crawl_args``; the records.  The crawl must exit 0."""
+    proc = run_cli(*crawl_args(url, job, *args), timeout=90)
     assert proc.returncode == 0, proc.stderr
     return read_records(job / "pages.jsonl")
 

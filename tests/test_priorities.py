@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import conftest
 from conftest import Lines, read_records, run_cli, start_cli
 from hostile import Server, html, links, serve
 
@@ -39,19 +40,7 @@ def wait_until(condition: Any, proc: subprocess.Popen[str], lines: Lines, timeou
 
 
 def crawl_args(url: str, job: Path, *extra: str) -> list[str]:
-    return [
-        "crawl",
-        url,
-        "--job-dir",
-        str(job),
-        "--quiet",
-        "--workers",
-        "2",
-        "--threads",
-        "2",
-        "--allow-private-networks",
-        *extra,
-    ]
+    return conftest.crawl_args(url, job, "--allow-private-networks", *extra)
 
 
 def test_a_crawl_delay_host_does_not_starve_another(tmp_path: Path) -> None:
