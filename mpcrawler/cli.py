@@ -54,6 +54,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """Bytes, with an optional K, M or G (powers of 1024): ``1G``, ``500M``."""
+    number, unit = text.strip(), ""
+    if number[-1:].upper() in _SIZE_UNITS:
+        number, unit = number[:-1], number[-1].upper()
+    return _positive_int(number) * _SIZE_UNITS[unit]
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -140,6 +151,18 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         "--record-links",
         action="store_true",
         help="list each page's links in its record (out-of-scope ones marked), for the link graph",
+    )
+    p.add_argument(
+        "--warc",
+        metavar="DIR",
+        help="archive every fetch in WARC/1.1 files in DIR (each worker writes its own)",
+    )
+    p.add_argument(
+        "--warc-size",
+        type=_size,
+        default=d.warc_size,
+        metavar="BYTES",
+        help="start a new WARC file past this size; K, M, G suffixes (default 1G)",
     )
     p.add_argument("--ca-bundle", metavar="FILE", help="also trust the CA certificates in FILE")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
@@ -381,6 +404,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         ca_bundle=args.ca_bundle,
         insecure=args.insecure,
         record_links=args.record_links,
+        warc_dir=args.warc,
+        warc_size=args.warc_size,
     )
 
 

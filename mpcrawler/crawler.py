@@ -206,6 +206,10 @@ class Crawler:
             )
             if s.insecure:
                 log.warning("TLS certificates are not verified (--insecure)")
+            if s.warc_dir:  # a killed worker may have left a torn last record
+                from .warc import repair
+
+                repair(s.warc_dir)
             if not self._stop_requested:  # a signal during start-up starts nothing
                 self.pool.start()
                 self._loop()

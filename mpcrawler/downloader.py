@@ -14,7 +14,9 @@ import os
 import socket
 import ssl
 import time
+import urllib.parse
 import urllib.request
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,7 @@ import urllib3
 import urllib3.connection
 
 from .addresses import AddressGuard
+from .codings import ACCEPT_ENCODING, BoundedDecoder
 from .errors import DownloadError
 from .modules import Module
 from .settings import Settings
@@ -35,6 +38,7 @@ __all__ = [
     "BodyTooLarge",
     "DownloadError",
     "Downloader",
+    "Exchange",
     "HttpDownloader",
     "NameNotFound",
     "Response",
@@ -47,8 +51,25 @@ ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309: parse at least 500 KiB
 
 
 @dataclass
+class Exchange:
+    """A fetch as it went over the wire, for the WARC archive: the request as
+    sent, the status line and headers as received (names in their case, in
+    order, repeats kept), and the body still content-coded.  ``truncated``
+    (WARC's reasons: ``length``, ``time``, ``disconnect``) says the body was
+    cut short."""
+
+    request: bytes
+    status_line: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    truncated: str | None = None
+
+
+@dataclass
 class Response:
-    """A downloaded response.  ``headers`` has lower-case names."""
+    """A downloaded response.  ``headers`` has lower-case names; ``body`` is
+    decoded from its content coding.  ``exchange`` is set by a Downloader
+    that keeps one (HttpDownloader, when --warc is on)."""
 
     url: str
     status: int
@@ -57,6 +78,7 @@ class Response:
     content_type: str = ""
     charset: str | None = None
     elapsed_ms: float = 0.0
+    exchange: Exchange | None = None
 
 
 class ConnectFailed(DownloadError):
@@ -240,6 +262,8 @@ class HttpDownloader(Downloader):
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # logged once
         self.session.headers["User-Agent"] = settings.user_agent
         self.session.headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
+        self.session.headers["Accept-Encoding"] = ACCEPT_ENCODING  # the codings decoded here
+        self.keep_exchange = bool(settings.warc_dir)
         self.session.max_redirects = 5
         # Looking up proxy settings in the environment costs more than a
         # loopback request; skip it when there are none to find.
@@ -273,45 +297,82 @@ class HttpDownloader(Downloader):
             except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
                 raise DownloadError(f"request failed: {exc}") from None
             try:
-                headers = {k.lower(): v for k, v in raw.headers.items()}
-                content_type, charset = parse_content_type(headers.get("content-type", ""))
-                chunks: list[bytes] = []
-                size = 0
-                deadline = started + 3 * self.settings.timeout
-                try:
-                    for chunk in raw.iter_content(_CHUNK):
-                        if time.perf_counter() > deadline:
-                            raise TimedOut(
-                                f"download took over {3 * self.settings.timeout:g} s "
-                                "(3 x --timeout)",
-                                raw.status_code,
-                            )
-                        size += len(chunk)
-                        if size > limit:
-                            raise BodyTooLarge(
-                                f"body larger than {limit} bytes",
-                                raw.status_code,
-                                content_type,
-                                size,
-                            )
-                        chunks.append(chunk)
-                except requests.Timeout as exc:
-                    raise TimedOut(f"timeout reading body: {exc}", raw.status_code) from None
-                except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-                    raise BrokenBody(
-                        f"broken body: {exc}", raw.status_code, content_type, size
-                    ) from None
-                return Response(
-                    url=raw.url if follow_redirects else url,
-                    status=raw.status_code,
-                    headers=headers,
-                    body=b"".join(chunks),
-                    content_type=content_type,
-                    charset=charset,
-                    elapsed_ms=(time.perf_counter() - started) * 1000.0,
-                )
+                return self._read(raw, url, limit, started, follow_redirects)
             finally:
                 raw.close()
+
+    def _read(
+        self,
+        raw: requests.Response,
+        url: str,
+        limit: int,
+        started: float,
+        follow_redirects: bool,
+    ) -> Response:
+        """Read the body as sent, decode it within ``limit`` bytes."""
+        headers = {k.lower(): v for k, v in raw.headers.items()}
+        content_type, charset = parse_content_type(headers.get("content-type", ""))
+        decoder = BoundedDecoder(headers.get("content-encoding", ""))
+        chunks: list[bytes] = []
+        sent: list[bytes] | None = [] if self.keep_exchange else None
+        size = 0
+        deadline = started + 3 * self.settings.timeout
+        status = raw.status_code
+
+        def failed(error: DownloadError, truncated: str) -> DownloadError:
+            if sent is not None:
+                error.exchange = self._exchange(raw, sent, truncated)
+            return error
+
+        try:
+            for chunk in raw.raw.stream(_CHUNK, decode_content=False):
+                if sent is not None:
+                    sent.append(chunk)
+                if time.perf_counter() > deadline:
+                    message = f"download took over {3 * self.settings.timeout:g} s (3 x --timeout)"
+                    raise failed(TimedOut(message, status), "time")
+                out, more = decoder.feed(chunk, limit - size)
+                size += len(out)
+                chunks.append(out)
+                if more:
+                    error = BodyTooLarge(
+                        f"body larger than {limit} bytes", status, content_type, size + 1
+                    )
+                    raise failed(error, "length")
+        except zlib.error as exc:
+            error = BrokenBody(f"broken body: {exc}", status, content_type, size)
+            raise failed(error, "disconnect") from None
+        except (requests.Timeout, urllib3.exceptions.ReadTimeoutError) as exc:
+            error = TimedOut(f"timeout reading body: {exc}", status)
+            raise failed(error, "time") from None
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            error = BrokenBody(f"broken body: {exc}", status, content_type, size)
+            raise failed(error, "disconnect") from None
+        return Response(
+            url=raw.url if follow_redirects else url,
+            status=status,
+            headers=headers,
+            body=b"".join(chunks),
+            content_type=content_type,
+            charset=charset,
+            elapsed_ms=(time.perf_counter() - started) * 1000.0,
+            exchange=None if sent is None else self._exchange(raw, sent, None),
+        )
+
+    @staticmethod
+    def _exchange(raw: requests.Response, sent: list[bytes], truncated: str | None) -> Exchange:
+        request = raw.request
+        target = urllib.parse.urlsplit(request.url or "")
+        lines = [f"{request.method} {request.path_url} HTTP/1.1", f"Host: {target.netloc}"]
+        lines += [f"{name}: {value}" for name, value in request.headers.items()]
+        version = {10: "HTTP/1.0", 11: "HTTP/1.1"}.get(raw.raw.version, "HTTP/1.1")
+        return Exchange(
+            request=("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace"),
+            status_line=f"{version} {raw.status_code} {raw.reason or ''}".rstrip(),
+            headers=list(raw.raw.headers.items()),
+            body=b"".join(sent),
+            truncated=truncated,
+        )
 
     def close(self) -> None:
         self.session.close()

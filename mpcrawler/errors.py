@@ -18,6 +18,8 @@ Each class lives here; the modules that raise them import them from here.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "CrawlError",
     "DownloadError",
@@ -71,6 +73,7 @@ class DownloadError(MpcrawlerError):
 
     kind = "download"
     transient = False
+    exchange: Any = None  # the part that came, as a downloader.Exchange, if it keeps them
 
     def __init__(
         self, message: str, status: int | None = None, content_type: str = "", size: int = 0

@@ -148,6 +148,8 @@ def build_record(
         "attempts": request.attempts + 1,
         "fetched_at": round(fetched_at, 3),
     }
+    if result.warc_file is not None:
+        record["warc_file"], record["warc_offset"] = result.warc_file, result.warc_offset
     record.update(extra or {})
     if record_links:
         record["outlinks"] = [

@@ -41,11 +41,11 @@ import threading
 import time
 import warnings
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import stopsignals
 from .analyzer import Analyzer
-from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Response
+from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .messages import (
     Bye,
     Failed,
@@ -62,6 +62,9 @@ from .modules import load_object
 from .robots import decode_robots
 from .settings import Settings
 from .urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
+
+if TYPE_CHECKING:
+    from .warc import WarcFiles
 
 __all__ = ["LinkResolver", "document_base", "run_worker"]
 
@@ -180,6 +183,11 @@ class _Worker:
         self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.resolver = LinkResolver(scope, settings.max_url_length)
+        self.warc: WarcFiles | None = None
+        if settings.warc_dir:
+            from .warc import WarcFiles  # warcio only when archiving
+
+            self.warc = WarcFiles(settings.warc_dir, settings.warc_size, settings.to_dict())
         self.inbox: queue.SimpleQueue[Fetch | None] = queue.SimpleQueue()
         # Twice as many threads as download slots: a thread frees its slot (and
         # its Downloader) when the download ends, then parses.
@@ -266,6 +274,8 @@ class _Worker:
                 self.conn.send(Results(self.index, batch, downloaded, summaries))
         for downloader in self.downloaders:
             downloader.close()
+        if self.warc is not None:
+            self.warc.close()
         self.conn.send(Bye(self.index, self.summaries()))
 
     # ------------------------------------------------------------- requests
@@ -278,11 +288,14 @@ class _Worker:
                 response = downloader.download(
                     fetch.url, max_bytes=ROBOTS_MAX_BYTES, follow_redirects=True
                 )
+                self.archive(result, response.url, response.exchange)
                 result.status = response.status
                 result.body = decode_robots(response.body)
                 return result, None
             response = downloader.download(fetch.url)
+            self.archive(result, fetch.url, response.exchange)
         except DownloadError as exc:
+            self.archive(result, fetch.url, exc.exchange)
             result.status, result.error, result.error_kind = exc.status, str(exc), exc.kind
             result.transient, result.content_type, result.bytes = (
                 exc.transient,
@@ -305,6 +318,11 @@ class _Worker:
             return result, None
         return result, response
 
+    def archive(self, result: PageResult, url: str, exchange: Exchange | None) -> None:
+        """Write the fetch to the WARC files, if on, before its result leaves."""
+        if self.warc is not None and exchange is not None:
+            result.warc_file, result.warc_offset = self.warc.write_fetch(url, exchange)
+
     def analyze(self, result: PageResult, response: Response) -> None:
         """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
         try:
@@ -316,6 +334,8 @@ class _Worker:
             if self.settings.record_links:
                 result.all_links = links
             result.item = analysis.item
+            if self.warc is not None and response.exchange is not None:
+                self.warc.write_outlinks(response.url, [url for url, _, _ in links])
         except Exception as exc:
             result.error = f"analyzer: {type(exc).__name__}: {exc}"
             result.error_kind = "analyzer"

@@ -1,0 +1,206 @@
+"""WARC/1.1 output (``--warc DIR``): each worker process writes its own files.
+
+Owned by one worker process, whose download threads share one ``WarcFiles``
+(a lock around each fetch's records).  Bodies never reach the master, so the
+archive is written where they are: a fetch becomes a ``request`` and a
+``response`` record (HTTP status line and headers as received, the body as
+sent, still content-coded), and once the page is parsed a ``metadata``
+record with its outlinks.  Each record is its own gzip member, written and
+handed to the OS before the result goes to the master, which puts
+``warc_file`` and ``warc_offset`` (of the response record) into the page's
+record: the output still comes before the frontier's ack.  warcio writes
+the records and computes ``WARC-Payload-Digest`` and ``WARC-Block-Digest``
+(sha1, base32).  A body cut short (``--max-bytes``, a timeout, a dropped
+connection) is archived as far as it came, with ``WARC-Truncated``.
+
+Files start with a ``warcinfo`` record, rotate at ``--warc-size``, and are
+named ``mpcrawler-TIMESTAMP-PID-SERIAL.warc.gz``: unique across workers and
+runs, so a resumed job never appends to a file a killed process left.
+:func:`repair` (run by the master before its workers start) cuts such a
+file's torn last record off.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+import zlib
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from .__version__ import __version__
+from .downloader import Exchange
+
+__all__ = ["WarcFiles", "repair"]
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".warc.gz"
+# A body archived without transfer coding keeps the header under another name.
+_HOP_BY_HOP = {"transfer-encoding"}
+
+
+class WarcFiles:
+    """The WARC files of one worker process."""
+
+    def __init__(self, directory: str, max_size: int, settings: dict[str, Any]) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_size = max_size
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._file: BinaryIO | None = None
+        self._name = ""
+        self._writer: WARCWriter | None = None
+        self._serial = 0
+        self._stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
+
+    def write_fetch(self, url: str, exchange: Exchange) -> tuple[str, int]:
+        """Write a fetch's request and response records; (file name, offset
+        of the response record).  Flushed to the OS when this returns."""
+        request = _request_headers(exchange.request)
+        protocol, _, status = exchange.status_line.partition(" ")
+        response_headers = StatusAndHeaders(
+            status, _archived_headers(exchange.headers), protocol=protocol
+        )
+        with self._lock:
+            writer, f = self._open()
+            response_id = _record_id()
+            warc_headers = {"WARC-Record-ID": response_id}
+            if exchange.truncated:
+                warc_headers["WARC-Truncated"] = exchange.truncated
+            response = writer.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(exchange.body),
+                http_headers=response_headers,
+                warc_headers_dict=warc_headers,
+            )
+            req = writer.create_warc_record(
+                url,
+                "request",
+                payload=io.BytesIO(b""),
+                http_headers=request,
+                warc_headers_dict={"WARC-Concurrent-To": response_id},
+            )
+            offset = f.tell()
+            writer.write_record(response)
+            writer.write_record(req)
+            f.flush()
+            name = self._name
+            if f.tell() >= self.max_size:
+                self._close_file()
+        return name, offset
+
+    def write_outlinks(self, url: str, links: list[str]) -> None:
+        """A ``metadata`` record listing the page's outlinks, one ``outlink:`` field each."""
+        body = "".join(f"outlink: {link}\r\n" for link in links).encode("utf-8")
+        with self._lock:
+            writer, f = self._open()
+            record = writer.create_warc_record(
+                url,
+                "metadata",
+                payload=io.BytesIO(body),
+                warc_content_type="application/warc-fields",
+            )
+            writer.write_record(record)
+            f.flush()
+            if f.tell() >= self.max_size:
+                self._close_file()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_file()
+
+    def _open(self) -> tuple[WARCWriter, BinaryIO]:
+        if self._file is None or self._writer is None:
+            self._serial += 1
+            self._name = f"mpcrawler-{self._stamp}-{os.getpid()}-{self._serial:05d}{SUFFIX}"
+            self._file = open(self.directory / self._name, "ab")  # noqa: SIM115 - kept open
+            self._writer = WARCWriter(self._file, gzip=True, warc_version="WARC/1.1")
+            info = {
+                "software": f"mpcrawler/{__version__}",
+                "hostname": socket.gethostname(),
+                "format": "WARC File Format 1.1",
+                "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+                "robots": "obey" if self._settings.get("robots", True) else "ignore",
+                "http-header-user-agent": self._settings.get("user_agent", ""),
+            }
+            self._writer.write_record(self._writer.create_warcinfo_record(self._name, info))
+        return self._writer, self._file
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file, self._writer = None, None
+
+
+def _record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def _request_headers(raw: bytes) -> StatusAndHeaders:
+    text = raw.decode("latin-1")
+    head, *lines = [line for line in text.split("\r\n") if line]
+    headers = [tuple(line.split(": ", 1)) for line in lines if ": " in line]
+    return StatusAndHeaders(head, headers, is_http_request=True)  # "GET /path HTTP/1.1"
+
+
+def _archived_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The headers as received, except a transfer coding (the body is kept
+    without it), renamed so that a reader does not undo it twice."""
+    return [
+        (f"X-Archive-Orig-{name}" if name.lower() in _HOP_BY_HOP else name, value)
+        for name, value in headers
+    ]
+
+
+def repair(directory: str | os.PathLike[str]) -> list[tuple[str, int]]:
+    """Cut the torn last record off every WARC file in ``directory``: keep
+    each file up to the end of its last record that reads whole.  Returns
+    (file name, bytes cut) for the files it cut."""
+    cut: list[tuple[str, int]] = []
+    root = Path(directory)
+    if not root.is_dir():
+        return cut
+    for path in sorted(root.glob("*" + SUFFIX)):
+        good = _readable_length(path)
+        size = path.stat().st_size
+        if good < size:
+            with open(path, "r+b") as f:
+                f.truncate(good)
+            log.warning("warc: %s ended in a torn record; cut %d bytes", path.name, size - good)
+            cut.append((path.name, size - good))
+    return cut
+
+
+def _readable_length(path: Path) -> int:
+    """Bytes of ``path`` up to the end of its last whole gzip member (each
+    record is one member, so its last whole record)."""
+    good = fed = 0
+    member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            fed += len(chunk)
+            while chunk:
+                try:
+                    member.decompress(chunk, 1 << 16)
+                    while member.unconsumed_tail and not member.eof:
+                        member.decompress(member.unconsumed_tail, 1 << 16)
+                except zlib.error as exc:
+                    log.debug("warc: %s stops reading at %d: %s", path.name, good, exc)
+                    return good
+                if not member.eof:
+                    break
+                chunk = member.unused_data
+                good = fed - len(chunk)
+                member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    return good
