@@ -311,8 +311,11 @@ class _Worker:
             result.elapsed_ms = round((time.perf_counter() - started) * 1000.0, 2)
         result.status, result.content_type = response.status, response.content_type
         result.bytes = len(response.body)
-        if response.status in (429, 503) and "retry-after" in response.headers:
-            result.retry_after = response.headers["retry-after"]
+        if response.status in (429, 503):
+            # Not parsed: its result goes with the end of its download, so the
+            # host is slowed down before its next request can start.
+            result.retry_after = response.headers.get("retry-after")
+            return result, None
         if response.status in _REDIRECT_CODES and response.headers.get("location"):
             result.location = response.headers["location"]  # the master resolves it
             return result, None
