@@ -75,6 +75,7 @@ class FrontierContract(RuleBasedStateMachine):
         self.blocked: dict[str, float] = {}
         self.counter = 0
         self.now = 1000.0
+        self.meta: dict[str, tuple[str, str | None]] = {}
 
     @initialize(cache_size=st.integers(min_value=1, max_value=6))
     def open_frontier(self, cache_size: int) -> None:
@@ -86,11 +87,16 @@ class FrontierContract(RuleBasedStateMachine):
         host=st.sampled_from(HOSTS),
         priority=st.integers(min_value=-2, max_value=2),
         depth=st.integers(0, 3),
+        sitemap=st.booleans(),
     )
-    def admit(self, host: str, priority: int, depth: int) -> None:
+    def admit(self, host: str, priority: int, depth: int, sitemap: bool) -> None:
         url = f"{host}/{self.counter}"
-        assert self.f.admit(url, depth, priority)
+        kind, lastmod = (
+            ("sitemap", f"2026-01-{self.counter % 28 + 1:02d}") if sitemap else ("page", None)
+        )
+        assert self.f.admit(url, depth, priority, kind, lastmod)
         self.model.queued[self.counter] = (-priority, self.counter, url, depth)
+        self.meta[url] = (kind, lastmod)
         self.model.seen.add(url)
         self.counter += 1
 
@@ -116,6 +122,7 @@ class FrontierContract(RuleBasedStateMachine):
         key = min(ready)
         assert item is not None, f"expected {key[2]}"
         assert (item.url, item.priority, item.depth) == (key[2], -key[0], key[3])
+        assert (item.kind, item.lastmod) == self.meta[item.url]
         del self.model.queued[key[1]]
         self.model.taken[key[1]] = key
         self.leased[key[1]] = item

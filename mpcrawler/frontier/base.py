@@ -27,25 +27,38 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
 
-__all__ = ["FOREVER", "Frontier", "FrontierError", "UrlInfo"]
+__all__ = ["FOREVER", "KINDS", "Frontier", "FrontierError", "UrlInfo"]
 
 FOREVER = math.inf  # block(host, FOREVER): until the host is blocked again with a time
 
 
+KINDS = ("page", "sitemap")  # what a URL is fetched as
+
+
 class UrlInfo(NamedTuple):
-    """One queued URL.  ``seq`` is its admission number, unique per frontier."""
+    """One queued URL.  ``seq`` is its admission number, unique per frontier;
+    ``kind`` one of KINDS; ``lastmod`` what a sitemap said of it, if any."""
 
     url: str
     depth: int
     priority: int
     seq: int
+    kind: str = "page"
+    lastmod: str | None = None
 
 
 @runtime_checkable
 class Frontier(Protocol):
     """Dedup plus per-host, priority-ordered queues, crash-safe."""
 
-    def admit(self, url: str, depth: int = 0, priority: int = 0) -> bool:
+    def admit(
+        self,
+        url: str,
+        depth: int = 0,
+        priority: int = 0,
+        kind: str = "page",
+        lastmod: str | None = None,
+    ) -> bool:
         """Queue ``url`` unless it was ever admitted or marked seen; True if queued."""
 
     def is_seen(self, url: str) -> bool:

@@ -35,10 +35,17 @@ class LocalFrontier:
         self.queue.recovered.clear()
         self.seen.flush()  # the queue checkpointed them on opening: no journal holds them now
 
-    def admit(self, url: str, depth: int = 0, priority: int = 0) -> bool:
+    def admit(
+        self,
+        url: str,
+        depth: int = 0,
+        priority: int = 0,
+        kind: str = "page",
+        lastmod: str | None = None,
+    ) -> bool:
         if not self.seen.add(url):
             return False
-        self.queue.put(url, depth, priority)
+        self.queue.put(url, depth, priority, kind, lastmod)
         return True
 
     def is_seen(self, url: str) -> bool:

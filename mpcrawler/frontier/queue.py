@@ -58,7 +58,7 @@ from typing import Any
 
 from ..errors import FrontierError
 from ..urls import host_key
-from .base import FOREVER, UrlInfo
+from .base import FOREVER, KINDS, UrlInfo
 from .storage import (
     HEADER,
     ITEM,
@@ -69,6 +69,7 @@ from .storage import (
     encode_item,
     frame_payload,
     fsync_path,
+    kind_code,
     log,
     read_frames,
     read_items,
@@ -84,7 +85,8 @@ _MAX_OPEN_WRITERS = 32
 _JOURNAL_LIMIT = 500_000  # operations; flush() checkpoints past this
 _JOURNAL_BATCH = 1 << 16  # bytes of operations framed together
 _FILE_NAME = re.compile(r"^(waiting|finding|snapshot|journal)-(\d+)\.(seg|log)$")
-_PUT_OP = struct.Struct("<cqqII")  # b"P", seq, priority, depth, url length; the url follows
+# b"P", seq, priority, depth, url length, kind, lastmod length; lastmod and url follow
+_PUT_OP = struct.Struct("<cqqIIBH")
 _SEQ_OP = struct.Struct("<cq")  # b"G" lease, b"A" ack, b"R" release; seq
 _PUT, _LEASE, _ACK, _RELEASE = b"P", b"G", b"A", b"R"
 _pack_put, _pack_seq = _PUT_OP.pack, _SEQ_OP.pack
@@ -156,7 +158,7 @@ def _waiting_name(number: int) -> str:
 
 
 def _record_size(item: UrlInfo) -> int:
-    return HEADER.size + ITEM.size + len(item.url.encode())
+    return HEADER.size + ITEM.size + len((item.lastmod or "").encode()) + len(item.url.encode())
 
 
 def _parse_journal(payloads: list[bytes], name: str) -> Iterator[tuple[bytes, Any]]:
@@ -166,11 +168,15 @@ def _parse_journal(payloads: list[bytes], name: str) -> Iterator[tuple[bytes, An
         while pos < end:
             op = payload[pos : pos + 1]
             if op == _PUT:
-                _, seq, priority, depth, length = _PUT_OP.unpack_from(payload, pos)
+                _, seq, priority, depth, length, kind, lm_length = _PUT_OP.unpack_from(payload, pos)
                 pos += _PUT_OP.size
+                lastmod = payload[pos : pos + lm_length].decode("utf-8", "replace") or None
+                pos += lm_length
                 url = payload[pos : pos + length].decode("utf-8", "replace")
                 pos += length
-                yield op, UrlInfo(url, depth, priority, seq)
+                if kind >= len(KINDS):
+                    raise FrontierError(f"journal {name} holds an unknown URL kind {kind}")
+                yield op, UrlInfo(url, depth, priority, seq, KINDS[kind], lastmod)
             elif op in (_LEASE, _ACK, _RELEASE):
                 yield op, _SEQ_OP.unpack_from(payload, pos)[1]
                 pos += _SEQ_OP.size
@@ -269,22 +275,33 @@ class UrlQueueManager:
         self._load()
 
     # ------------------------------------------------------------------ API
-    def put(self, url: str, depth: int = 0, priority: int = 0) -> UrlInfo:
+    def put(
+        self,
+        url: str,
+        depth: int = 0,
+        priority: int = 0,
+        kind: str = "page",
+        lastmod: str | None = None,
+    ) -> UrlInfo:
         """Queue ``url``; returns the stored :class:`UrlInfo`."""
         if not isinstance(priority, int) or not isinstance(depth, int):
             raise TypeError("priority and depth must be ints")
         data = url.encode("utf-8")
         if len(data) > MAX_URL_BYTES:
             raise ValueError(f"a URL of {len(data)} bytes is too long to queue")
+        extra = (lastmod or "").encode("utf-8")[:255]
+        code = kind_code(kind)
         seq = self._next_seq
         self._next_seq = seq + 1
         jbuf = self._jbuf
-        jbuf += _pack_put(_PUT, seq, priority, depth, len(data))
+        jbuf += _pack_put(_PUT, seq, priority, depth, len(data), code, len(extra))
+        if extra:
+            jbuf += extra
         jbuf += data
         self._journal_ops += 1
         if len(jbuf) >= _JOURNAL_BATCH:
             self._frame_journal()
-        item = UrlInfo(url, depth, priority, seq)
+        item = UrlInfo(url, depth, priority, seq, kind, extra.decode("utf-8", "ignore") or None)
         self._insert(item)
         return item
 

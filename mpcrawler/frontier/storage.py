@@ -15,12 +15,12 @@ import zlib
 from pathlib import Path
 
 from ..errors import FrontierError
-from .base import UrlInfo
+from .base import KINDS, UrlInfo
 
 log = logging.getLogger("mpcrawler.frontier")
 
 HEADER = struct.Struct("<II")  # payload length, crc32(payload)
-ITEM = struct.Struct("<qqI")  # seq, priority, depth; the UTF-8 url follows
+ITEM = struct.Struct("<qqIBH")  # seq, priority, depth, kind, lastmod length; lastmod, url follow
 MAX_RECORD = 1 << 20
 MAX_URL_BYTES = 1 << 16
 
@@ -30,9 +30,18 @@ def frame_payload(payload: bytes) -> bytes:
     return HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
+def kind_code(kind: str) -> int:
+    try:
+        return KINDS.index(kind)
+    except ValueError:
+        raise ValueError(f"unknown URL kind {kind!r}; one of {', '.join(KINDS)}") from None
+
+
 def encode_item(item: UrlInfo) -> bytes:
     """``item`` as one framed record."""
-    return frame_payload(ITEM.pack(item.seq, item.priority, item.depth) + item.url.encode())
+    lastmod = (item.lastmod or "").encode()
+    head = ITEM.pack(item.seq, item.priority, item.depth, kind_code(item.kind), len(lastmod))
+    return frame_payload(head + lastmod + item.url.encode())
 
 
 def decode_item(payload: bytes | memoryview) -> UrlInfo:
@@ -40,12 +49,15 @@ def decode_item(payload: bytes | memoryview) -> UrlInfo:
     checksum matched, so that is a bug or tampering, not a torn write."""
     if len(payload) < ITEM.size:
         raise FrontierError(f"a {len(payload)}-byte record is too short to hold a URL")
-    seq, priority, depth = ITEM.unpack_from(payload)
+    seq, priority, depth, kind, length = ITEM.unpack_from(payload)
+    if kind >= len(KINDS) or ITEM.size + length > len(payload):
+        raise FrontierError("a record's kind or length is out of range")
     try:
-        url = bytes(payload[ITEM.size :]).decode("utf-8")
+        lastmod = bytes(payload[ITEM.size : ITEM.size + length]).decode("utf-8") or None
+        url = bytes(payload[ITEM.size + length :]).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FrontierError(f"a record's URL is not UTF-8 ({exc.reason})") from None
-    return UrlInfo(url, depth, priority, seq)
+    return UrlInfo(url, depth, priority, seq, KINDS[kind], lastmod)
 
 
 def decode_items(payloads: list[bytes], name: str) -> list[UrlInfo]:
