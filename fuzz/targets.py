@@ -11,6 +11,7 @@ for long runs) and ``tests/test_fuzz.py`` (hypothesis, a short pass in CI).
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import logging
 import math
@@ -20,6 +21,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from mpcrawler import sitemaps
 from mpcrawler.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.downloader import Response
 from mpcrawler.frontier import FrontierError, UrlInfo, UrlQueueManager, frame_payload
@@ -241,10 +243,25 @@ def jsonl_target(data: bytes) -> None:
         json.dumps({"statuses": tally.statuses, "errors": tally.errors})  # job.json takes them
 
 
+def sitemap_target(data: bytes) -> None:
+    """A sitemap as the worker reads it: XML, gzip or text; a SitemapError at worst."""
+    for body in (data, gzip.compress(data)):
+        try:
+            parsed = sitemaps.parse(body)
+        except sitemaps.SitemapError as exc:
+            assert str(exc)
+            continue
+        assert len(parsed.pages) + len(parsed.sitemaps) <= sitemaps.MAX_URLS
+        for loc, priority, lastmod in parsed.pages:
+            assert isinstance(loc, str) and -10 <= priority <= 10
+            assert lastmod is None or isinstance(lastmod, str)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "url": url_target,
     "analyzer": analyzer_target,
     "robots": robots_target,
+    "sitemap": sitemap_target,
     "frontier": frontier_target,
     "jsonl": jsonl_target,
 }

@@ -153,6 +153,12 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         help="list each page's links in its record (out-of-scope ones marked), for the link graph",
     )
     p.add_argument(
+        "--no-sitemaps",
+        dest="sitemaps",
+        action="store_false",
+        help="do not read the sitemaps that robots.txt names",
+    )
+    p.add_argument(
         "--warc",
         metavar="DIR",
         help="archive every fetch in WARC/1.1 files in DIR (each worker writes its own)",
@@ -404,6 +410,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         ca_bundle=args.ca_bundle,
         insecure=args.insecure,
         record_links=args.record_links,
+        sitemaps=args.sitemaps,
         warc_dir=args.warc,
         warc_size=args.warc_size,
     )

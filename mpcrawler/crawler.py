@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import outcome, stopsignals
+from . import outcome, sitemaps, stopsignals
 from .analyzer import BUILTIN_ANALYZERS
 from .errors import CrawlError
 from .frontier import LocalFrontier
@@ -62,6 +62,8 @@ from .worker import process_usage
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
 log = logging.getLogger(__name__)
+
+MAX_ROBOTS_SITEMAPS = 50  # Sitemap: lines read from one robots.txt
 
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
@@ -300,7 +302,12 @@ class Crawler:
             return None
         self.pages_started += 1
         return self.scheduler.new_request(
-            item.url, depth=item.depth, priority=item.priority, info=item
+            item.url,
+            depth=item.depth,
+            priority=item.priority,
+            kind=item.kind,
+            lastmod=item.lastmod,
+            info=item,
         )
 
     def _frontier_wait(self) -> float:
@@ -337,6 +344,7 @@ class Crawler:
             self.scheduler.robots_result(
                 request, result.status, result.body, failed, result.error, result.error_kind
             )
+            self._admit_sitemaps(request.host)
             return
         retry_after = outcome.parse_retry_after(result.retry_after, time.time())
         timed_out = result.error_kind == "timeout"
@@ -377,6 +385,8 @@ class Crawler:
             target,
             depth=request.depth,
             priority=request.priority,
+            kind=request.kind,
+            lastmod=request.lastmod,
             info=request.info,
             origin=request.first_url,
             hops=[*request.hops, target],
@@ -388,7 +398,14 @@ class Crawler:
         self, request: Request, result: PageResult, extra: dict[str, Any] | None = None
     ) -> None:
         """The chain of ``request`` is over: record, links, seen hops, ack."""
-        new_links = self._put_links(request, result.outlinks) if outcome.is_ok(result) else 0
+        new_links = 0
+        if outcome.is_ok(result):
+            sitemap = request.kind == "sitemap"  # its pages are depth 1 from their root
+            depth = 1 if sitemap else request.depth + 1
+            new_links = self._put_links(result.outlinks, depth, result.lastmods)
+            if sitemap:
+                new_links += self._put_sitemaps(result.sitemaps, request.depth + 1)
+        extra = {**(extra or {}), **outcome.kind_fields(request)}
         record = outcome.build_record(
             request,
             result,
@@ -421,18 +438,48 @@ class Crawler:
                 return  # dropped on purpose by a user pipeline
             record = result
 
-    def _put_links(self, request: Request, links: list[tuple[str, int]]) -> int:
-        depth = request.depth + 1
+    def _put_links(
+        self, links: list[tuple[str, int]], depth: int, lastmods: dict[str, str] | None = None
+    ) -> int:
         max_depth = self.settings.max_depth
         if max_depth is not None and depth > max_depth:
             return 0
+        chain, lastmods = self.chain_urls, lastmods or {}
         return sum(
-            self._admit(url, depth, priority)
+            self._admit(url, depth, priority, lastmod=lastmods.get(url))
             for url, priority in links
-            if url not in self.chain_urls
+            if url not in chain
         )
 
-    def _admit(self, url: str, depth: int, priority: int) -> bool:
+    def _put_sitemaps(self, urls: list[str], level: int) -> int:
+        """Queue the sitemaps a sitemap index lists, MAX_DEPTH levels deep at most."""
+        if level > sitemaps.MAX_DEPTH:
+            self.links_dropped["sitemap_depth"] += len(urls)
+            return 0
+        return sum(self._admit(url, level, 0, kind="sitemap") for url in urls)
+
+    def _admit_sitemaps(self, host: str) -> None:
+        """Queue the in-scope sitemaps a host's robots.txt names (once: the seen set)."""
+        known = self.scheduler.hosts.get(host)
+        rules = known.robots if known is not None else None
+        if not self.settings.sitemaps or rules is None:
+            return
+        for text in rules.sitemaps[:MAX_ROBOTS_SITEMAPS]:
+            try:
+                url = canonicalize(text)
+            except InvalidURL:
+                continue
+            if self.scope.allows(url):
+                self._admit(url, 0, 0, kind="sitemap")
+
+    def _admit(
+        self,
+        url: str,
+        depth: int,
+        priority: int,
+        kind: str = "page",
+        lastmod: str | None = None,
+    ) -> bool:
         """Queue ``url`` unless it was seen or its host's page budget is spent."""
         budget = self.settings.max_pages_per_host
         host = host_key(url)
@@ -441,7 +488,7 @@ class Crawler:
                 self.links_dropped["host_budget"] += 1
             return False
         priority = outcome.link_priority(priority, depth, self.settings.depth_priority)
-        if not self.frontier.admit(url, depth, priority):
+        if not self.frontier.admit(url, depth, priority, kind, lastmod):
             return False
         if budget is not None:
             self.host_pages[host] += 1

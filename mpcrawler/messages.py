@@ -76,6 +76,8 @@ class PageResult:
         None  # --record-links: (url, in scope, priority)
     )
     item: dict[str, Any] = field(default_factory=dict)  # the Analyzer's fields for the record
+    sitemaps: list[str] = field(default_factory=list)  # a sitemap index's children, in scope
+    lastmods: dict[str, str] = field(default_factory=dict)  # a sitemap's <lastmod> by URL
     warc_file: str | None = None  # --warc: the file and offset of its response record
     warc_offset: int | None = None
 

@@ -22,6 +22,8 @@ __all__ = [
     "backoff",
     "build_record",
     "http_error",
+    "is_ok",
+    "kind_fields",
     "link_priority",
     "lost_verdict",
     "parse_retry_after",
@@ -159,6 +161,17 @@ def build_record(
     for key, value in item.items():
         record.setdefault(key, value)
     return record
+
+
+def kind_fields(request: Request) -> dict[str, Any]:
+    """What a record says of its URL's kind: ``kind`` for a sitemap, and the
+    ``lastmod`` a sitemap gave a page."""
+    fields: dict[str, Any] = {}
+    if request.kind != "page":
+        fields["kind"] = request.kind
+    if request.lastmod:
+        fields["lastmod"] = request.lastmod
+    return fields
 
 
 def is_ok(result: PageResult) -> bool:

@@ -82,7 +82,8 @@ class Request:
     host: str  # scheme://host[:port], the unit of politeness
     depth: int = 0
     priority: int = 0
-    kind: str = "page"  # "page" or "robots"
+    kind: str = "page"  # "page", "sitemap" or "robots"
+    lastmod: str | None = None  # what a sitemap said of it
     info: UrlInfo | None = None  # the frontier item to ack when the chain ends
     origin: str | None = None  # the first URL of a redirect chain
     hops: list[str] = field(default_factory=list)  # URLs this chain redirected through

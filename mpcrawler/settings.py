@@ -60,6 +60,7 @@ class Settings:
     retry_delay: float = 1.0
     max_retry_after: float = 60.0
     max_bytes: int = 10 * MIB
+    sitemaps: bool = True
     warc_dir: str | None = None
     warc_size: int = 1024 * MIB
     max_url_length: int = 2048

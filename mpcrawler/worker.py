@@ -43,7 +43,7 @@ import warnings
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from . import stopsignals
+from . import sitemaps, stopsignals
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .messages import (
@@ -292,7 +292,8 @@ class _Worker:
                 result.status = response.status
                 result.body = decode_robots(response.body)
                 return result, None
-            response = downloader.download(fetch.url)
+            limit = sitemaps.MAX_BYTES if fetch.kind == "sitemap" else None
+            response = downloader.download(fetch.url, max_bytes=limit)
             self.archive(result, fetch.url, response.exchange)
         except DownloadError as exc:
             self.archive(result, fetch.url, exc.exchange)
@@ -328,6 +329,9 @@ class _Worker:
 
     def analyze(self, result: PageResult, response: Response) -> None:
         """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
+        if result.kind == "sitemap":
+            self.read_sitemap(result, response)
+            return
         try:
             analysis = self.analyzer.analyze(response)
             base = document_base(analysis.base, response.url)
@@ -343,6 +347,34 @@ class _Worker:
             result.error = f"analyzer: {type(exc).__name__}: {exc}"
             result.error_kind = "analyzer"
             result.links, result.outlinks = 0, []
+
+    def read_sitemap(self, result: PageResult, response: Response) -> None:
+        """Add what a sitemap lists to ``result``: its pages (resolved and in
+        scope) with their priorities and lastmods, and its child sitemaps."""
+        if not 200 <= response.status < 300:
+            return
+        try:
+            sitemap = sitemaps.parse(response.body)
+        except sitemaps.SitemapError as exc:
+            result.error, result.error_kind = f"sitemap: {exc}", "sitemap"
+            return
+        allows = self.resolver.scope.allows
+        found: dict[str, int] = {}
+        for loc, priority, lastmod in sitemap.pages:
+            url = self.resolver.canonical(loc, response.url)
+            if url is not None and allows(url) and url not in found:
+                found[url] = priority
+                if lastmod:
+                    result.lastmods[url] = lastmod[:64]
+        for loc in sitemap.sitemaps:
+            url = self.resolver.canonical(loc, response.url)
+            if url is not None and allows(url) and url not in result.sitemaps:
+                result.sitemaps.append(url)
+        result.outlinks = list(found.items())
+        result.links = len(sitemap.pages) + len(sitemap.sitemaps)
+        result.item = {"sitemap_urls": len(found), "sitemap_children": len(result.sitemaps)}
+        if sitemap.dropped:
+            result.item["sitemap_dropped"] = sitemap.dropped
 
 
 def process_usage() -> dict[str, float]:

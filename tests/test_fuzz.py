@@ -30,7 +30,14 @@ FINDINGS = {
     "analyzer": ["ADxtZXRhAGNoYXJzZXQ9ACA="],
 }
 
-EXAMPLES = {"url": 3000, "analyzer": 2000, "robots": 3000, "frontier": 1000, "jsonl": 2000}
+EXAMPLES = {
+    "url": 3000,
+    "analyzer": 2000,
+    "robots": 3000,
+    "sitemap": 2000,
+    "frontier": 1000,
+    "jsonl": 2000,
+}
 
 _bytes = st.one_of(
     st.binary(max_size=512),
