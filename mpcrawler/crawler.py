@@ -312,10 +312,11 @@ class Crawler:
 
     def _frontier_wait(self) -> float:
         """Seconds until a host blocked in the frontier may be ready (0.5 at most)."""
-        when = self.frontier.next_ready()
-        if when is None or not self.scheduler.slots:
+        if not self.scheduler.slots or not self._can_pull():
             return 0.5
-        return max(0.0, when - time.monotonic())
+        now = time.monotonic()
+        when = self.frontier.next_ready(now)
+        return 0.5 if when is None else max(0.0, when - now)
 
     # -------------------------------------------------------------- results
     def _on_lost(self, request: Request) -> None:

@@ -7,7 +7,9 @@ often) and from the records the crawler wrote.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import crawl_records, read_records, run_cli
@@ -248,3 +250,20 @@ def test_record_links_gives_the_link_graph(tmp_path: Path) -> None:
     ]
     assert root["links"] == 3 and root["new_links"] == 2
     assert all("outlinks" not in r for r in plain)
+
+
+def test_master_waits_while_a_blocked_host_has_nothing_left(tmp_path: Path) -> None:
+    """The last URL of a --delay host is still downloading long after the
+    host's delay ran out, and nothing else is queued: the master must wait
+    for the worker, not loop on the expired delay."""
+
+    def slow(handler: Any, n: int) -> Any:
+        time.sleep(1.5)
+        return links()
+
+    with serve({"/": lambda h, n: links("/slow")}, default=slow) as server:
+        job = tmp_path / "job"
+        records = crawl_records(server.url + "/", job, "--delay", "0.2", "--no-robots")
+    assert len(records) == 2
+    master = json.loads((job / "stats.json").read_text())["processes"]["master"]
+    assert master["loop_turns"] <= 40, master  # about 3 a half-second wait; a spin is thousands

@@ -267,6 +267,7 @@ def test_a_blocked_host_waits_while_others_go_and_keeps_its_order(tmp_path: Path
         assert drain(q) == [f"http://slow.test/{i}" for i in range(30)]
         q.block("http://slow.test", 5.0)  # until a time
         q.put("http://slow.test/late")
-        assert q.lease(now=4.9) is None and q.next_ready() == 5.0
+        assert q.lease(now=4.9) is None and q.next_ready(4.9) == 5.0
         late = q.lease(now=5.0)
         assert late is not None and late.url == "http://slow.test/late"
+        assert q.next_ready(5.0) is None

@@ -82,8 +82,9 @@ class Frontier(Protocol):
         again; 0 to unblock).  Not persisted: a reopened frontier has every
         host ready."""
 
-    def next_ready(self) -> float | None:
-        """The earliest time (monotonic) a blocked host becomes ready, or None."""
+    def next_ready(self, now: float) -> float | None:
+        """The earliest time (monotonic) after ``now`` a blocked host becomes
+        ready, or None."""
 
     def sync(self) -> None:
         """Everything so far survives this process being killed."""

@@ -65,8 +65,8 @@ class LocalFrontier:
     def block(self, host: str, until: float) -> None:
         self.queue.block(host, until)
 
-    def next_ready(self) -> float | None:
-        return self.queue.next_ready()
+    def next_ready(self, now: float) -> float | None:
+        return self.queue.next_ready(now)
 
     def sync(self) -> None:
         self.queue.sync()

@@ -383,9 +383,10 @@ class UrlQueueManager:
         if queued is not None:
             queued.entry = None
 
-    def next_ready(self) -> float | None:
-        """The earliest time a host blocked until then becomes ready (None:
-        none is); it may have nothing queued."""
+    def next_ready(self, now: float) -> float | None:
+        """The earliest time after ``now`` a host blocked until then becomes
+        ready (None: none is); it may have nothing queued."""
+        self._wake(now)
         return self._timed[0][0] if self._timed else None
 
     def blocked(self, host: str) -> float:
