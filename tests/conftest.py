@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -41,6 +42,12 @@ def run_cli(
     )
 
 
+def _as_in_a_terminal() -> None:
+    """SIGHUP as a terminal session has it, even if the tests run under nohup
+    (whose SIG_IGN the child would inherit, and rightly obey)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """Start ``python -m mpcrawler ARGS`` in a process group of its own, with
     stdout and stderr piped (read them with :class:`Lines`)."""
@@ -51,6 +58,7 @@ def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen
         text=True,
         env=_cli_env(env),
         start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
     )
 
 
