@@ -2,23 +2,24 @@
 
 Data flow (the master is the only writer of crawl state)::
 
-    frontier (UrlQueueManager) --get--> Scheduler --dispatch--> WorkerPool --> workers
-         ^                                 ^   ^ free slots          |
-         | put new links (seen-set dedup)  |   +--------- results <--+
-         +------------------ Crawler._on_result --> pipelines --> pages.jsonl
+    Frontier --lease (hosts not blocked)--> Scheduler --dispatch--> WorkerPool --> workers
+       ^  ^                                  |  ^ free slots                      |
+       |  +--block(host, until)--------------+  +--------- Results <--------------+
+       +-- admit links (dedup) --- Crawler._on_result (outcome.py decides) --> pipelines
 
 Each frontier item becomes exactly one record: fetched, failed, refused by
 robots.txt, or dropped after crashing workers.  Redirects and retries stay in
-the master's memory until the chain ends; only then are its hops marked seen,
-its record written, its links put and its item acked, in that order.
+the master's memory until the chain ends; only then is its record written,
+its links admitted and its item acked with its hops marked seen, in that
+order.  What to do with a result (retry, follow, record) is decided by the
+pure functions of :mod:`mpcrawler.outcome`; this module carries it out.
 
 Durability, in order: the JSON Lines output is line-buffered, so a record is
 in the OS once written; the frontier's journal is synced to the OS after
-every batch of results, so a killed master loses at most the pages of the
+every turn of the loop, so a killed master loses at most the pages of the
 batch it was handling; every ``checkpoint_interval`` seconds the pipelines,
-then the frontier, then the seen set are made durable and ``job.json`` is
-replaced.  A URL is durably seen only once its put is durable; after a crash
-the frontier's replayed puts are added to the seen set again.
+then the frontier (its queue, then its seen set) are made durable and
+``job.json`` is replaced.
 
 A stop signal (SIGINT, SIGTERM, SIGHUP; see :mod:`mpcrawler.stopsignals`)
 stops the dispatching, lets in-flight requests finish for ``grace`` seconds,
