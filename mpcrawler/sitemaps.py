@@ -11,9 +11,10 @@ sitemaps one level deeper, up to MAX_DEPTH).
 Formats: ``<urlset>`` and ``<sitemapindex>`` XML, gzip-compressed or not
 (whatever the Content-Encoding said), and plain text (one URL a line).  The
 protocol's limits are caps, never trusted: at most MAX_URLS entries are read
-from a file and at most MAX_BYTES of it decompressed.  The XML parser
-resolves no entities and loads no DTD (no billion laughs, no external
-entities) and reads no network.
+from a file and at most MAX_BYTES of it decompressed.  A sitemap with a
+DOCTYPE is refused (that is how entity bombs and external entities come in),
+and the XML parser resolves no entities, loads no DTD and reads no network
+in any case.
 
 ``<priority>`` (0.0 to 1.0, default 0.5) becomes the frontier's integer
 priority as ``round(20 x (p - 0.5))``: the default 0.5 is 0 like any link,
@@ -104,6 +105,10 @@ def parse(body: bytes) -> Sitemap:
         return _parse_text(body)
     if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head:
         raise SitemapError("not a sitemap: an HTML page")
+    if b"<!doctype" in body[:65536].lower():
+        # Sitemaps have no use for one; it is how entity bombs and external
+        # entities come in.  (The parser would not expand them either.)
+        raise SitemapError("a DOCTYPE (entity declarations) is not allowed in a sitemap")
     return _parse_xml(body)
 
 

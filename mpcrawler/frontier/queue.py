@@ -289,8 +289,11 @@ class UrlQueueManager:
         data = url.encode("utf-8")
         if len(data) > MAX_URL_BYTES:
             raise ValueError(f"a URL of {len(data)} bytes is too long to queue")
-        extra = (lastmod or "").encode("utf-8")[:255]
-        code = kind_code(kind)
+        if lastmod is None and kind == "page":
+            extra, code = b"", 0
+        else:
+            extra, code = (lastmod or "").encode("utf-8")[:255], kind_code(kind)
+            lastmod = extra.decode("utf-8", "ignore") or None
         seq = self._next_seq
         self._next_seq = seq + 1
         jbuf = self._jbuf
@@ -301,7 +304,7 @@ class UrlQueueManager:
         self._journal_ops += 1
         if len(jbuf) >= _JOURNAL_BATCH:
             self._frame_journal()
-        item = UrlInfo(url, depth, priority, seq, kind, extra.decode("utf-8", "ignore") or None)
+        item = UrlInfo(url, depth, priority, seq, kind, lastmod)
         self._insert(item)
         return item
 

@@ -22,6 +22,9 @@ log = logging.getLogger("mpcrawler.frontier")
 HEADER = struct.Struct("<II")  # payload length, crc32(payload)
 ITEM = struct.Struct("<qqIBH")  # seq, priority, depth, kind, lastmod length; lastmod, url follow
 MAX_RECORD = 1 << 20
+_pack_item, _pack_header, _unpack_item = ITEM.pack, HEADER.pack, ITEM.unpack_from
+_ITEM_SIZE = ITEM.size
+crc32 = zlib.crc32
 MAX_URL_BYTES = 1 << 16
 
 
@@ -39,22 +42,30 @@ def kind_code(kind: str) -> int:
 
 def encode_item(item: UrlInfo) -> bytes:
     """``item`` as one framed record."""
-    lastmod = (item.lastmod or "").encode()
-    head = ITEM.pack(item.seq, item.priority, item.depth, kind_code(item.kind), len(lastmod))
-    return frame_payload(head + lastmod + item.url.encode())
+    url, depth, priority, seq, kind, lastmod = item
+    if kind == "page" and lastmod is None:  # nearly every item
+        payload = _pack_item(seq, priority, depth, 0, 0) + url.encode()
+    else:
+        extra = (lastmod or "").encode()
+        payload = (
+            _pack_item(seq, priority, depth, kind_code(kind), len(extra)) + extra + url.encode()
+        )
+    return _pack_header(len(payload), crc32(payload)) + payload
 
 
-def decode_item(payload: bytes | memoryview) -> UrlInfo:
+def decode_item(payload: bytes) -> UrlInfo:
     """The item in one payload.  Raises FrontierError if it holds none: its
     checksum matched, so that is a bug or tampering, not a torn write."""
     if len(payload) < ITEM.size:
         raise FrontierError(f"a {len(payload)}-byte record is too short to hold a URL")
-    seq, priority, depth, kind, length = ITEM.unpack_from(payload)
-    if kind >= len(KINDS) or ITEM.size + length > len(payload):
-        raise FrontierError("a record's kind or length is out of range")
+    seq, priority, depth, kind, length = _unpack_item(payload)
     try:
-        lastmod = bytes(payload[ITEM.size : ITEM.size + length]).decode("utf-8") or None
-        url = bytes(payload[ITEM.size + length :]).decode("utf-8")
+        if not (kind or length):  # nearly every item
+            return UrlInfo(payload[_ITEM_SIZE:].decode(), depth, priority, seq)
+        if kind >= len(KINDS) or ITEM.size + length > len(payload):
+            raise FrontierError("a record's kind or length is out of range")
+        lastmod = payload[_ITEM_SIZE : _ITEM_SIZE + length].decode() or None
+        url = payload[_ITEM_SIZE + length :].decode()
     except UnicodeDecodeError as exc:
         raise FrontierError(f"a record's URL is not UTF-8 ({exc.reason})") from None
     return UrlInfo(url, depth, priority, seq, KINDS[kind], lastmod)
