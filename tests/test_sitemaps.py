@@ -96,7 +96,11 @@ def test_entities_are_refused_and_never_expanded() -> None:
     for body in (LAUGHS, XXE):
         with pytest.raises(sitemaps.SitemapError, match="DOCTYPE"):
             sitemaps.parse(body)
-        parsed = sitemaps._parse_xml(body)  # the parser alone, past the check
+        try:
+            parsed = sitemaps._parse_xml(body)  # the parser alone, past the check
+        except sitemaps.SitemapError as exc:
+            assert "amplification" in str(exc) or "malformed" in str(exc)  # libxml2's own guard
+            continue
         assert all(len(loc) < 100 and "root:" not in loc for loc, _, _ in parsed.pages)
 
 
