@@ -19,9 +19,11 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis_server
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -41,6 +43,15 @@ def _local_crash(frontier: Any) -> None:
 class Implementation:
     open: Callable[[str, int], Any]
     crash: Callable[[Any], None]  # leave it as a killed process would
+    # True: every operation is durable when it returns (a crash loses nothing);
+    # False: a crash goes back to the last sync (and checkpoint, for hops).
+    durable_at_once: bool = False
+
+
+def _open_redis(directory: str, cache_size: int) -> Any:
+    from mpcrawler.frontier.redis_frontier import RedisFrontier
+
+    return RedisFrontier(redis_server.url(), crawl=Path(directory).name, node="node-1")
 
 
 IMPLEMENTATIONS: dict[str, Implementation] = {
@@ -48,6 +59,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         lambda directory, cache_size: LocalFrontier(directory, cache_size, fsync=False),
         _local_crash,
     ),
+    "redis": Implementation(_open_redis, lambda f: f.abandon(), durable_at_once=True),
 }
 
 
@@ -183,8 +195,9 @@ class FrontierContract(RuleBasedStateMachine):
     def crash(self) -> None:
         self.impl.crash(self.f)
         self.f = self.impl.open(self.dir, self.cache_size)
-        self.model = self.synced.copy()
-        self.model.hop_seen = set(self.checkpointed_hops)
+        if not self.impl.durable_at_once:
+            self.model = self.synced.copy()
+            self.model.hop_seen = set(self.checkpointed_hops)
         self._back_in_place()
         for url in self.model.seen | self.model.hop_seen:
             assert self.f.is_seen(url), url
@@ -201,6 +214,8 @@ class FrontierContract(RuleBasedStateMachine):
         if hasattr(self, "f"):
             self.f.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.impl.durable_at_once:
+            redis_server.forget(Path(self.dir).name)
 
 
 @pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))

@@ -1,0 +1,247 @@
+"""RedisFrontier: the Frontier protocol on a Redis server (the shared tier).
+
+Used by the master of a node, like :class:`~mpcrawler.frontier.local.LocalFrontier`;
+redis-py talks to the server.  This is the storage and the contract only: one
+node at a time, with its leases recorded in Redis under its node id, so a
+node that dies and comes back with the same id gets them back.  Sharing one
+crawl between live nodes (host ownership, lease expiry, heartbeats) is the
+next layer, and is not here yet.
+
+Every key of a crawl is under ``mpc:{CRAWL}:`` (the braces are a Redis
+Cluster hash tag: all of a crawl's keys live in one slot, so each script
+touches one slot)::
+
+    seq          INCR counter: admission numbers
+    seen         SET of 16-byte BLAKE2b digests of every URL admitted or marked seen
+    queued       the number of URLs queued (not leased)
+    q:HOST       ZSET of one host's URLs, scored -priority * 2**33 + seq
+    hosts        ZSET of the hosts with URLs queued, scored by their best URL's score
+    leased       HASH seq -> [host, member, node]
+
+A queue member is the JSON array ``[seq, url, depth, priority, kind,
+lastmod]``: nothing on Redis is pickle.  The order is the one
+:mod:`mpcrawler.frontier.base` writes down: a host's best URL is the lowest
+score of its queue, and ``lease`` takes the host of lowest head score among
+those this node has not blocked.  Blocks are this node's politeness and live
+in its memory, as for the local frontier.
+
+Each operation is applied in Redis when it returns, so ``sync`` and
+``checkpoint`` have nothing to do: what survives a crash of the node is
+everything, and what survives a crash of Redis is what its persistence
+keeps (AOF with ``appendfsync everysec`` loses at most about a second).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import time
+from typing import Any
+
+from ..errors import FrontierError
+from ..urls import host_key
+from .base import FOREVER, KINDS, UrlInfo
+
+__all__ = ["RedisFrontier"]
+
+_MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
+
+# KEYS: seen, seq, queued, hosts, queue.  ARGV: digest, host, url, depth, priority, kind, lastmod
+_ADMIT = """
+if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+local seq = redis.call('INCR', KEYS[2]) - 1
+local score = -tonumber(ARGV[5]) * 8589934592 + seq
+local member = cjson.encode({seq, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]})
+redis.call('ZADD', KEYS[5], score, member)
+redis.call('ZADD', KEYS[4], 'LT', score, ARGV[2])
+redis.call('INCR', KEYS[3])
+return 1
+"""
+
+# KEYS: hosts, queue, leased, queued.  ARGV: host, node.  Returns the member or false.
+_TAKE = """
+local head = redis.call('ZPOPMIN', KEYS[2])
+if #head == 0 then redis.call('ZREM', KEYS[1], ARGV[1]) return false end
+local next = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if #next == 0 then redis.call('ZREM', KEYS[1], ARGV[1])
+else redis.call('ZADD', KEYS[1], next[2], ARGV[1]) end
+local seq = cjson.decode(head[1])[1]
+redis.call('HSET', KEYS[3], seq, cjson.encode({ARGV[1], head[1], ARGV[2]}))
+redis.call('DECR', KEYS[4])
+return head[1]
+"""
+
+# KEYS: leased, hosts, queued.  ARGV: seq, queue key prefix.  Puts a lease back.
+_RELEASE = """
+local lease = redis.call('HGET', KEYS[1], ARGV[1])
+if not lease then return 0 end
+local entry = cjson.decode(lease)
+local item = cjson.decode(entry[2])
+local score = -item[4] * 8589934592 + item[1]
+redis.call('ZADD', ARGV[2] .. entry[1], score, entry[2])
+redis.call('ZADD', KEYS[2], 'LT', score, entry[1])
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[3])
+return 1
+"""
+
+
+def _digest(url: str) -> bytes:
+    return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
+
+
+def _item(member: str | bytes) -> UrlInfo:
+    seq, url, depth, priority, kind, lastmod = json.loads(member)
+    return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None)
+
+
+class RedisFrontier:
+    """The Frontier of crawl ``crawl`` on the Redis server at ``url``, for node ``node``.
+
+    Raises :class:`FrontierError` if the server cannot be reached.
+    """
+
+    def __init__(self, url: str, crawl: str, node: str) -> None:
+        import redis  # redis-py: only for crawls that use Redis
+
+        self._errors = (redis.RedisError, OSError)
+        self.node = node
+        self.prefix = f"mpc:{{{crawl}}}:"
+        p = self.prefix
+        self._seen, self._seq, self._queued = p + "seen", p + "seq", p + "queued"
+        self._hosts, self._leased = p + "hosts", p + "leased"
+        try:
+            self.r = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
+            self.r.ping()
+        except (redis.RedisError, OSError, ValueError) as exc:
+            raise FrontierError(f"cannot reach Redis at {url}: {exc}") from None
+        self._admit = self.r.register_script(_ADMIT)
+        self._take = self.r.register_script(_TAKE)
+        self._release = self.r.register_script(_RELEASE)
+        self._blocked: dict[str, float] = {}
+        self._timed: list[tuple[float, str]] = []
+        self._return_own_leases()
+
+    # ------------------------------------------------------------ protocol
+    def admit(
+        self,
+        url: str,
+        depth: int = 0,
+        priority: int = 0,
+        kind: str = "page",
+        lastmod: str | None = None,
+    ) -> bool:
+        if not -_MAX_PRIORITY < priority < _MAX_PRIORITY:
+            raise ValueError(f"priority {priority} is out of range (|p| < {_MAX_PRIORITY})")
+        if kind not in KINDS:
+            raise ValueError(f"unknown URL kind {kind!r}")
+        host = host_key(url)
+        keys = [self._seen, self._seq, self._queued, self._hosts, self.prefix + "q:" + host]
+        args = [_digest(url), host, url, depth, priority, kind, lastmod or ""]
+        return bool(self._admit(keys=keys, args=args))
+
+    def is_seen(self, url: str) -> bool:
+        return bool(self.r.sismember(self._seen, _digest(url)))
+
+    def lease(self, now: float | None = None) -> UrlInfo | None:
+        now = time.monotonic() if now is None else now
+        self._wake(now)
+        while True:
+            host = self._best_ready_host()
+            if host is None:
+                return None
+            keys = [self._hosts, self.prefix + "q:" + host, self._leased, self._queued]
+            member = self._take(keys=keys, args=[host, self.node])
+            if member is not None:
+                return _item(member)
+
+    def ack(self, item: UrlInfo, seen: list[str] | tuple[str, ...] = ()) -> None:
+        with self.r.pipeline(transaction=True) as pipe:
+            if seen:
+                pipe.sadd(self._seen, *map(_digest, seen))
+            pipe.hdel(self._leased, item.seq)
+            pipe.execute()
+
+    def release(self, item: UrlInfo) -> None:
+        self._release(
+            keys=[self._leased, self._hosts, self._queued], args=[item.seq, self.prefix + "q:"]
+        )
+
+    def block(self, host: str, until: float) -> None:
+        if until <= 0:
+            self._blocked.pop(host, None)
+            return
+        self._blocked[host] = until
+        if until != FOREVER:
+            heapq.heappush(self._timed, (until, host))
+
+    def next_ready(self, now: float) -> float | None:
+        self._wake(now)
+        return self._timed[0][0] if self._timed else None
+
+    def sync(self) -> None:
+        """Nothing to do: each operation is in Redis when it returns."""
+
+    def checkpoint(self) -> None:
+        """Nothing to do: Redis's own persistence (AOF) makes it durable."""
+
+    def stats(self) -> dict[str, Any]:
+        with self.r.pipeline(transaction=False) as pipe:
+            pipe.get(self._queued)
+            pipe.hlen(self._leased)
+            pipe.scard(self._seen)
+            pipe.zcard(self._hosts)
+            queued, taken, seen, hosts = pipe.execute()
+        return {
+            "queued": int(queued or 0),
+            "taken": int(taken),
+            "seen": int(seen),
+            "hosts_queued": int(hosts),
+            "hosts_blocked": len(self._blocked),
+        }
+
+    def __len__(self) -> int:
+        return int(self.r.get(self._queued) or 0)
+
+    @property
+    def taken(self) -> int:
+        return int(self.r.hlen(self._leased))
+
+    def close(self) -> None:
+        """Give this node's leases back at once (others may take them) and disconnect."""
+        try:
+            self._return_own_leases()
+        finally:
+            self.r.close()
+
+    def abandon(self) -> None:
+        """Disconnect as a killed node would: its leases stay recorded (for tests)."""
+        self.r.close()
+
+    # ----------------------------------------------------------- internals
+    def _wake(self, now: float) -> None:
+        while self._timed and self._timed[0][0] <= now:
+            until, host = heapq.heappop(self._timed)
+            if self._blocked.get(host) == until:
+                del self._blocked[host]
+
+    def _best_ready_host(self) -> str | None:
+        """The queued host of best head that this node has not blocked."""
+        start, batch = 0, len(self._blocked) + 1
+        while True:
+            hosts = self.r.zrange(self._hosts, start, start + batch - 1)
+            if not hosts:
+                return None
+            for raw in hosts:
+                host = raw.decode()
+                if host not in self._blocked:
+                    return host
+            start += batch
+
+    def _return_own_leases(self) -> None:
+        for seq, raw in self.r.hscan_iter(self._leased):
+            if json.loads(raw)[2] == self.node:
+                self._release(
+                    keys=[self._leased, self._hosts, self._queued], args=[seq, self.prefix + "q:"]
+                )

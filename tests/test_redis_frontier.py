@@ -1,0 +1,87 @@
+"""RedisFrontier against a real redis-server: the key layout (one prefix, one
+Cluster hash slot, JSON values), leases kept per node, and a clear error when
+Redis cannot be reached.  (The Frontier contract runs in test_frontier_contract.)"""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import redis
+import redis_server
+from redis.crc import key_slot
+
+from mpcrawler.frontier import FrontierError
+from mpcrawler.frontier.redis_frontier import RedisFrontier
+
+
+@pytest.fixture
+def crawl() -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    yield name
+    redis_server.forget(name)
+
+
+def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) -> None:
+    f = RedisFrontier(redis_server.url(), crawl, "n1")
+    for i in range(5):
+        assert f.admit(f"http://h{i % 2}.test/{i}", i, i % 3, "sitemap" if i == 4 else "page")
+    leased = f.lease(0.0)
+    assert leased is not None and leased.priority == 2
+    client = redis.Redis.from_url(redis_server.url())
+    keys = [k.decode() for k in client.scan_iter(match=f"mpc:{{{crawl}}}:*")]
+    everything = [k.decode() for k in client.scan_iter(match=f"*{crawl}*")]
+    assert sorted(keys) == sorted(everything)
+    assert {k.removeprefix(f"mpc:{{{crawl}}}:") for k in keys} == {
+        "seen",
+        "seq",
+        "queued",
+        "hosts",
+        "leased",
+        "q:http://h0.test",
+        "q:http://h1.test",
+    }
+    assert len({key_slot(k.encode()) for k in keys}) == 1  # Redis Cluster: one slot
+    for key in keys:
+        kind = client.type(key).decode()
+        if kind == "zset":
+            for member, _ in client.zrange(key, 0, -1, withscores=True):
+                if key.endswith(":hosts"):
+                    assert member.decode().startswith("http://")
+                else:
+                    assert isinstance(json.loads(member), list)
+        elif kind == "hash":
+            for value in client.hvals(key):
+                assert json.loads(value)[2] == "n1"
+    client.close()
+    f.close()
+
+
+def test_leases_belong_to_their_node(crawl: str) -> None:
+    a = RedisFrontier(redis_server.url(), crawl, "node-a")
+    for i in range(4):
+        a.admit(f"http://h.test/{i}")
+    taken = [a.lease(0.0) for _ in range(2)]
+    a.abandon()  # node-a dies holding two leases
+    b = RedisFrontier(redis_server.url(), crawl, "node-b")
+    assert b.taken == 2 and len(b) == 2  # node-b does not take node-a's leases back
+    b.close()
+    again = RedisFrontier(redis_server.url(), crawl, "node-a")  # node-a comes back
+    assert again.taken == 0 and len(again) == 4
+    got = [again.lease(0.0) for _ in range(4)]
+    assert [g.url for g in got if g] == [t.url for t in taken if t] + [
+        "http://h.test/2",
+        "http://h.test/3",
+    ]
+    again.close()
+
+
+def test_unreachable_redis_is_one_clear_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(FrontierError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"):
+        RedisFrontier(f"redis://127.0.0.1:{port}/0", "x", "n1")
