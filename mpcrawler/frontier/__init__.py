@@ -5,6 +5,8 @@
 * :mod:`.queue`   -- :class:`UrlQueueManager`, the per-host disk-backed queues
 * :mod:`.seen`    -- :class:`SeenSet`, every URL ever admitted
 * :mod:`.storage` -- the framed records all frontier files are made of
+* :mod:`.journal` -- the state and journal format, and `inspect` (counts without opening)
+* :mod:`.redis_frontier` -- :class:`RedisFrontier`, the same protocol on Redis
 
 The master holds one Frontier and is its only user.
 """

@@ -58,7 +58,20 @@ from typing import Any
 
 from ..errors import FrontierError
 from ..urls import host_key
-from .base import FOREVER, KINDS, UrlInfo
+from .base import FOREVER, UrlInfo
+from .journal import (
+    ACK,
+    BLOCK,
+    FORMAT_VERSION,
+    LEASE,
+    PUT,
+    PUT_OP,
+    RELEASE,
+    SEQ_OP,
+    STATE_FILE,
+    inspect,
+    parse_journal,
+)
 from .storage import (
     HEADER,
     ITEM,
@@ -78,19 +91,12 @@ from .storage import (
 
 __all__ = ["FORMAT_VERSION", "UrlQueueManager", "inspect"]
 
-FORMAT_VERSION = 3
-STATE_FILE = "state.json"
 _SEGMENT_RECORDS = 200_000  # a finding segment is sealed after this many records
 _MAX_OPEN_WRITERS = 32
 _JOURNAL_LIMIT = 500_000  # operations; flush() checkpoints past this
 _JOURNAL_BATCH = 1 << 16  # bytes of operations framed together
 _FILE_NAME = re.compile(r"^(waiting|finding|snapshot|journal)-(\d+)\.(seg|log)$")
-# b"P", seq, priority, depth, url length, kind, lastmod length; lastmod and url follow
-_PUT_OP = struct.Struct("<cqqIIBH")
-_SEQ_OP = struct.Struct("<cq")  # b"G" lease, b"A" ack, b"R" release; seq
-_PUT, _LEASE, _ACK, _RELEASE = b"P", b"G", b"A", b"R"
-_pack_put, _pack_seq = _PUT_OP.pack, _SEQ_OP.pack
-_BLOCK = 5  # a block: waiting file number, offset, end, records, first record's seq
+_pack_put, _pack_seq = PUT_OP.pack, SEQ_OP.pack
 
 
 @dataclass
@@ -159,65 +165,6 @@ def _waiting_name(number: int) -> str:
 
 def _record_size(item: UrlInfo) -> int:
     return HEADER.size + ITEM.size + len((item.lastmod or "").encode()) + len(item.url.encode())
-
-
-def _parse_journal(payloads: list[bytes], name: str) -> Iterator[tuple[bytes, Any]]:
-    """(op, UrlInfo for a put or seq otherwise) for each journaled operation."""
-    for payload in payloads:
-        pos, end = 0, len(payload)
-        while pos < end:
-            op = payload[pos : pos + 1]
-            if op == _PUT:
-                _, seq, priority, depth, length, kind, lm_length = _PUT_OP.unpack_from(payload, pos)
-                pos += _PUT_OP.size
-                lastmod = payload[pos : pos + lm_length].decode("utf-8", "replace") or None
-                pos += lm_length
-                url = payload[pos : pos + length].decode("utf-8", "replace")
-                pos += length
-                if kind >= len(KINDS):
-                    raise FrontierError(f"journal {name} holds an unknown URL kind {kind}")
-                yield op, UrlInfo(url, depth, priority, seq, KINDS[kind], lastmod)
-            elif op in (_LEASE, _ACK, _RELEASE):
-                yield op, _SEQ_OP.unpack_from(payload, pos)[1]
-                pos += _SEQ_OP.size
-            else:
-                raise FrontierError(f"journal {name} holds an unknown operation {op!r}")
-
-
-def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
-    """Counts of a frontier as of its last sync, read without opening it.
-
-    ``queued`` is what ``lease()`` could return; ``taken`` what was leased
-    and not acked (it is queued again when the frontier is reopened).  Reads
-    ``state.json`` and the journal; writes nothing.
-    """
-    root = Path(directory)
-    try:
-        state = json.loads((root / STATE_FILE).read_text("utf-8"))
-        queued = sum(int(s[4]) for s in state.get("segments", []))
-        for lanes in state.get("runs", {}).values():
-            for lane in lanes:
-                queued += sum(int(c) for c in lane[1][3::_BLOCK])
-        counts = state.get("snapshot_counts", [0, 0, 0])
-        queued += int(counts[0]) + int(counts[1]) - len(state.get("tombstones", []))
-        taken = int(counts[2])
-        journal = state.get("journal")
-    except (OSError, ValueError, TypeError, KeyError, IndexError):
-        return {"queued": 0, "taken": 0}
-    if journal:
-        try:
-            for op, _ in _parse_journal(read_frames(root / journal, journal), journal):
-                if op == _PUT:
-                    queued += 1
-                elif op == _LEASE:
-                    queued, taken = queued - 1, taken + 1
-                elif op == _ACK:
-                    taken -= 1
-                elif op == _RELEASE:
-                    queued, taken = queued + 1, taken - 1
-        except (FrontierError, struct.error):
-            pass
-    return {"queued": queued, "taken": taken}
 
 
 class UrlQueueManager:
@@ -297,7 +244,7 @@ class UrlQueueManager:
         seq = self._next_seq
         self._next_seq = seq + 1
         jbuf = self._jbuf
-        jbuf += _pack_put(_PUT, seq, priority, depth, len(data), code, len(extra))
+        jbuf += _pack_put(PUT, seq, priority, depth, len(data), code, len(extra))
         if extra:
             jbuf += extra
         jbuf += data
@@ -339,7 +286,7 @@ class UrlQueueManager:
                     if item is None:
                         continue  # the lane's blocks held only acked URLs
                 self._unacked[item.seq] = item
-                self._log_seq(_LEASE, item.seq)
+                self._log_seq(LEASE, item.seq)
                 return item
             if not self._log_count:
                 return None
@@ -355,14 +302,14 @@ class UrlQueueManager:
         """Mark a leased item done; False if it was not outstanding."""
         if self._unacked.pop(item.seq, None) is None:
             return False
-        self._log_seq(_ACK, item.seq)
+        self._log_seq(ACK, item.seq)
         return True
 
     def release(self, item: UrlInfo) -> bool:
         """Give a leased item back, to its place; False if it was not outstanding."""
         if self._unacked.pop(item.seq, None) is None:
             return False
-        self._log_seq(_RELEASE, item.seq)
+        self._log_seq(RELEASE, item.seq)
         self._give_back(item)
         if self._mem > self.cache_size:
             self._overflow()
@@ -795,7 +742,7 @@ class UrlQueueManager:
         """Read the head of ``lane``'s first block into its front."""
         blocks = lane.blocks
         assert blocks is not None
-        number, offset, end, count, _ = blocks[:_BLOCK]
+        number, offset, end, count, _ = blocks[:BLOCK]
         name = _waiting_name(number)
         want = min(count, self._spill_batch)
         items, after = read_items(self.directory / name, name, offset, end, want + 1)
@@ -814,7 +761,7 @@ class UrlQueueManager:
         kept = self._drop_tombstones(items)
         host.size -= len(items) - len(kept)
         if done:
-            del blocks[:_BLOCK]
+            del blocks[:BLOCK]
             if not blocks:
                 lane.blocks = None
             self._unref(number)
@@ -1010,7 +957,7 @@ class UrlQueueManager:
             for priority, flat in lanes:
                 lane = host.lanes[int(priority)] = _Lane()
                 lane.blocks = array("q", map(int, flat))
-                for number, count in zip(flat[0::_BLOCK], flat[3::_BLOCK], strict=True):
+                for number, count in zip(flat[0::BLOCK], flat[3::BLOCK], strict=True):
                     self._block_refs[number] = self._block_refs.get(number, 0) + 1
                     self._block_count += count
                     host.size += count
@@ -1031,10 +978,10 @@ class UrlQueueManager:
         puts: list[UrlInfo] = []
         acked: set[int] = set()
         try:
-            for op, value in _parse_journal(read_frames(self.directory / name, name), name):
-                if op == _PUT:
+            for op, value in parse_journal(read_frames(self.directory / name, name), name):
+                if op == PUT:
                     puts.append(value)
-                elif op == _ACK:
+                elif op == ACK:
                     acked.add(value)
         except (FrontierError, struct.error, UnicodeDecodeError) as exc:
             log.error("frontier: journal %s: %s; replay stopped there", name, exc)
