@@ -324,8 +324,13 @@ class _Worker:
 
     def archive(self, result: PageResult, url: str, exchange: Exchange | None) -> None:
         """Write the fetch to the WARC files, if on, before its result leaves."""
-        if self.warc is not None and exchange is not None:
+        if self.warc is None or exchange is None:
+            return
+        try:
             result.warc_file, result.warc_offset = self.warc.write_fetch(url, exchange)
+        except OSError as exc:  # a full disk: this page's error, not a dead worker thread
+            result.error = f"warc: cannot write the archive: {exc}"
+            result.error_kind = "warc"
 
     def analyze(self, result: PageResult, response: Response) -> None:
         """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
@@ -342,7 +347,11 @@ class _Worker:
                 result.all_links = links
             result.item = analysis.item
             if self.warc is not None and response.exchange is not None:
-                self.warc.write_outlinks(response.url, [url for url, _, _ in links])
+                try:
+                    self.warc.write_outlinks(response.url, [url for url, _, _ in links])
+                except OSError as exc:
+                    result.error = f"warc: cannot write the archive: {exc}"
+                    result.error_kind = "warc"
         except Exception as exc:
             result.error = f"analyzer: {type(exc).__name__}: {exc}"
             result.error_kind = "analyzer"
