@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -41,6 +42,7 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
         "queued",
         "hosts",
         "leased",
+        "alive",
         "q:http://h0.test",
         "q:http://h1.test",
     }
@@ -51,11 +53,14 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
             for member, _ in client.zrange(key, 0, -1, withscores=True):
                 if key.endswith(":hosts"):
                     assert member.decode().startswith("http://")
+                elif key.endswith(":alive"):
+                    assert member == b"n1"
                 else:
                     assert isinstance(json.loads(member), list)
         elif kind == "hash":
             for value in client.hvals(key):
                 assert json.loads(value)[2] == "n1"
+    assert client.zrange(f"mpc:{{{crawl}}}:alive", 0, -1) == [b"n1"]  # its heartbeat
     client.close()
     f.close()
 
@@ -85,3 +90,30 @@ def test_unreachable_redis_is_one_clear_error() -> None:
         port = s.getsockname()[1]
     with pytest.raises(FrontierError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"):
         RedisFrontier(f"redis://127.0.0.1:{port}/0", "x", "n1")
+
+
+def test_a_dead_nodes_leases_go_back_when_its_heartbeat_runs_out(crawl: str) -> None:
+    """node-a dies holding leases and never comes back; node-b's heartbeat
+    gives them back once node-a's heartbeat is older than the lease timeout,
+    and not before; a live node's leases are never taken."""
+    a = RedisFrontier(redis_server.url(), crawl, "node-a", lease_timeout=0.5)
+    live = RedisFrontier(redis_server.url(), crawl, "node-live", lease_timeout=60)
+    for i in range(5):
+        a.admit(f"http://h.test/{i}")
+    held = [a.lease(0.0), a.lease(0.0)]
+    kept = live.lease(0.0)
+    assert kept is not None
+    a.abandon()
+    b = RedisFrontier(redis_server.url(), crawl, "node-b", lease_timeout=60)
+    returned = b.heartbeat()
+    assert returned == 0 or returned == 2  # 0 unless node-a's 0.5 s already ran out
+    deadline = time.monotonic() + 10
+    while returned == 0:  # wait, bounded, for node-a's heartbeat to run out
+        assert time.monotonic() < deadline, "node-a's leases never came back"
+        time.sleep(0.05)
+        returned = b.heartbeat()
+    assert returned == 2 and b.taken == 1  # node-live's lease stays
+    got = [b.lease(0.0) for _ in range(2)]
+    assert [g.url for g in got if g] == [h.url for h in held if h]
+    b.close()
+    live.close()

@@ -1,11 +1,13 @@
 """RedisFrontier: the Frontier protocol on a Redis server (the shared tier).
 
 Used by the master of a node, like :class:`~mpcrawler.frontier.local.LocalFrontier`;
-redis-py talks to the server.  This is the storage and the contract only: one
-node at a time, with its leases recorded in Redis under its node id, so a
-node that dies and comes back with the same id gets them back.  Sharing one
-crawl between live nodes (host ownership, lease expiry, heartbeats) is the
-next layer, and is not here yet.
+redis-py talks to the server.  This is the storage, the contract and the
+leases: each lease is recorded under its node id, the node keeps them alive
+with a heartbeat (``sync``), and any node's heartbeat gives back the leases
+of a node that stopped beating for ``lease_timeout``; a node that comes back
+with the same id gets its own back at once.  Sharing one crawl between live
+nodes politely (host ownership, partitioning) is the next layer, and is not
+here yet.
 
 Every key of a crawl is under ``mpc:{CRAWL}:`` (the braces are a Redis
 Cluster hash tag: all of a crawl's keys live in one slot, so each script
@@ -17,6 +19,7 @@ touches one slot)::
     q:HOST       ZSET of one host's URLs, scored -priority * 2**33 + seq
     hosts        ZSET of the hosts with URLs queued, scored by their best URL's score
     leased       HASH seq -> [host, member, node]
+    alive        ZSET node -> heartbeat deadline (Redis's clock, ms)
 
 A queue member is the JSON array ``[seq, url, depth, priority, kind,
 lastmod]``: nothing on Redis is pickle.  The order is the one
@@ -87,6 +90,43 @@ return 1
 """
 
 
+# KEYS: alive, leased, hosts, queued.  ARGV: node, timeout (ms), queue key prefix.
+# Renews this node's heartbeat (Redis's clock, so the nodes' clocks do not
+# matter), then gives back every lease of each node whose heartbeat ran out.
+_HEARTBEAT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #dead == 0 then return 0 end
+local gone = {}
+for _, n in ipairs(dead) do
+  gone[n] = true
+  redis.call('ZREM', KEYS[1], n)
+end
+local returned = 0
+local cursor = '0'
+repeat
+  local page = redis.call('HSCAN', KEYS[2], cursor, 'COUNT', 1000)
+  cursor = page[1]
+  local fields = page[2]
+  for i = 1, #fields, 2 do
+    local entry = cjson.decode(fields[i + 1])
+    if gone[entry[3]] then
+      local item = cjson.decode(entry[2])
+      local score = -item[4] * 8589934592 + item[1]
+      redis.call('ZADD', ARGV[3] .. entry[1], score, entry[2])
+      redis.call('ZADD', KEYS[3], 'LT', score, entry[1])
+      redis.call('HDEL', KEYS[2], fields[i])
+      redis.call('INCR', KEYS[4])
+      returned = returned + 1
+    end
+  end
+until cursor == '0'
+return returned
+"""
+
+
 def _digest(url: str) -> bytes:
     return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
 
@@ -102,7 +142,7 @@ class RedisFrontier:
     Raises :class:`FrontierError` if the server cannot be reached.
     """
 
-    def __init__(self, url: str, crawl: str, node: str) -> None:
+    def __init__(self, url: str, crawl: str, node: str, lease_timeout: float = 30.0) -> None:
         import redis  # redis-py: only for crawls that use Redis
 
         self._errors = (redis.RedisError, OSError)
@@ -110,7 +150,9 @@ class RedisFrontier:
         self.prefix = f"mpc:{{{crawl}}}:"
         p = self.prefix
         self._seen, self._seq, self._queued = p + "seen", p + "seq", p + "queued"
-        self._hosts, self._leased = p + "hosts", p + "leased"
+        self._hosts, self._leased, self._alive = p + "hosts", p + "leased", p + "alive"
+        self.lease_timeout = lease_timeout
+        self._last_beat = 0.0
         try:
             self.r = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
             self.r.ping()
@@ -119,8 +161,10 @@ class RedisFrontier:
         self._admit = self.r.register_script(_ADMIT)
         self._take = self.r.register_script(_TAKE)
         self._release = self.r.register_script(_RELEASE)
+        self._beat = self.r.register_script(_HEARTBEAT)
         self._blocked: dict[str, float] = {}
         self._timed: list[tuple[float, str]] = []
+        self.heartbeat()
         self._return_own_leases()
 
     # ------------------------------------------------------------ protocol
@@ -181,7 +225,18 @@ class RedisFrontier:
         return self._timed[0][0] if self._timed else None
 
     def sync(self) -> None:
-        """Nothing to do: each operation is in Redis when it returns."""
+        """Each operation is in Redis when it returns; this keeps the node's
+        leases alive (a heartbeat every third of ``lease_timeout``)."""
+        if time.monotonic() - self._last_beat >= self.lease_timeout / 3:
+            self.heartbeat()
+
+    def heartbeat(self) -> int:
+        """Renew this node's leases for ``lease_timeout`` seconds, and give
+        back those of nodes whose heartbeat ran out; returns how many."""
+        self._last_beat = time.monotonic()
+        keys = [self._alive, self._leased, self._hosts, self._queued]
+        args = [self.node, int(self.lease_timeout * 1000), self.prefix + "q:"]
+        return int(self._beat(keys=keys, args=args))
 
     def checkpoint(self) -> None:
         """Nothing to do: Redis's own persistence (AOF) makes it durable."""
@@ -212,6 +267,7 @@ class RedisFrontier:
         """Give this node's leases back at once (others may take them) and disconnect."""
         try:
             self._return_own_leases()
+            self.r.zrem(self._alive, self.node)
         finally:
             self.r.close()
 
