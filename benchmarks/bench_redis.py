@@ -96,7 +96,7 @@ def main() -> None:
         admit_trips = SENT[0]
         admit_calls = calls(client)
         grown = int(client.info("memory")["used_memory"]) - before
-        seen = key_bytes(client, "mpc:{bench}:seen")
+        seen = key_bytes(client, "mpc:{bench}:seen*")
         queues = key_bytes(client, "mpc:{bench}:q:*") + key_bytes(client, "mpc:{bench}:hosts")
         client.config_resetstat()
         SENT[0] = 0

@@ -36,7 +36,10 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
     keys = [k.decode() for k in client.scan_iter(match=f"mpc:{{{crawl}}}:*")]
     everything = [k.decode() for k in client.scan_iter(match=f"*{crawl}*")]
     assert sorted(keys) == sorted(everything)
-    assert {k.removeprefix(f"mpc:{{{crawl}}}:") for k in keys} == {
+    names = {k.removeprefix(f"mpc:{{{crawl}}}:") for k in keys}
+    buckets = {n for n in names if n.startswith("seen:")}
+    assert len(buckets) >= 1 and all(len(n) == len("seen:") + 4 for n in buckets)
+    assert names - buckets == {
         "seen",
         "seq",
         "queued",
@@ -57,9 +60,11 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
                     assert member == b"n1"
                 else:
                     assert isinstance(json.loads(member), list)
-        elif kind == "hash":
+        elif kind == "hash" and key.endswith(":leased"):
             for value in client.hvals(key):
                 assert json.loads(value)[2] == "n1"
+        elif kind == "hash":  # a seen bucket: 14-byte digest tails, empty values
+            assert all(len(f) == 14 and v == b"" for f, v in client.hgetall(key).items())
     assert client.zrange(f"mpc:{{{crawl}}}:alive", 0, -1) == [b"n1"]  # its heartbeat
     client.close()
     f.close()

@@ -14,7 +14,9 @@ Cluster hash tag: all of a crawl's keys live in one slot, so each script
 touches one slot)::
 
     seq          INCR counter: admission numbers
-    seen         SET of 16-byte BLAKE2b digests of every URL admitted or marked seen
+    seen:XXXX    HASHes of every URL admitted or marked seen, by the first two
+                 bytes (XXXX) of its 16-byte BLAKE2b digest; the field is the rest
+    seen         the number of URLs seen
     queued       the number of URLs queued (not leased)
     q:HOST       ZSET of one host's URLs, scored -priority * 2**33 + seq
     hosts        ZSET of the hosts with URLs queued, scored by their best URL's score
@@ -50,9 +52,11 @@ __all__ = ["RedisFrontier"]
 
 _MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
 
-# KEYS: seen, seq, queued, hosts, queue.  ARGV: digest, host, url, depth, priority, kind, lastmod
+# KEYS: seen bucket, seq, queued, hosts, queue, seen count.
+# ARGV: digest tail, host, url, depth, priority, kind, lastmod
 _ADMIT = """
-if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+if redis.call('HSETNX', KEYS[1], ARGV[1], '') == 0 then return 0 end
+redis.call('INCR', KEYS[6])
 local seq = redis.call('INCR', KEYS[2]) - 1
 local score = -tonumber(ARGV[5]) * 8589934592 + seq
 local member = cjson.encode({seq, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]})
@@ -127,6 +131,19 @@ return returned
 """
 
 
+# KEYS: leased, seen count, seen buckets...  ARGV: seq, digest tails (one per bucket).
+# Ends a lease and marks its redirect hops seen, in one step.
+_ACK = """
+redis.call('HDEL', KEYS[1], ARGV[1])
+local added = 0
+for i = 3, #KEYS do
+  added = added + redis.call('HSETNX', KEYS[i], ARGV[i - 1], '')
+end
+if added > 0 then redis.call('INCRBY', KEYS[2], added) end
+return added
+"""
+
+
 def _digest(url: str) -> bytes:
     return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
 
@@ -149,7 +166,7 @@ class RedisFrontier:
         self.node = node
         self.prefix = f"mpc:{{{crawl}}}:"
         p = self.prefix
-        self._seen, self._seq, self._queued = p + "seen", p + "seq", p + "queued"
+        self._seen_count, self._seq, self._queued = p + "seen", p + "seq", p + "queued"
         self._hosts, self._leased, self._alive = p + "hosts", p + "leased", p + "alive"
         self.lease_timeout = lease_timeout
         self._last_beat = 0.0
@@ -162,6 +179,7 @@ class RedisFrontier:
         self._take = self.r.register_script(_TAKE)
         self._release = self.r.register_script(_RELEASE)
         self._beat = self.r.register_script(_HEARTBEAT)
+        self._ack = self.r.register_script(_ACK)
         self._blocked: dict[str, float] = {}
         self._timed: list[tuple[float, str]] = []
         self.heartbeat()
@@ -181,12 +199,21 @@ class RedisFrontier:
         if kind not in KINDS:
             raise ValueError(f"unknown URL kind {kind!r}")
         host = host_key(url)
-        keys = [self._seen, self._seq, self._queued, self._hosts, self.prefix + "q:" + host]
-        args = [_digest(url), host, url, depth, priority, kind, lastmod or ""]
+        bucket, tail = self._seen_slot(url)
+        keys = [bucket, self._seq, self._queued, self._hosts, self.prefix + "q:" + host]
+        keys.append(self._seen_count)
+        args = [tail, host, url, depth, priority, kind, lastmod or ""]
         return bool(self._admit(keys=keys, args=args))
 
     def is_seen(self, url: str) -> bool:
-        return bool(self.r.sismember(self._seen, _digest(url)))
+        return bool(self.r.hexists(*self._seen_slot(url)))
+
+    def _seen_slot(self, url: str) -> tuple[str, bytes]:
+        """(bucket key, field) of ``url`` in the seen set: 65,536 small hashes
+        keyed by the digest's first two bytes, so each stays a compact
+        listpack (about 20 bytes a URL) up to about 8 million URLs."""
+        digest = _digest(url)
+        return f"{self.prefix}seen:{digest[:2].hex()}", digest[2:]
 
     def lease(self, now: float | None = None) -> UrlInfo | None:
         now = time.monotonic() if now is None else now
@@ -201,11 +228,9 @@ class RedisFrontier:
                 return _item(member)
 
     def ack(self, item: UrlInfo, seen: list[str] | tuple[str, ...] = ()) -> None:
-        with self.r.pipeline(transaction=True) as pipe:
-            if seen:
-                pipe.sadd(self._seen, *map(_digest, seen))
-            pipe.hdel(self._leased, item.seq)
-            pipe.execute()
+        slots = [self._seen_slot(url) for url in seen]
+        keys = [self._leased, self._seen_count, *(bucket for bucket, _ in slots)]
+        self._ack(keys=keys, args=[item.seq, *(tail for _, tail in slots)])
 
     def release(self, item: UrlInfo) -> None:
         self._release(
@@ -245,13 +270,13 @@ class RedisFrontier:
         with self.r.pipeline(transaction=False) as pipe:
             pipe.get(self._queued)
             pipe.hlen(self._leased)
-            pipe.scard(self._seen)
+            pipe.get(self._seen_count)
             pipe.zcard(self._hosts)
             queued, taken, seen, hosts = pipe.execute()
         return {
             "queued": int(queued or 0),
             "taken": int(taken),
-            "seen": int(seen),
+            "seen": int(seen or 0),
             "hosts_queued": int(hosts),
             "hosts_blocked": len(self._blocked),
         }
