@@ -288,15 +288,16 @@ class Crawler:
             self.progress.update(self.pages_done, self._progress_fields)
 
     def _can_pull(self) -> bool:
-        if not len(self.frontier):
-            return False
+        return bool(len(self.frontier)) and self._budget_left()
+
+    def _budget_left(self) -> bool:
         limit = self.settings.max_pages
         return limit is None or self.pages_started < limit
 
     def _lease(self, now: float) -> Request | None:
         """The frontier's best URL of a host that may be fetched now, as a
         request (None when there is none, or the page budget is spent)."""
-        if not self._can_pull():
+        if not self._budget_left():  # an empty frontier answers None itself
             return None
         item = self.frontier.lease(now)
         if item is None:

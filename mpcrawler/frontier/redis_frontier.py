@@ -79,25 +79,37 @@ redis.call('DECR', KEYS[4])
 return head[1]
 """
 
+# Shared by the scripts that put a lease back in its host's queue, in its place.
+_GIVE_BACK = """
+local function give_back(leased, hosts, queued, prefix, seq, lease)
+  local entry = cjson.decode(lease)
+  local item = cjson.decode(entry[2])
+  local score = -item[4] * 8589934592 + item[1]
+  redis.call('ZADD', prefix .. entry[1], score, entry[2])
+  redis.call('ZADD', hosts, 'LT', score, entry[1])
+  redis.call('HDEL', leased, seq)
+  redis.call('INCR', queued)
+end
+"""
+
 # KEYS: leased, hosts, queued.  ARGV: seq, queue key prefix.  Puts a lease back.
-_RELEASE = """
+_RELEASE = (
+    _GIVE_BACK
+    + """
 local lease = redis.call('HGET', KEYS[1], ARGV[1])
 if not lease then return 0 end
-local entry = cjson.decode(lease)
-local item = cjson.decode(entry[2])
-local score = -item[4] * 8589934592 + item[1]
-redis.call('ZADD', ARGV[2] .. entry[1], score, entry[2])
-redis.call('ZADD', KEYS[2], 'LT', score, entry[1])
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('INCR', KEYS[3])
+give_back(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1], lease)
 return 1
 """
+)
 
 
 # KEYS: alive, leased, hosts, queued.  ARGV: node, timeout (ms), queue key prefix.
 # Renews this node's heartbeat (Redis's clock, so the nodes' clocks do not
 # matter), then gives back every lease of each node whose heartbeat ran out.
-_HEARTBEAT = """
+_HEARTBEAT = (
+    _GIVE_BACK
+    + """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
@@ -115,20 +127,15 @@ repeat
   cursor = page[1]
   local fields = page[2]
   for i = 1, #fields, 2 do
-    local entry = cjson.decode(fields[i + 1])
-    if gone[entry[3]] then
-      local item = cjson.decode(entry[2])
-      local score = -item[4] * 8589934592 + item[1]
-      redis.call('ZADD', ARGV[3] .. entry[1], score, entry[2])
-      redis.call('ZADD', KEYS[3], 'LT', score, entry[1])
-      redis.call('HDEL', KEYS[2], fields[i])
-      redis.call('INCR', KEYS[4])
+    if gone[cjson.decode(fields[i + 1])[3]] then
+      give_back(KEYS[2], KEYS[3], KEYS[4], ARGV[3], fields[i], fields[i + 1])
       returned = returned + 1
     end
   end
 until cursor == '0'
 return returned
 """
+)
 
 
 # KEYS: leased, seen count, seen buckets...  ARGV: seq, digest tails (one per bucket).
