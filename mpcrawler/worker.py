@@ -328,9 +328,14 @@ class _Worker:
             return
         try:
             result.warc_file, result.warc_offset = self.warc.write_fetch(url, exchange)
-        except OSError as exc:  # a full disk: this page's error, not a dead worker thread
-            result.error = f"warc: cannot write the archive: {exc}"
-            result.error_kind = "warc"
+        except OSError as exc:
+            self._archive_failed(result, exc)
+
+    @staticmethod
+    def _archive_failed(result: PageResult, exc: OSError) -> None:
+        """A full disk: this page's error, not a dead worker thread."""
+        result.error = f"warc: cannot write the archive: {exc}"
+        result.error_kind = "warc"
 
     def analyze(self, result: PageResult, response: Response) -> None:
         """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
@@ -350,8 +355,7 @@ class _Worker:
                 try:
                     self.warc.write_outlinks(response.url, [url for url, _, _ in links])
                 except OSError as exc:
-                    result.error = f"warc: cannot write the archive: {exc}"
-                    result.error_kind = "warc"
+                    self._archive_failed(result, exc)
         except Exception as exc:
             result.error = f"analyzer: {type(exc).__name__}: {exc}"
             result.error_kind = "analyzer"
