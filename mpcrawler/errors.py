@@ -7,7 +7,8 @@ branch of it at the level you need::
     +-- UsageError        the command line, a setting or a file given is wrong (exit 2)
     |   +-- JobConflict   the job directory belongs to other settings or another version
     +-- InvalidURL        not a fetchable URL (also a ValueError)
-    +-- FrontierError     the frontier's files cannot be used
+    +-- FrontierError     the frontier's files (or its Redis) cannot be used
+    |   +-- FrontierUnavailable  Redis cannot be reached now; try again later
     +-- CrawlError        the crawl cannot go on (the job stays resumable)
     |   +-- PoolError     worker processes cannot be started, or one failed
     +-- DownloadError     one fetch failed; becomes that page's record (downloader.py
@@ -24,6 +25,7 @@ __all__ = [
     "CrawlError",
     "DownloadError",
     "FrontierError",
+    "FrontierUnavailable",
     "InvalidURL",
     "JobConflict",
     "MpcrawlerError",
@@ -55,7 +57,13 @@ class InvalidURL(MpcrawlerError, ValueError):
 
 
 class FrontierError(MpcrawlerError):
-    """The frontier's directory cannot be used (wrong format, unreadable state, closed)."""
+    """The frontier cannot be used (wrong format, unreadable state, closed, or
+    its Redis unreachable for good)."""
+
+
+class FrontierUnavailable(FrontierError):
+    """The shared frontier's Redis cannot be reached at the moment: nothing
+    was lost, and the same call may be made again once it is back."""
 
 
 class CrawlError(MpcrawlerError):

@@ -39,22 +39,20 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
     names = {k.removeprefix(f"mpc:{{{crawl}}}:") for k in keys}
     buckets = {n for n in names if n.startswith("seen:")}
     assert len(buckets) >= 1 and all(len(n) == len("seen:") + 4 for n in buckets)
-    assert names - buckets == {
-        "seen",
-        "seq",
-        "queued",
-        "hosts",
-        "leased",
-        "alive",
-        "q:http://h0.test",
-        "q:http://h1.test",
+    assert {"seen", "seq", "queued", "hosts", "leased", "alive", "owner", "held:n1"} <= names
+    assert {"own:n1", "inflight", "nodes", "beats", "started"} <= names
+    assert {"q:http://h0.test", "q:http://h1.test"} <= names
+    assert names - buckets <= {
+        *("seen", "seq", "queued", "done", "errors", "hosts", "leased", "alive", "owner"),
+        *("held:n1", "own:n1", "inflight", "free_at", "nodes", "beats", "started"),
+        *("q:http://h0.test", "q:http://h1.test"),
     }
     assert len({key_slot(k.encode()) for k in keys}) == 1  # Redis Cluster: one slot
     for key in keys:
         kind = client.type(key).decode()
         if kind == "zset":
             for member, _ in client.zrange(key, 0, -1, withscores=True):
-                if key.endswith(":hosts"):
+                if key.endswith((":hosts", ":own:n1")):
                     assert member.decode().startswith("http://")
                 elif key.endswith(":alive"):
                     assert member == b"n1"
@@ -63,8 +61,14 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
         elif kind == "hash" and key.endswith(":leased"):
             for value in client.hvals(key):
                 assert json.loads(value)[2] == "n1"
+        elif kind == "hash" and key.endswith(":nodes"):
+            assert all(isinstance(json.loads(v), dict) for v in client.hvals(key))
+        elif kind == "hash" and key.endswith((":owner", ":inflight", ":beats")):
+            assert all(v.decode().replace("n1", "1").isdigit() for v in client.hvals(key))
         elif kind == "hash":  # a seen bucket: 14-byte digest tails, empty values
             assert all(len(f) == 14 and v == b"" for f, v in client.hgetall(key).items())
+        elif kind == "set":
+            assert all(m.decode().startswith("http://") for m in client.smembers(key))
     assert client.zrange(f"mpc:{{{crawl}}}:alive", 0, -1) == [b"n1"]  # its heartbeat
     client.close()
     f.close()
@@ -105,6 +109,7 @@ def test_a_dead_nodes_leases_go_back_when_its_heartbeat_runs_out(crawl: str) -> 
     live = RedisFrontier(redis_server.url(), crawl, "node-live", lease_timeout=60)
     for i in range(5):
         a.admit(f"http://h.test/{i}")
+    live.admit("http://other.test/")
     held = [a.lease(0.0), a.lease(0.0)]
     kept = live.lease(0.0)
     assert kept is not None
@@ -118,7 +123,7 @@ def test_a_dead_nodes_leases_go_back_when_its_heartbeat_runs_out(crawl: str) -> 
         time.sleep(0.05)
         returned = b.heartbeat()
     assert returned == 2 and b.taken == 1  # node-live's lease stays
-    got = [b.lease(0.0) for _ in range(2)]
+    got = [b.lease(0.0) for _ in range(2)]  # node-a's host is free again: b claims it
     assert [g.url for g in got if g] == [h.url for h in held if h]
     b.close()
     live.close()

@@ -16,18 +16,21 @@ The ordering convention, written down once:
 
 With no host blocked this is exactly one global order: priority, then
 admission order.  Implementations: :class:`mpcrawler.frontier.local.LocalFrontier`
-(files in the job directory; the default).  The contract test
+(files in the job directory; the default) and
+:class:`mpcrawler.frontier.redis_frontier.RedisFrontier` (shared by the nodes
+of one crawl).  The contract test
 (``tests/test_frontier_contract.py``) runs against every implementation.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
 
-__all__ = ["FOREVER", "KINDS", "Frontier", "FrontierError", "UrlInfo"]
+__all__ = ["FOREVER", "KINDS", "Admission", "Frontier", "FrontierError", "UrlInfo"]
 
 FOREVER = math.inf  # block(host, FOREVER): until the host is blocked again with a time
 
@@ -47,6 +50,9 @@ class UrlInfo(NamedTuple):
     lastmod: str | None = None
 
 
+Admission = tuple[str, int, int, str, str | None]  # url, depth, priority, kind, lastmod
+
+
 @runtime_checkable
 class Frontier(Protocol):
     """Dedup plus per-host, priority-ordered queues, crash-safe."""
@@ -61,17 +67,25 @@ class Frontier(Protocol):
     ) -> bool:
         """Queue ``url`` unless it was ever admitted or marked seen; True if queued."""
 
+    def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
+        """``admit`` for each item, in one step; ``want`` is a hint that that
+        many leases follow (a shared frontier fetches them in the same call)."""
+
     def is_seen(self, url: str) -> bool:
         """``url`` was admitted or marked seen."""
 
-    def lease(self, now: float | None = None) -> UrlInfo | None:
+    def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
         """The best URL of a host not blocked at ``now`` (monotonic seconds),
         or None.  It stays taken until ``ack`` or ``release``; after a crash
-        it is queued again in its place."""
+        it is queued again in its place.  ``want`` is how many the caller
+        could take now (a shared frontier leases that many at once)."""
 
-    def ack(self, item: UrlInfo, seen: list[str] | tuple[str, ...] = ()) -> None:
-        """``item`` is done; ``seen`` (the URLs its redirect chain went
-        through) are marked seen in the same step."""
+    def ack(
+        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+    ) -> None:
+        """``item`` is done (``error``: its record is an error); ``seen``
+        (the URLs its redirect chain went through) are marked seen in the
+        same step."""
 
     def release(self, item: UrlInfo) -> None:
         """Give a leased ``item`` back, to its place in its host's queue."""
@@ -89,6 +103,11 @@ class Frontier(Protocol):
     def sync(self) -> None:
         """Everything so far survives this process being killed."""
 
+    def tick(self) -> None:
+        """Upkeep, called once a turn of the master's loop: what has waited
+        long enough is made to survive a kill (a local frontier: all of it,
+        as ``sync``), and a shared frontier renews its heartbeat."""
+
     def checkpoint(self) -> None:
         """Everything so far is durable (survives a power cut)."""
 
@@ -97,6 +116,17 @@ class Frontier(Protocol):
 
     def __len__(self) -> int:
         """URLs queued (not counting those taken)."""
+
+    def available(self) -> bool:
+        """The frontier can be used now (a shared one: its server answers)."""
+
+    def leased_elsewhere(self) -> int:
+        """URLs leased by other processes and not yet acked (a shared
+        frontier's crawl is over only when none are)."""
+
+    def budget_left(self) -> bool:
+        """A crawl-wide page budget kept by the frontier is not spent (True
+        for a frontier that keeps none)."""
 
     def close(self) -> None:
         """Checkpoint and release everything; taken URLs are queued again on reopening."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from .base import UrlInfo
+from .base import Admission, UrlInfo
 from .queue import UrlQueueManager, inspect
 from .seen import SeenSet
 
@@ -48,13 +49,18 @@ class LocalFrontier:
         self.queue.put(url, depth, priority, kind, lastmod)
         return True
 
+    def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
+        return [self.admit(*item) for item in items]
+
     def is_seen(self, url: str) -> bool:
         return url in self.seen
 
-    def lease(self, now: float | None = None) -> UrlInfo | None:
+    def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
         return self.queue.lease(now)
 
-    def ack(self, item: UrlInfo, seen: list[str] | tuple[str, ...] = ()) -> None:
+    def ack(
+        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+    ) -> None:
         for url in seen:
             self.seen.add(url)
         self.queue.ack(item)
@@ -71,6 +77,9 @@ class LocalFrontier:
     def sync(self) -> None:
         self.queue.sync()
 
+    def tick(self) -> None:
+        self.queue.sync()  # every turn of the master's loop: a killed master loses one turn
+
     def checkpoint(self) -> None:
         self.queue.flush()
         self.seen.flush()
@@ -84,6 +93,15 @@ class LocalFrontier:
     @property
     def taken(self) -> int:
         return self.queue.taken
+
+    def available(self) -> bool:
+        return True
+
+    def leased_elsewhere(self) -> int:
+        return 0  # only this process leases from it
+
+    def budget_left(self) -> bool:
+        return True  # the master keeps the budget of a local crawl
 
     def close(self) -> None:
         try:

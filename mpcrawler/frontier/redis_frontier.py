@@ -1,158 +1,127 @@
-"""RedisFrontier: the Frontier protocol on a Redis server (the shared tier).
+"""RedisFrontier: the Frontier protocol on a Redis server, shared by the nodes of one crawl.
 
-Used by the master of a node, like :class:`~mpcrawler.frontier.local.LocalFrontier`;
-redis-py talks to the server.  This is the storage, the contract and the
-leases: each lease is recorded under its node id, the node keeps them alive
-with a heartbeat (``sync``), and any node's heartbeat gives back the leases
-of a node that stopped beating for ``lease_timeout``; a node that comes back
-with the same id gets its own back at once.  Sharing one crawl between live
-nodes politely (host ownership, partitioning) is the next layer, and is not
-here yet.
+Used by the master of each node in place of
+:class:`~mpcrawler.frontier.local.LocalFrontier`; redis-py talks to the
+server.  Redis is the source of truth for every URL not yet recorded: what a
+node discovers is admitted to Redis before the page that found it is
+recorded, and what it fetches stays leased under its node id until acked.
+
+**Hosts are owned.**  A node leases only from hosts it owns; it claims a
+free host when it holds fewer than its fair share (``ceil(hosts / live
+nodes)``, worked out in Redis), gives a host up when the host has nothing
+queued or leased, and sheds hosts over its share (see :func:`hosts_to_shed`)
+when nodes join.  A host given up carries a ``free_at`` time (Redis's clock:
+the last owner's delay), before which nobody claims it, so ``--delay``,
+Crawl-delay and the concurrency limit hold across nodes as if one machine
+did the crawl.
+
+**Leases expire.**  Each node renews a heartbeat (``sync``); any node's
+heartbeat gives back the leases and hosts of a node whose heartbeat ran out
+for ``lease_timeout``.  ``close`` gives everything back at once.
+
+**One round trip.**  Everything a node says to Redis goes through one Lua
+script, ``redis_step.lua``: the acks and releases waiting in the outbox, the
+URLs to admit, the seen checks, a batch of leases and the heartbeat, in one
+call.  Acks wait in the outbox for the next call (at most ``FLUSH_AFTER``
+seconds), so a busy node makes about one call per turn of its loop.
+
+**Faults.**  When Redis cannot be reached, calls raise
+:class:`FrontierUnavailable` (``lease`` just returns None), the outbox is
+kept, and ``sync`` retries with backoff; after ``redis_timeout`` seconds it
+raises :class:`FrontierError`.  A call whose answer was lost may have leased
+URLs: once Redis is back, the node gives back every lease recorded under its
+id that it does not hold.
 
 Every key of a crawl is under ``mpc:{CRAWL}:`` (the braces are a Redis
-Cluster hash tag: all of a crawl's keys live in one slot, so each script
-touches one slot)::
+Cluster hash tag: all of a crawl's keys live in one slot)::
 
-    seq          INCR counter: admission numbers
-    seen:XXXX    HASHes of every URL admitted or marked seen, by the first two
-                 bytes (XXXX) of its 16-byte BLAKE2b digest; the field is the rest
-    seen         the number of URLs seen
-    queued       the number of URLs queued (not leased)
+    seq, seen, queued, done, errors   counters
+    seen:XXXX    HASHes of every URL seen, by the first two bytes (XXXX) of
+                 its 16-byte BLAKE2b digest; the field is the rest
     q:HOST       ZSET of one host's URLs, scored -priority * 2**33 + seq
-    hosts        ZSET of the hosts with URLs queued, scored by their best URL's score
+    hosts        ZSET of the free hosts with URLs queued, by their best score
+    own:NODE     ZSET of NODE's hosts with URLs queued, by their best score
+    owner        HASH host -> node;  held:NODE  SET of NODE's hosts
+    inflight     HASH host -> URLs leased;  free_at  HASH host -> 'MS|last owner'
     leased       HASH seq -> [host, member, node]
     alive        ZSET node -> heartbeat deadline (Redis's clock, ms)
+    nodes, beats HASH node -> its own figures (JSON), last heartbeat (ms)
+    started      when the first node's heartbeat came (ms)
 
 A queue member is the JSON array ``[seq, url, depth, priority, kind,
-lastmod]``: nothing on Redis is pickle.  The order is the one
-:mod:`mpcrawler.frontier.base` writes down: a host's best URL is the lowest
-score of its queue, and ``lease`` takes the host of lowest head score among
-those this node has not blocked.  Blocks are this node's politeness and live
-in its memory, as for the local frontier.
-
-Each operation is applied in Redis when it returns, so ``sync`` and
-``checkpoint`` have nothing to do: what survives a crash of the node is
-everything, and what survives a crash of Redis is what its persistence
-keeps (AOF with ``appendfsync everysec`` loses at most about a second).
+lastmod]``: nothing on Redis is pickle.  A host's best URL is the lowest
+score of its queue, and a lease takes, step by step, the best of this
+node's hosts not blocked here and (while under its share) of the free ones.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import hashlib
 import heapq
 import json
+import logging
+import math
 import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
-from ..errors import FrontierError
+from ..errors import FrontierError, FrontierUnavailable
 from ..urls import host_key
-from .base import FOREVER, KINDS, UrlInfo
+from .base import FOREVER, KINDS, Admission, UrlInfo
 
-__all__ = ["RedisFrontier"]
+__all__ = ["RedisFrontier", "crawl_status", "fair_share", "hosts_to_shed"]
+
+log = logging.getLogger(__name__)
 
 _MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
+FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
+COUNTS_STALE = 0.5  # seconds before idle counts are read again
+LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
+BACKOFF_MAX = 5.0
 
-# KEYS: seen bucket, seq, queued, hosts, queue, seen count.
-# ARGV: digest tail, host, url, depth, priority, kind, lastmod
-_ADMIT = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], '') == 0 then return 0 end
-redis.call('INCR', KEYS[6])
-local seq = redis.call('INCR', KEYS[2]) - 1
-local score = -tonumber(ARGV[5]) * 8589934592 + seq
-local member = cjson.encode({seq, ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], ARGV[7]})
-redis.call('ZADD', KEYS[5], score, member)
-redis.call('ZADD', KEYS[4], 'LT', score, ARGV[2])
-redis.call('INCR', KEYS[3])
-return 1
-"""
-
-# KEYS: hosts, queue, leased, queued.  ARGV: host, node.  Returns the member or false.
-_TAKE = """
-local head = redis.call('ZPOPMIN', KEYS[2])
-if #head == 0 then redis.call('ZREM', KEYS[1], ARGV[1]) return false end
-local next = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-if #next == 0 then redis.call('ZREM', KEYS[1], ARGV[1])
-else redis.call('ZADD', KEYS[1], next[2], ARGV[1]) end
-local seq = cjson.decode(head[1])[1]
-redis.call('HSET', KEYS[3], seq, cjson.encode({ARGV[1], head[1], ARGV[2]}))
-redis.call('DECR', KEYS[4])
-return head[1]
-"""
-
-# Shared by the scripts that put a lease back in its host's queue, in its place.
-_GIVE_BACK = """
-local function give_back(leased, hosts, queued, prefix, seq, lease)
-  local entry = cjson.decode(lease)
-  local item = cjson.decode(entry[2])
-  local score = -item[4] * 8589934592 + item[1]
-  redis.call('ZADD', prefix .. entry[1], score, entry[2])
-  redis.call('ZADD', hosts, 'LT', score, entry[1])
-  redis.call('HDEL', leased, seq)
-  redis.call('INCR', queued)
-end
-"""
-
-# KEYS: leased, hosts, queued.  ARGV: seq, queue key prefix.  Puts a lease back.
-_RELEASE = (
-    _GIVE_BACK
-    + """
-local lease = redis.call('HGET', KEYS[1], ARGV[1])
-if not lease then return 0 end
-give_back(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1], lease)
-return 1
-"""
-)
+_SCRIPT = resources.files(__package__).joinpath("redis_step.lua").read_text(encoding="utf-8")
 
 
-# KEYS: alive, leased, hosts, queued.  ARGV: node, timeout (ms), queue key prefix.
-# Renews this node's heartbeat (Redis's clock, so the nodes' clocks do not
-# matter), then gives back every lease of each node whose heartbeat ran out.
-_HEARTBEAT = (
-    _GIVE_BACK
-    + """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #dead == 0 then return 0 end
-local gone = {}
-for _, n in ipairs(dead) do
-  gone[n] = true
-  redis.call('ZREM', KEYS[1], n)
-end
-local returned = 0
-local cursor = '0'
-repeat
-  local page = redis.call('HSCAN', KEYS[2], cursor, 'COUNT', 1000)
-  cursor = page[1]
-  local fields = page[2]
-  for i = 1, #fields, 2 do
-    if gone[cjson.decode(fields[i + 1])[3]] then
-      give_back(KEYS[2], KEYS[3], KEYS[4], ARGV[3], fields[i], fields[i + 1])
-      returned = returned + 1
-    end
-  end
-until cursor == '0'
-return returned
-"""
-)
+def fair_share(hosts: int, nodes: int) -> int:
+    """The hosts one node may hold: ``ceil(hosts / nodes)`` (the Lua script
+    applies the same rule when it lets a node claim a host)."""
+    return math.ceil(hosts / max(1, nodes))
 
 
-# KEYS: leased, seen count, seen buckets...  ARGV: seq, digest tails (one per bucket).
-# Ends a lease and marks its redirect hops seen, in one step.
-_ACK = """
-redis.call('HDEL', KEYS[1], ARGV[1])
-local added = 0
-for i = 3, #KEYS do
-  added = added + redis.call('HSETNX', KEYS[i], ARGV[i - 1], '')
-end
-if added > 0 then redis.call('INCRBY', KEYS[2], added) end
-return added
-"""
+def hosts_to_shed(held: Iterable[str], busy: set[str], share: int) -> list[str]:
+    """The hosts a node holding ``held`` should give up to get down to
+    ``share``: those it has nothing leased from first (they can go at once),
+    then busy ones (they go once their work is done); in name order, so the
+    choice is stable from one heartbeat to the next."""
+    held = sorted(held)
+    excess = len(held) - share
+    if excess <= 0:
+        return []
+    idle = [h for h in held if h not in busy]
+    return (idle + [h for h in held if h in busy])[:excess]
+
+
+@dataclass
+class _Step:
+    admitted: list[bool]
+    leased: list[UrlInfo]
+    checked: list[bool]
 
 
 def _digest(url: str) -> bytes:
     return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
+
+
+def _seen_slot(url: str) -> tuple[str, bytes]:
+    """(bucket, field) of ``url`` in the seen set: 65,536 small hashes keyed
+    by the digest's first two bytes, so each stays a compact listpack (about
+    20 bytes a URL) up to about 8 million URLs."""
+    digest = _digest(url)
+    return digest[:2].hex(), digest[2:]
 
 
 def _item(member: str | bytes) -> UrlInfo:
@@ -160,37 +129,89 @@ def _item(member: str | bytes) -> UrlInfo:
     return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None)
 
 
+def _prefix(crawl: str) -> str:
+    return f"mpc:{{{crawl}}}:"
+
+
+def connect(url: str, timeout: float = 10.0) -> Any:
+    """A redis-py client for ``url`` that does not retry on its own (a call
+    that leases must not be sent twice); raises FrontierError if unreachable."""
+    try:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+    except ImportError:  # pragma: no cover - the extra is missing
+        raise FrontierError(
+            "--redis needs redis-py: pip install 'mpcrawler[redis]'"
+        ) from None
+    try:
+        client = redis.Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=min(timeout, 5.0),
+            retry=Retry(NoBackoff(), 0),
+        )
+        client.ping()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise FrontierError(f"cannot reach Redis at {url}: {exc}") from None
+    return client
+
+
 class RedisFrontier:
     """The Frontier of crawl ``crawl`` on the Redis server at ``url``, for node ``node``.
 
+    ``max_pages`` caps the pages of the whole crawl (records plus leases);
+    ``per_host`` caps the URLs of one host in one batch of leases.
     Raises :class:`FrontierError` if the server cannot be reached.
     """
 
-    def __init__(self, url: str, crawl: str, node: str, lease_timeout: float = 30.0) -> None:
-        import redis  # redis-py: only for crawls that use Redis
+    def __init__(
+        self,
+        url: str,
+        crawl: str,
+        node: str,
+        *,
+        lease_timeout: float = 30.0,
+        redis_timeout: float = 300.0,
+        max_pages: int | None = None,
+        per_host: int = 1 << 30,
+    ) -> None:
+        import redis
 
-        self._errors = (redis.RedisError, OSError)
-        self.node = node
-        self.prefix = f"mpc:{{{crawl}}}:"
-        p = self.prefix
-        self._seen_count, self._seq, self._queued = p + "seen", p + "seq", p + "queued"
-        self._hosts, self._leased, self._alive = p + "hosts", p + "leased", p + "alive"
-        self.lease_timeout = lease_timeout
-        self._last_beat = 0.0
-        try:
-            self.r = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
-            self.r.ping()
-        except (redis.RedisError, OSError, ValueError) as exc:
-            raise FrontierError(f"cannot reach Redis at {url}: {exc}") from None
-        self._admit = self.r.register_script(_ADMIT)
-        self._take = self.r.register_script(_TAKE)
-        self._release = self.r.register_script(_RELEASE)
-        self._beat = self.r.register_script(_HEARTBEAT)
-        self._ack = self.r.register_script(_ACK)
+        self._faults = (redis.ConnectionError, redis.TimeoutError, OSError)
+        self._redis_errors = redis.RedisError
+        self.url, self.crawl, self.node = url, crawl, node
+        self.prefix = _prefix(crawl)
+        self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
+        self.beat_interval = min(lease_timeout / 3, 1.0)
+        self.max_pages, self.per_host = max_pages, per_host
+        self.node_info: Callable[[], dict[str, Any]] = dict
+        self.round_trips = 0
+        self.last_reaped = 0
+        self.r = connect(url)
+        self._step_script = self.r.register_script(_SCRIPT)
+        self._ops: list[list[Any]] = []
+        self._ops_since = 0.0
+        self._held: dict[int, tuple[str, str]] = {}  # seq -> (host, member): leases held here
+        self._prefetch: collections.deque[UrlInfo] = collections.deque()
+        self._want = 0
+        self._dry_until = 0.0
         self._blocked: dict[str, float] = {}
         self._timed: list[tuple[float, str]] = []
-        self.heartbeat()
-        self._return_own_leases()
+        self._draining: set[str] = set()
+        self._owned: list[str] = []
+        self._counts = {"queued": 0, "leased": 0, "done": 0, "errors": 0, "seen": 0}
+        self._counts_at = 0.0
+        self._last_beat = 0.0
+        self._down_since: float | None = None
+        self._retry_at = 0.0
+        self._backoff = 0.1
+        self._reconcile = True  # a node that comes back gives back what it held before
+        try:
+            self._call(beat=True)
+            self._give_back_strays()
+        except FrontierUnavailable as exc:
+            raise FrontierError(str(exc)) from None
 
     # ------------------------------------------------------------ protocol
     def admit(
@@ -201,52 +222,66 @@ class RedisFrontier:
         kind: str = "page",
         lastmod: str | None = None,
     ) -> bool:
-        if not -_MAX_PRIORITY < priority < _MAX_PRIORITY:
-            raise ValueError(f"priority {priority} is out of range (|p| < {_MAX_PRIORITY})")
-        if kind not in KINDS:
-            raise ValueError(f"unknown URL kind {kind!r}")
-        host = host_key(url)
-        bucket, tail = self._seen_slot(url)
-        keys = [bucket, self._seq, self._queued, self._hosts, self.prefix + "q:" + host]
-        keys.append(self._seen_count)
-        args = [tail, host, url, depth, priority, kind, lastmod or ""]
-        return bool(self._admit(keys=keys, args=args))
+        return self.admit_many([(url, depth, priority, kind, lastmod)])[0]
+
+    def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
+        """Admit every ``(url, depth, priority, kind, lastmod)`` in one call;
+        True for each one queued.  ``want`` leases that many more URLs in the
+        same call, for the next ``lease`` calls to take."""
+        for _url, _depth, priority, kind, _lastmod in items:
+            if not -_MAX_PRIORITY < priority < _MAX_PRIORITY:
+                raise ValueError(f"priority {priority} is out of range (|p| < {_MAX_PRIORITY})")
+            if kind not in KINDS:
+                raise ValueError(f"unknown URL kind {kind!r}")
+        if not items:
+            return []
+        self._check_up()
+        top_up = max(0, want - len(self._prefetch))
+        step = self._call(admits=items, want=top_up)
+        self._prefetch.extend(step.leased)
+        self._dry_until = 0.0 if len(step.leased) >= top_up else time.monotonic() + LEASE_POLL
+        return step.admitted
 
     def is_seen(self, url: str) -> bool:
-        return bool(self.r.hexists(*self._seen_slot(url)))
+        self._check_up()
+        return self._call(checks=[url]).checked[0]
 
-    def _seen_slot(self, url: str) -> tuple[str, bytes]:
-        """(bucket key, field) of ``url`` in the seen set: 65,536 small hashes
-        keyed by the digest's first two bytes, so each stays a compact
-        listpack (about 20 bytes a URL) up to about 8 million URLs."""
-        digest = _digest(url)
-        return f"{self.prefix}seen:{digest[:2].hex()}", digest[2:]
-
-    def lease(self, now: float | None = None) -> UrlInfo | None:
+    def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
+        """The next URL leased to this node, from the batch leased last or
+        from a new batch of up to ``want`` (None when Redis is down)."""
         now = time.monotonic() if now is None else now
         self._wake(now)
-        while True:
-            host = self._best_ready_host()
-            if host is None:
+        if not self._prefetch:
+            if self._down_since is not None or now < self._dry_until:
                 return None
-            keys = [self._hosts, self.prefix + "q:" + host, self._leased, self._queued]
-            member = self._take(keys=keys, args=[host, self.node])
-            if member is not None:
-                return _item(member)
+            self._want = want
+            try:
+                step = self._call(want=want)
+            except FrontierUnavailable:
+                return None
+            self._prefetch.extend(step.leased)
+            if len(step.leased) < want:
+                self._dry_until = now + LEASE_POLL
+        return self._prefetch.popleft() if self._prefetch else None
 
-    def ack(self, item: UrlInfo, seen: list[str] | tuple[str, ...] = ()) -> None:
-        slots = [self._seen_slot(url) for url in seen]
-        keys = [self._leased, self._seen_count, *(bucket for bucket, _ in slots)]
-        self._ack(keys=keys, args=[item.seq, *(tail for _, tail in slots)])
+    def ack(
+        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+    ) -> None:
+        host, member = self._held.pop(item.seq, (host_key(item.url), ""))
+        op: list[Any] = ["A", item.seq, host, member, self._wait_ms(host), int(error), len(seen)]
+        for url in seen:
+            op.extend(_seen_slot(url))
+        self._queue_op(op)
 
     def release(self, item: UrlInfo) -> None:
-        self._release(
-            keys=[self._leased, self._hosts, self._queued], args=[item.seq, self.prefix + "q:"]
-        )
+        self._held.pop(item.seq, None)
+        self._queue_op(["R", item.seq])
+        self._dry_until = 0.0
 
     def block(self, host: str, until: float) -> None:
         if until <= 0:
-            self._blocked.pop(host, None)
+            if self._blocked.pop(host, None) is not None:
+                self._dry_until = 0.0  # a host may be leased from again
             return
         self._blocked[host] = until
         if until != FOREVER:
@@ -254,52 +289,112 @@ class RedisFrontier:
 
     def next_ready(self, now: float) -> float | None:
         self._wake(now)
-        return self._timed[0][0] if self._timed else None
+        times = [self._timed[0][0]] if self._timed else []
+        if self._dry_until > now:
+            times.append(self._dry_until)
+        return min(times) if times else None
 
     def sync(self) -> None:
-        """Each operation is in Redis when it returns; this keeps the node's
-        leases alive (a heartbeat every third of ``lease_timeout``)."""
-        if time.monotonic() - self._last_beat >= self.lease_timeout / 3:
-            self.heartbeat()
+        """Send the outbox now: everything so far survives this process being killed."""
+        self.tick()
+        if self._ops and self._down_since is None:
+            with contextlib.suppress(FrontierUnavailable):
+                self._call()
+
+    def tick(self) -> None:
+        """Send what has waited long enough (acks older than FLUSH_AFTER, the
+        heartbeat every ``beat_interval``, stale counts); while Redis is
+        down, try again with backoff, and raise FrontierError after
+        ``redis_timeout``.  An ack not yet sent is never lost: a crash
+        before it re-queues its URL."""
+        now = time.monotonic()
+        if self._down_since is not None:
+            if now - self._down_since > self.redis_timeout:
+                raise FrontierError(
+                    f"Redis at {self.url} unreachable for {self.redis_timeout:g} s; stopping"
+                )
+            if now < self._retry_at:
+                return
+            with contextlib.suppress(FrontierUnavailable):
+                self._call(beat=True)
+            return
+        beat = now - self._last_beat >= self.beat_interval
+        stale = now - self._counts_at >= COUNTS_STALE
+        flush = bool(self._ops) and now - self._ops_since >= FLUSH_AFTER
+        if beat or stale or flush:
+            with contextlib.suppress(FrontierUnavailable):
+                self._call(beat=beat)
 
     def heartbeat(self) -> int:
-        """Renew this node's leases for ``lease_timeout`` seconds, and give
-        back those of nodes whose heartbeat ran out; returns how many."""
-        self._last_beat = time.monotonic()
-        keys = [self._alive, self._leased, self._hosts, self._queued]
-        args = [self.node, int(self.lease_timeout * 1000), self.prefix + "q:"]
-        return int(self._beat(keys=keys, args=args))
+        """Renew this node's leases now, and give back those of nodes whose
+        heartbeat ran out; returns how many were given back."""
+        self._check_up()
+        self._call(beat=True)
+        return self.last_reaped
 
     def checkpoint(self) -> None:
         """Nothing to do: Redis's own persistence (AOF) makes it durable."""
 
+    def available(self) -> bool:
+        """Redis answered the last call."""
+        return self._down_since is None
+
     def stats(self) -> dict[str, Any]:
-        with self.r.pipeline(transaction=False) as pipe:
-            pipe.get(self._queued)
-            pipe.hlen(self._leased)
-            pipe.get(self._seen_count)
-            pipe.zcard(self._hosts)
-            queued, taken, seen, hosts = pipe.execute()
+        if self._down_since is None and time.monotonic() - self._counts_at >= COUNTS_STALE:
+            with contextlib.suppress(FrontierUnavailable):
+                self._call()
+        c = self._counts
         return {
-            "queued": int(queued or 0),
-            "taken": int(taken),
-            "seen": int(seen or 0),
-            "hosts_queued": int(hosts),
+            "queued": len(self) - len(self._prefetch),
+            "taken": self.taken,
+            "seen": c["seen"],
+            "done": c["done"],
+            "hosts_held": len(self._owned),
             "hosts_blocked": len(self._blocked),
+            "redis_round_trips": self.round_trips,
         }
 
     def __len__(self) -> int:
-        return int(self.r.get(self._queued) or 0)
+        """URLs queued crawl-wide (as of the last call, with this node's
+        releases still in the outbox), plus those leased here and not yet taken."""
+        releases = sum(1 for op in self._ops if op[0] == "R")
+        return self._counts["queued"] + releases + len(self._prefetch)
 
     @property
     def taken(self) -> int:
-        return int(self.r.hlen(self._leased))
+        """URLs leased crawl-wide (as of the last call, less this node's acks
+        and releases still in the outbox)."""
+        pending = sum(1 for op in self._ops if op[0] in ("A", "R"))
+        return max(0, self._counts["leased"] - pending)
+
+    def leased_elsewhere(self) -> int:
+        """URLs leased and not yet acked by other nodes (as of the last call)."""
+        return max(0, self.taken - len(self._held))
+
+    def budget_left(self) -> bool:
+        """The crawl-wide page budget (records plus leases) is not spent."""
+        if self.max_pages is None:
+            return True
+        acks = sum(1 for op in self._ops if op[0] == "A")
+        return self._counts["done"] + acks + self.taken < self.max_pages
 
     def close(self) -> None:
-        """Give this node's leases back at once (others may take them) and disconnect."""
+        """Send the acks, give back every lease and idle host held here at
+        once (the other nodes take them over), leave, and disconnect."""
         try:
-            self._return_own_leases()
-            self.r.zrem(self._alive, self.node)
+            if self._down_since is None:
+                for seq in list(self._held):
+                    self._queue_op(["R", seq])
+                self._held.clear()
+                self._prefetch.clear()
+                for host in self._owned:
+                    self._queue_op(["G", host, self._wait_ms(host)])
+                self._queue_op(["GA"])
+                self._call()
+                self.r.zrem(self.prefix + "alive", self.node)
+        except (FrontierUnavailable, *self._faults) as exc:
+            log.warning("could not give work back to Redis (%s): it returns after %g s",
+                        exc, self.lease_timeout)
         finally:
             self.r.close()
 
@@ -308,28 +403,175 @@ class RedisFrontier:
         self.r.close()
 
     # ----------------------------------------------------------- internals
+    def _queue_op(self, op: list[Any]) -> None:
+        if not self._ops:
+            self._ops_since = time.monotonic()
+        self._ops.append(op)
+
+    def _wait_ms(self, host: str) -> int:
+        """How long the next owner of ``host`` must wait: this node's block on it."""
+        until = self._blocked.get(host)
+        if until is None or until == FOREVER:
+            return 0
+        return max(0, int((until - time.monotonic()) * 1000))
+
     def _wake(self, now: float) -> None:
         while self._timed and self._timed[0][0] <= now:
             until, host = heapq.heappop(self._timed)
             if self._blocked.get(host) == until:
                 del self._blocked[host]
+                self._dry_until = 0.0
 
-    def _best_ready_host(self) -> str | None:
-        """The queued host of best head that this node has not blocked."""
-        start, batch = 0, len(self._blocked) + 1
-        while True:
-            hosts = self.r.zrange(self._hosts, start, start + batch - 1)
-            if not hosts:
-                return None
-            for raw in hosts:
-                host = raw.decode()
-                if host not in self._blocked:
-                    return host
-            start += batch
+    def _check_up(self) -> None:
+        if self._down_since is not None:
+            raise FrontierUnavailable(f"Redis at {self.url} is unreachable")
 
-    def _return_own_leases(self) -> None:
-        for seq, raw in self.r.hscan_iter(self._leased):
-            if json.loads(raw)[2] == self.node:
-                self._release(
-                    keys=[self._leased, self._hosts, self._queued], args=[seq, self.prefix + "q:"]
-                )
+    def _call(
+        self,
+        admits: Sequence[Admission] = (),
+        checks: Sequence[str] = (),
+        want: int = 0,
+        beat: bool = False,
+    ) -> _Step:
+        """One round trip: the outbox, then ``admits``, ``checks``, up to
+        ``want`` leases and the heartbeat."""
+        beat = beat or self._down_since is not None
+        ops = self._ops
+        args: list[Any] = [self.prefix, self.node, len(ops)]
+        for op in ops:
+            args.extend(op)
+        args.append(len(admits))
+        for url, depth, priority, kind, lastmod in admits:
+            args.extend(_seen_slot(url))
+            args.extend((host_key(url), url, depth, priority, kind, lastmod or ""))
+        args.append(len(checks))
+        for url in checks:
+            args.extend(_seen_slot(url))
+        skip = self._blocked.keys() | self._draining
+        max_pages = -1 if self.max_pages is None else self.max_pages
+        args.extend((want, self.per_host, max_pages, len(skip), *skip))
+        if beat:
+            info = json.dumps(self.node_info(), separators=(",", ":"))
+            args.extend((1, int(self.lease_timeout * 1000), info))
+        else:
+            args.append(0)
+        self.round_trips += 1
+        try:
+            reply = self._step_script(keys=[self.prefix + "seq"], args=args)
+        except self._faults as exc:
+            self._fault(exc)
+            raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
+        except self._redis_errors as exc:
+            if "LOADING" in str(exc) or "BUSY" in str(exc):
+                self._fault(exc)
+                raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
+            raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
+        del ops[: len(ops)]
+        admitted, leased_raw, checked, counts, beat_reply = reply
+        now = time.monotonic()
+        names = ("queued", "leased", "done", "errors", "seen")
+        self._counts = dict(zip(names, (int(c) for c in counts), strict=True))
+        self._counts_at = now
+        leased = []
+        for member in leased_raw:
+            item = _item(member)
+            self._held[item.seq] = (host_key(item.url), member.decode())
+            leased.append(item)
+        if self._down_since is not None:
+            log.warning("Redis at %s is back after %.1f s", self.url, now - self._down_since)
+            self._down_since, self._backoff, self._reconcile = None, 0.1, True
+        if beat_reply:
+            self._after_beat(beat_reply, now)
+        if self._reconcile:
+            self._reconcile = False
+            self._give_back_strays()
+        return _Step([bool(a) for a in admitted], leased, [bool(c) for c in checked])
+
+    def _fault(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        if self._down_since is None:
+            log.warning("Redis at %s unreachable (%s): pausing, retrying", self.url, exc)
+            self._down_since = now
+        self._reconcile = True  # the lost answer may have leased URLs
+        self._retry_at = now + self._backoff
+        self._backoff = min(BACKOFF_MAX, self._backoff * 2)
+
+    def _after_beat(self, reply: list[Any], now: float) -> None:
+        reaped, hosts, alive, held = reply
+        self._last_beat, self.last_reaped = now, int(reaped)
+        if reaped:
+            log.info("gave back %d leases of nodes whose heartbeat ran out", reaped)
+        self._owned = sorted(h.decode() for h in held)
+        self._draining &= set(self._owned)
+        busy = {host for host, _ in self._held.values()}
+        shed = hosts_to_shed(self._owned, busy, fair_share(int(hosts), int(alive)))
+        for host in shed:
+            self._draining.add(host)
+            if host not in busy:
+                self._queue_op(["G", host, self._wait_ms(host)])
+
+    def _give_back_strays(self) -> None:
+        """Give back every lease recorded under this node's id that it does not hold."""
+        try:
+            for seq, raw in self.r.hscan_iter(self.prefix + "leased", count=1000):
+                if json.loads(raw)[2] == self.node and int(seq) not in self._held:
+                    self._queue_op(["R", int(seq)])
+        except self._faults as exc:
+            self._fault(exc)
+            return
+        if self._ops:
+            with contextlib.suppress(FrontierUnavailable):
+                self._call()
+
+
+def crawl_status(url: str, crawl: str) -> dict[str, Any]:
+    """Crawl-wide totals and one row per node, read from Redis (writes nothing)."""
+    import redis
+
+    client = connect(url)
+    p = _prefix(crawl)
+    try:
+        with client.pipeline(transaction=False) as pipe:
+            for key in ("queued", "done", "errors", "seen", "started"):
+                pipe.get(p + key)
+            pipe.hlen(p + "leased")
+            pipe.hgetall(p + "nodes")
+            pipe.hgetall(p + "beats")
+            pipe.zrange(p + "alive", 0, -1, withscores=True)
+            pipe.time()
+            queued, done, errors, seen, started, leased, infos, beats, alive, now = pipe.execute()
+        now_ms = now[0] * 1000 + now[1] // 1000
+        deadlines = {n.decode(): score for n, score in alive}
+        rows = []
+        for raw_node, raw_info in sorted(infos.items()):
+            node = raw_node.decode()
+            info = json.loads(raw_info)
+            beat = int(beats.get(raw_node, 0))
+            rows.append(
+                {
+                    "node": node,
+                    "alive": deadlines.get(node, 0) > now_ms,
+                    "last_heartbeat_s": round((now_ms - beat) / 1000, 1),
+                    "pages": info.get("pages", 0),
+                    "errors": info.get("errors", 0),
+                    "pages_per_s": info.get("pages_per_s", 0.0),
+                    "hosts_held": int(client.scard(f"{p}held:{node}")),
+                }
+            )
+        last = max((int(b) for b in beats.values()), default=now_ms)
+        elapsed = (last - int(started)) / 1000 if started else 0.0
+        return {
+            "crawl": crawl,
+            "queued": int(queued or 0),
+            "leased": int(leased),
+            "done": int(done or 0),
+            "errors": int(errors or 0),
+            "seen": int(seen or 0),
+            "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
+            "nodes": rows,
+        }
+    except (redis.RedisError, OSError) as exc:
+        raise FrontierError(f"cannot read crawl {crawl!r} from Redis at {url}: {exc}") from None
+    finally:
+        client.close()
+

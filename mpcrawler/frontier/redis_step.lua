@@ -1,0 +1,288 @@
+-- One round trip of a node with the shared frontier (mpcrawler.frontier.redis_frontier).
+--
+-- KEYS[1] is the crawl's `seq` key: it routes the call to the crawl's hash
+-- slot in a cluster; every key used here is under the same `mpc:{CRAWL}:`
+-- prefix, so all of them live in that one slot.
+--
+-- ARGV: prefix, node, then five sections, each starting with its count:
+--   ops     n, then per op:  A seq host member wait_ms error nseen (bucket tail)*
+--                            R seq          (give a lease back)
+--                            G host wait_ms (give up an idle host)
+--                            GA             (give up every idle host held)
+--   admits  n, then per URL: bucket tail host url depth priority kind lastmod
+--   checks  n, then per URL: bucket tail
+--   lease   want per_host max_pages(-1: none) nskip host*
+--   beat    0 | 1 timeout_ms node_info_json
+-- Returns {admitted flags, leased members, seen flags,
+--          {queued, leased, done, errors, seen}, beat reply}.
+
+local P, node = ARGV[1], ARGV[2]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local SCALE = 8589934592 -- score = -priority * 2^33 + seq
+
+local function score_of(member)
+  local item = cjson.decode(member)
+  return -item[4] * SCALE + item[1]
+end
+
+-- The index a host's head is kept in: its owner's, or the free hosts'.
+local function index_key(host)
+  local owner = redis.call('HGET', P .. 'owner', host)
+  if owner then return P .. 'own:' .. owner end
+  return P .. 'hosts'
+end
+
+local function fix_index(host)
+  local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
+  local idx = index_key(host)
+  if #head == 0 then redis.call('ZREM', idx, host) else redis.call('ZADD', idx, head[2], host) end
+end
+
+local function requeue(host, member)
+  local score = score_of(member)
+  redis.call('ZADD', P .. 'q:' .. host, score, member)
+  redis.call('ZADD', index_key(host), 'LT', score, host)
+  redis.call('INCR', P .. 'queued')
+end
+
+local function end_lease(seq, host)
+  redis.call('HDEL', P .. 'leased', seq)
+  if redis.call('HINCRBY', P .. 'inflight', host, -1) <= 0 then
+    redis.call('HDEL', P .. 'inflight', host)
+  end
+end
+
+-- Ownership ends; no other node may start on the host before free_at (Redis
+-- ms): the last owner's politeness goes with the host.  (The last owner
+-- itself, coming back, starts afresh, as a reopened local frontier does.)
+local function unown(host, owner, free_at)
+  redis.call('HDEL', P .. 'owner', host)
+  redis.call('SREM', P .. 'held:' .. owner, host)
+  local own = P .. 'own:' .. owner
+  local score = redis.call('ZSCORE', own, host)
+  if score then
+    redis.call('ZREM', own, host)
+    redis.call('ZADD', P .. 'hosts', score, host)
+  end
+  if free_at > now then
+    redis.call('HSET', P .. 'free_at', host, free_at .. '|' .. owner)
+  else
+    redis.call('HDEL', P .. 'free_at', host)
+  end
+end
+
+local function owned_idle(host)
+  return redis.call('HGET', P .. 'owner', host) == node
+    and redis.call('HEXISTS', P .. 'inflight', host) == 0
+end
+
+local function mark_seen(bucket, tail)
+  return redis.call('HSETNX', P .. 'seen:' .. bucket, tail, '')
+end
+
+-- ops ------------------------------------------------------------------
+local i = 3
+local n = tonumber(ARGV[i]); i = i + 1
+for _ = 1, n do
+  local op = ARGV[i]
+  if op == 'A' then
+    local seq, host, member = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+    local wait, err, nseen = tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
+    i = i + 7
+    local entry = redis.call('HGET', P .. 'leased', seq)
+    if entry and cjson.decode(entry)[3] == node then
+      end_lease(seq, host)
+    elseif not entry then -- taken from this node (presumed dead) and queued again: done now
+      if redis.call('ZREM', P .. 'q:' .. host, member) == 1 then
+        redis.call('DECR', P .. 'queued')
+        fix_index(host)
+      end
+    end
+    local added = 0
+    for _ = 1, nseen do
+      added = added + mark_seen(ARGV[i], ARGV[i + 1])
+      i = i + 2
+    end
+    if added > 0 then redis.call('INCRBY', P .. 'seen', added) end
+    redis.call('INCR', P .. 'done')
+    if err == '1' then redis.call('INCR', P .. 'errors') end
+    if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
+      unown(host, node, now + wait)
+    end
+  elseif op == 'R' then
+    local seq = ARGV[i + 1]
+    i = i + 2
+    local entry = redis.call('HGET', P .. 'leased', seq)
+    if entry then
+      local e = cjson.decode(entry)
+      if e[3] == node then
+        requeue(e[1], e[2])
+        end_lease(seq, e[1])
+      end
+    end
+  elseif op == 'G' then
+    local host, wait = ARGV[i + 1], tonumber(ARGV[i + 2])
+    i = i + 3
+    if owned_idle(host) then unown(host, node, now + wait) end
+  elseif op == 'GA' then
+    i = i + 1
+    for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. node)) do
+      if owned_idle(host) then unown(host, node, now) end
+    end
+  else
+    return redis.error_reply('unknown op ' .. tostring(op))
+  end
+end
+
+-- admits ---------------------------------------------------------------
+local admitted = {}
+n = tonumber(ARGV[i]); i = i + 1
+local new_seen = 0
+for k = 1, n do
+  local new = mark_seen(ARGV[i], ARGV[i + 1])
+  if new == 1 then
+    new_seen = new_seen + 1
+    local seq = redis.call('INCR', P .. 'seq') - 1
+    local member = cjson.encode({seq, ARGV[i + 3], tonumber(ARGV[i + 4]),
+      tonumber(ARGV[i + 5]), ARGV[i + 6], ARGV[i + 7]})
+    requeue(ARGV[i + 2], member)
+  end
+  admitted[k] = new
+  i = i + 8
+end
+if new_seen > 0 then redis.call('INCRBY', P .. 'seen', new_seen) end
+
+-- checks ---------------------------------------------------------------
+local checked = {}
+n = tonumber(ARGV[i]); i = i + 1
+for k = 1, n do
+  checked[k] = redis.call('HEXISTS', P .. 'seen:' .. ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+
+-- lease ----------------------------------------------------------------
+local want, per_host, max_pages = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+local nskip = tonumber(ARGV[i + 3])
+i = i + 4
+local skip = {}
+for _ = 1, nskip do
+  skip[ARGV[i]] = true
+  i = i + 1
+end
+local leased = {}
+if want > 0 and max_pages >= 0 then
+  local room = max_pages - tonumber(redis.call('GET', P .. 'done') or '0')
+    - redis.call('HLEN', P .. 'leased')
+  if room < want then want = room end
+end
+if want > 0 then
+  local own = P .. 'own:' .. node
+  local alive = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
+  if alive < 1 then alive = 1 end
+  local share = math.ceil((redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')) / alive)
+  local held = redis.call('SCARD', P .. 'held:' .. node)
+  local taken = {}
+  local function usable(host) return not skip[host] and (taken[host] or 0) < per_host end
+  local function best_owned()
+    local start = 0
+    while true do
+      local page = redis.call('ZRANGE', own, start, start + 31, 'WITHSCORES')
+      if #page == 0 then return nil end
+      for k = 1, #page, 2 do
+        if usable(page[k]) then return page[k], tonumber(page[k + 1]) end
+      end
+      start = start + 32
+    end
+  end
+  local function best_free()
+    local page = redis.call('ZRANGE', P .. 'hosts', 0, 63, 'WITHSCORES')
+    for k = 1, #page, 2 do
+      local free_at = redis.call('HGET', P .. 'free_at', page[k])
+      local ready = true
+      if free_at then
+        local at, by = string.match(free_at, '^(%d+)|(.*)$')
+        ready = by == node or tonumber(at) <= now
+      end
+      if ready and usable(page[k]) then return page[k], tonumber(page[k + 1]) end
+    end
+    return nil
+  end
+  while #leased < want do
+    local host, score = best_owned()
+    if held < share then
+      local free, free_score = best_free()
+      if free and (not host or free_score < score) then
+        redis.call('HSET', P .. 'owner', free, node)
+        redis.call('SADD', P .. 'held:' .. node, free)
+        redis.call('ZREM', P .. 'hosts', free)
+        redis.call('ZADD', own, free_score, free)
+        redis.call('HDEL', P .. 'free_at', free)
+        held = held + 1
+        host = free
+      end
+    end
+    if not host then break end
+    local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
+    fix_index(host)
+    if #head > 0 then
+      local seq = cjson.decode(head[1])[1]
+      redis.call('HSET', P .. 'leased', seq, cjson.encode({host, head[1], node}))
+      redis.call('HINCRBY', P .. 'inflight', host, 1)
+      redis.call('DECR', P .. 'queued')
+      taken[host] = (taken[host] or 0) + 1
+      leased[#leased + 1] = head[1]
+    end
+  end
+end
+
+-- heartbeat ------------------------------------------------------------
+local beat = {}
+if ARGV[i] == '1' then
+  local timeout, info = tonumber(ARGV[i + 1]), ARGV[i + 2]
+  redis.call('ZADD', P .. 'alive', now + timeout, node)
+  redis.call('HSET', P .. 'nodes', node, info)
+  redis.call('HSET', P .. 'beats', node, now)
+  redis.call('SETNX', P .. 'started', now)
+  local reaped = 0
+  local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now)
+  if #dead > 0 then
+    local gone = {}
+    for _, d in ipairs(dead) do
+      gone[d] = true
+      redis.call('ZREM', P .. 'alive', d)
+    end
+    local cursor = '0'
+    repeat
+      local page = redis.call('HSCAN', P .. 'leased', cursor, 'COUNT', 1000)
+      cursor = page[1]
+      local fields = page[2]
+      for k = 1, #fields, 2 do
+        local e = cjson.decode(fields[k + 1])
+        if gone[e[3]] then
+          requeue(e[1], e[2])
+          end_lease(fields[k], e[1])
+          reaped = reaped + 1
+        end
+      end
+    until cursor == '0'
+    for d in pairs(gone) do
+      for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. d)) do
+        unown(host, d, now)
+      end
+      redis.call('DEL', P .. 'held:' .. d, P .. 'own:' .. d)
+    end
+  end
+  local hosts = redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')
+  local alive = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
+  beat = {reaped, hosts, alive, redis.call('SMEMBERS', P .. 'held:' .. node)}
+end
+
+local counts = {
+  tonumber(redis.call('GET', P .. 'queued') or '0'),
+  redis.call('HLEN', P .. 'leased'),
+  tonumber(redis.call('GET', P .. 'done') or '0'),
+  tonumber(redis.call('GET', P .. 'errors') or '0'),
+  tonumber(redis.call('GET', P .. 'seen') or '0'),
+}
+return {admitted, leased, checked, counts, beat}
