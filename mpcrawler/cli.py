@@ -75,6 +75,13 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -260,6 +267,24 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-url-length", type=_positive_int, default=d.max_url_length)
     p.add_argument("--max-pages-per-host", type=_positive_int)
     p.add_argument("--log-file", help="write the full log here")
+    shared = p.add_argument_group("many machines (a crawl shared through Redis)")
+    shared.add_argument(
+        "--redis", metavar="URL", help="share the crawl through redis://HOST:PORT/DB"
+    )
+    shared.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --redis)")
+    shared.add_argument("--node", metavar="ID", help="this node's id (default: hostname-pid)")
+    shared.add_argument(
+        "--lease-timeout",
+        type=_positive_float,
+        default=d.lease_timeout,
+        help="a node silent this long is dead: its work goes to the others (default %(default)s s)",
+    )
+    shared.add_argument(
+        "--redis-timeout",
+        type=_positive_float,
+        default=d.redis_timeout,
+        help="stop (resumable) after Redis is unreachable this long (default %(default)s s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -297,8 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", action="store_true")
 
-    status = sub.add_parser("status", help="print a job's state without touching it")
-    status.add_argument("job_dir", metavar="DIR")
+    status = sub.add_parser(
+        "status", help="print a job's state (or a shared crawl's) without touching it"
+    )
+    status.add_argument("job_dir", metavar="DIR", nargs="?")
+    status.add_argument("--redis", metavar="URL", help="a shared crawl's Redis")
+    status.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")
     status.add_argument("--json", action="store_true", help="as JSON")
 
     report = sub.add_parser(
@@ -413,6 +442,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         sitemaps=args.sitemaps,
         warc_dir=args.warc,
         warc_size=args.warc_size,
+        redis=args.redis,
+        crawl=args.crawl,
+        node=args.node,
+        lease_timeout=args.lease_timeout,
+        redis_timeout=args.redis_timeout,
     )
 
 
@@ -497,6 +531,10 @@ def run_crawl(settings: Settings) -> int:
 def run_status(args: argparse.Namespace) -> int:
     from .jobdir import JobConflict, JobDir
 
+    if args.redis or args.crawl:
+        return run_shared_status(args)
+    if args.job_dir is None:
+        raise UsageError("status needs a job directory, or --redis URL --crawl NAME")
     job = JobDir(args.job_dir)
     if not job.exists():
         raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
@@ -509,6 +547,33 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         for key, value in status.items():
             print(f"{key.replace('_', ' '):<15}{_cell(value)}")
+    return EXIT_OK
+
+
+def run_shared_status(args: argparse.Namespace) -> int:
+    """``status --redis URL --crawl NAME``: crawl-wide totals, a row per node."""
+    from .frontier.redis_frontier import crawl_status
+
+    if not (args.redis and args.crawl) or args.job_dir:
+        raise UsageError("status of a shared crawl takes --redis URL --crawl NAME, no DIR")
+    status = crawl_status(args.redis, args.crawl)  # FrontierError: exit 1
+    if not status["nodes"] and not status["seen"]:
+        raise UsageError(f"no crawl {args.crawl!r} on {args.redis}")
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return EXIT_OK
+    for key in ("crawl", "queued", "leased", "done", "errors", "seen", "pages_per_s"):
+        print(f"{key.replace('_', ' '):<15}{_cell(status[key])}")
+    columns = ("node", "alive", "last_heartbeat_s", "pages", "errors", "pages_per_s", "hosts_held")
+    heads = ("node", "alive", "heartbeat", "pages", "errors", "pages/s", "hosts")
+    rows = [heads] + [
+        tuple(f"{row[c]} s ago" if c == "last_heartbeat_s" else _cell(row[c]) for c in columns)
+        for row in status["nodes"]
+    ]
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(heads))]
+    print()
+    for r in rows:
+        print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     return EXIT_OK
 
 

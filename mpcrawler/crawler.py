@@ -37,6 +37,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -47,8 +48,10 @@ from typing import Any
 
 from . import outcome, sitemaps, stopsignals
 from .analyzer import BUILTIN_ANALYZERS
-from .errors import CrawlError
-from .frontier import LocalFrontier
+from .errors import CrawlError, FrontierError, FrontierUnavailable
+from .frontier import Frontier, LocalFrontier
+from .frontier.base import Admission
+from .frontier.redis_frontier import RedisFrontier
 from .jobdir import JobDir, JobState, count_record, recount
 from .messages import PageResult
 from .modules import load_object, object_path
@@ -129,6 +132,7 @@ class Crawler:
     # ------------------------------------------------------------------ run
     def run(self) -> CrawlResult:
         s = self.settings
+        shared = self._open_shared_frontier()  # before anything is written: it may fail
         self._temp_dir = None if s.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
         self.job_dir = Path(s.job_dir) if s.job_dir else None
         state_dir = self.job_dir or Path(self._temp_dir or ".")
@@ -142,13 +146,15 @@ class Crawler:
         if self.job_dir and self.jobdir.exists():
             stored, self.job = self.jobdir.read()
             self.jobdir.check_compatible(stored, s.to_dict())
-            if self.job.state == "finished" and not self._budget_raised():
+            if self.job.state == "finished" and not self._budget_raised() and shared is None:
                 return self._finished_before()
         unclean = self.job.state == "running"
         self.job.runs += 1
         self.job.run_starts.append(round(time.time(), 3))
         self.job.state = "running"
-        self.frontier = LocalFrontier(state_dir, cache_size=s.cache_size)
+        self.frontier: Frontier = (
+            shared if shared is not None else LocalFrontier(state_dir, cache_size=s.cache_size)
+        )
         self.pipelines = [self._make_pipeline(p) for p in self._pipeline_specs]
         self.output = JsonLinesPipeline(self.out)
         self.pipelines.append(self.output)
@@ -175,6 +181,8 @@ class Crawler:
             on_summaries=self._record_summaries,
         )
         self.chain_urls: set[str] = set()
+        self._settling: list[tuple[Request, PageResult, dict[str, Any] | None]] = []
+        self._loose_links: list[Admission] = []  # to admit with no record (robots' sitemaps)
         self.errors = collections.Counter(self.job.errors)
         self.statuses = collections.Counter(self.job.statuses)
         self.host_pages = collections.Counter(self.job.host_pages)
@@ -195,8 +203,8 @@ class Crawler:
             if unclean:
                 self._recount_from_output()
             self.pages_started = self._pages_at_start = self.pages_done
-            for seed in s.seeds:
-                self._admit(seed, 0, s.seed_priorities.get(seed, 0))
+            priorities = s.seed_priorities
+            self._admit_all([(u, 0, priorities.get(u, 0), "page", None) for u in s.seeds])
             self._checkpoint()
             log.info(
                 "crawl started (run %d): seeds %s, %d workers x %d slots, job dir %s, output %s",
@@ -221,7 +229,7 @@ class Crawler:
                 raise
             failure = exc
             log.error("out of disk space: %s; stopping (the job can be resumed)", exc)
-        except PoolError as exc:
+        except (PoolError, FrontierError) as exc:
             failure = exc
         finally:
             self._shutdown(failure)
@@ -236,6 +244,39 @@ class Crawler:
             ) from failure
         interrupted = not self._finished
         return CrawlResult(self.final_stats, self.out, self.job_dir, interrupted=interrupted)
+
+    def _open_shared_frontier(self) -> RedisFrontier | None:
+        """The crawl's RedisFrontier with --redis (FrontierError if unreachable)."""
+        s = self.settings
+        if s.redis is None or s.crawl is None:
+            return None
+        s.node = s.node or f"{socket.gethostname()}-{os.getpid()}"
+        try:
+            frontier = RedisFrontier(
+                s.redis,
+                s.crawl,
+                s.node,
+                lease_timeout=s.lease_timeout,
+                redis_timeout=s.redis_timeout,
+                max_pages=s.max_pages,
+                per_host=s.host_concurrency,
+            )
+        except FrontierError as exc:  # not the job directory's fault: exit 1
+            raise CrawlError(str(exc)) from None
+        frontier.node_info = self._node_info
+        return frontier
+
+    def _node_info(self) -> dict[str, Any]:
+        """This node's figures, for ``status --redis``."""
+        elapsed = time.monotonic() - getattr(self, "_started", time.monotonic())
+        run_pages = getattr(self, "pages_done", 0) - getattr(self, "_pages_at_start", 0)
+        return {
+            "pages": getattr(self, "pages_done", 0),
+            "errors": sum(getattr(self, "errors", {}).values()),
+            "pages_per_s": round(run_pages / elapsed, 2) if elapsed > 0 else 0.0,
+            "pid": os.getpid(),
+            "job_dir": str(self.settings.job_dir) if self.settings.job_dir else None,
+        }
 
     def _budget_raised(self) -> bool:
         """A job that stopped at --max-pages goes on if the limit was raised."""
@@ -268,17 +309,19 @@ class Crawler:
                     )
                 if not self.pool.in_flight or now >= grace_deadline:
                     return
-            else:
+            elif self.frontier.available():  # a shared frontier's Redis may be down
                 assigned, refused = self.scheduler.dispatch(self._lease)
                 for request, reason, kind in refused:
                     self._finish(request, self._failure(request, reason, kind))
                 self.pool.send(assigned)
-                if not self.pool.in_flight and not self.scheduler.queued and not self._can_pull():
+                self._settle()
+                if self._all_done():
                     self._finished = True
                     return
             held = self.scheduler.next_event()
             self.pool.wait(min(0.5 if held is None else held, self._frontier_wait()))
-            self.frontier.sync()
+            self._settle()
+            self.frontier.tick()
             now = time.monotonic()
             if now - self._last_hang_check >= 1.0:
                 self._last_hang_check = now
@@ -287,19 +330,33 @@ class Crawler:
                 self._checkpoint()
             self.progress.update(self.pages_done, self._progress_fields)
 
+    def _all_done(self) -> bool:
+        """Nothing in flight, held or settling here, nothing this node may
+        lease, and (a shared crawl) nothing leased by other nodes."""
+        return (
+            not self.pool.in_flight
+            and not self.scheduler.queued
+            and not self._settling
+            and not self._loose_links
+            and not self._can_pull()
+            and not self.frontier.leased_elsewhere()
+        )
+
     def _can_pull(self) -> bool:
         return bool(len(self.frontier)) and self._budget_left()
 
     def _budget_left(self) -> bool:
         limit = self.settings.max_pages
-        return limit is None or self.pages_started < limit
+        if not self.frontier.budget_left():  # a shared crawl's budget is crawl-wide
+            return False
+        return limit is None or self.settings.redis is not None or self.pages_started < limit
 
     def _lease(self, now: float) -> Request | None:
         """The frontier's best URL of a host that may be fetched now, as a
         request (None when there is none, or the page budget is spent)."""
         if not self._budget_left():  # an empty frontier answers None itself
             return None
-        item = self.frontier.lease(now)
+        item = self.frontier.lease(now, len(self.scheduler.slots))
         if item is None:
             return None
         self.pages_started += 1
@@ -377,7 +434,11 @@ class Crawler:
             target = canonicalize(location, request.url)
         except InvalidURL as exc:
             return location, exc.reason
-        seen = target in self.chain_urls or self.frontier.is_seen(target)
+        try:
+            seen = target in self.chain_urls or self.frontier.is_seen(target)
+        except FrontierUnavailable:  # fetch this hop again once Redis is back
+            self.scheduler.retry_later(request, time.monotonic() + 1.0)
+            return target, None
         reason = outcome.redirect_refusal(
             target, request, self.redirect_limits, self.scope.allows(target), seen
         )
@@ -400,15 +461,64 @@ class Crawler:
     def _finish(
         self, request: Request, result: PageResult, extra: dict[str, Any] | None = None
     ) -> None:
-        """The chain of ``request`` is over: record, links, seen hops, ack."""
-        new_links = 0
-        if outcome.is_ok(result):
-            sitemap = request.kind == "sitemap"  # its pages are depth 1 from their root
-            depth = 1 if sitemap else request.depth + 1
-            new_links = self._put_links(result.outlinks, depth, result.lastmods)
-            if sitemap:
-                new_links += self._put_sitemaps(result.sitemaps, request.depth + 1)
+        """The chain of ``request`` is over; its record waits for ``_settle``."""
+        self._settling.append((request, result, extra))
+
+    def _settle(self) -> None:
+        """For every chain that ended this turn, in one step of the frontier:
+        admit its links, then write its record, then ack it with its hops
+        marked seen.  If a shared frontier is unreachable, the chains wait
+        for the next turn (nothing is recorded that was not admitted)."""
+        if not self._settling and not self._loose_links:
+            return
+        batch = self._settling
+        links: list[Admission] = list(self._loose_links)
+        spans: list[int] = []
+        for request, result, _ in batch:
+            found = self._links_of(request, result)
+            spans.append(len(found))
+            links.extend(found)
+        try:
+            admitted = self._admit_all(links)
+        except FrontierUnavailable:
+            return  # tried again next turn; nothing is dispatched meanwhile
+        start, self._settling, self._loose_links = len(self._loose_links), [], []
+        for (request, result, extra), span in zip(batch, spans, strict=True):
+            new_links = sum(admitted[start : start + span])
+            start += span
+            self._record(request, result, new_links, extra)
+
+    def _links_of(self, request: Request, result: PageResult) -> list[Admission]:
+        """What a finished chain's page asks to admit: its links (within
+        --max-depth, not in a redirect chain in progress) and, for a
+        sitemap index, its sitemaps (MAX_DEPTH levels deep at most)."""
+        if not outcome.is_ok(result):
+            return []
+        sitemap = request.kind == "sitemap"  # its pages are depth 1 from their root
+        depth = 1 if sitemap else request.depth + 1
+        found: list[Admission] = []
+        max_depth = self.settings.max_depth
+        if max_depth is None or depth <= max_depth:
+            chain, lastmods = self.chain_urls, result.lastmods or {}
+            found = [
+                (url, depth, priority, "page", lastmods.get(url))
+                for url, priority in result.outlinks
+                if url not in chain
+            ]
+        if sitemap and result.sitemaps:
+            level = request.depth + 1
+            if level > sitemaps.MAX_DEPTH:
+                self.links_dropped["sitemap_depth"] += len(result.sitemaps)
+            else:
+                found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
+        return found
+
+    def _record(
+        self, request: Request, result: PageResult, new_links: int, extra: dict[str, Any] | None
+    ) -> None:
         extra = {**(extra or {}), **outcome.kind_fields(request)}
+        if self.settings.node:
+            extra["node"] = self.settings.node
         record = outcome.build_record(
             request,
             result,
@@ -421,7 +531,7 @@ class Crawler:
         for hop in request.hops:
             self.chain_urls.discard(hop)
         if request.info is not None:
-            self.frontier.ack(request.info, seen=request.hops)
+            self.frontier.ack(request.info, seen=request.hops, error=bool(record["error"]))
         self.pages_done += 1
         count_record(record, self.statuses, self.errors)
 
@@ -441,26 +551,6 @@ class Crawler:
                 return  # dropped on purpose by a user pipeline
             record = result
 
-    def _put_links(
-        self, links: list[tuple[str, int]], depth: int, lastmods: dict[str, str] | None = None
-    ) -> int:
-        max_depth = self.settings.max_depth
-        if max_depth is not None and depth > max_depth:
-            return 0
-        chain, lastmods = self.chain_urls, lastmods or {}
-        return sum(
-            self._admit(url, depth, priority, lastmod=lastmods.get(url))
-            for url, priority in links
-            if url not in chain
-        )
-
-    def _put_sitemaps(self, urls: list[str], level: int) -> int:
-        """Queue the sitemaps a sitemap index lists, MAX_DEPTH levels deep at most."""
-        if level > sitemaps.MAX_DEPTH:
-            self.links_dropped["sitemap_depth"] += len(urls)
-            return 0
-        return sum(self._admit(url, level, 0, kind="sitemap") for url in urls)
-
     def _admit_sitemaps(self, host: str) -> None:
         """Queue the in-scope sitemaps a host's robots.txt names (once: the seen set)."""
         known = self.scheduler.hosts.get(host)
@@ -473,7 +563,7 @@ class Crawler:
             except InvalidURL:
                 continue
             if self.scope.allows(url):
-                self._admit(url, 0, 0, kind="sitemap")
+                self._loose_links.append((url, 0, 0, "sitemap", None))
 
     def _admit(
         self,
@@ -483,19 +573,33 @@ class Crawler:
         kind: str = "page",
         lastmod: str | None = None,
     ) -> bool:
-        """Queue ``url`` unless it was seen or its host's page budget is spent."""
+        return self._admit_all([(url, depth, priority, kind, lastmod)])[0]
+
+    def _admit_all(self, items: list[Admission]) -> list[bool]:
+        """Queue each URL unless it was seen or its host's page budget is
+        spent; True for each one queued.  One step of the frontier, which
+        also leases for the slots free now."""
+        depth_priority = self.settings.depth_priority
+        items = [
+            (url, depth, outcome.link_priority(priority, depth, depth_priority), kind, lastmod)
+            for url, depth, priority, kind, lastmod in items
+        ]
         budget = self.settings.max_pages_per_host
-        host = host_key(url)
-        if budget is not None and self.host_pages[host] >= budget:
-            if not self.frontier.is_seen(url):
-                self.links_dropped["host_budget"] += 1
-            return False
-        priority = outcome.link_priority(priority, depth, self.settings.depth_priority)
-        if not self.frontier.admit(url, depth, priority, kind, lastmod):
-            return False
-        if budget is not None:
-            self.host_pages[host] += 1
-        return True
+        if budget is None:
+            return self.frontier.admit_many(items, want=len(self.scheduler.slots))
+        admitted = []
+        for item in items:  # the budget needs each answer before the next URL
+            host = host_key(item[0])
+            if self.host_pages[host] >= budget:
+                if not self.frontier.is_seen(item[0]):
+                    self.links_dropped["host_budget"] += 1
+                admitted.append(False)
+                continue
+            new = self.frontier.admit(*item)
+            if new:
+                self.host_pages[host] += 1
+            admitted.append(new)
+        return admitted
 
     def _record_summaries(self, summaries: list[dict[str, Any]]) -> None:
         for summary in summaries:
@@ -526,6 +630,8 @@ class Crawler:
         self.statuses, self.errors = tally.statuses, tally.errors
 
     def _shutdown(self, failure: BaseException | None) -> None:
+        if hasattr(self, "_settling"):
+            self._settle()  # chains that ended in the last turn
         in_flight = bool(getattr(self, "pool", None) and self.pool.in_flight)
         quick = failure is not None or self._abort or (self._stop_requested and in_flight)
         if hasattr(self, "pool"):

@@ -52,6 +52,7 @@ SCOPE_SETTINGS = (
     "max_depth",
     "robots",
     "max_pages_per_host",
+    "crawl",
 )
 
 

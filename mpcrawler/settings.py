@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,11 @@ class Settings:
     insecure: bool = False  # no TLS verification
     max_active_hosts: int | None = None  # hosts the scheduler keeps in memory
     record_links: bool = False  # each record lists the page's links
+    redis: str | None = None  # redis://HOST:PORT/DB: share the crawl through it
+    crawl: str | None = None  # the shared crawl's name (with --redis)
+    node: str | None = None  # this node's id (default: hostname-pid)
+    lease_timeout: float = 30.0  # a dead node's work goes back after this
+    redis_timeout: float = 300.0  # give up after Redis is unreachable this long
 
     def apply_scope_defaults(self) -> None:
         """The trap guards a crawl that follows links anywhere needs, where
@@ -129,5 +135,16 @@ class Settings:
             raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
         if self.max_active_hosts is not None and self.max_active_hosts < 1:
             raise ValueError("--max-active-hosts must be at least 1")
+        if (self.redis is None) != (self.crawl is None):
+            raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
+        if self.redis is not None and not self.redis.startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ValueError(f"--redis {self.redis}: not a redis:// URL")
+        if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):
+            raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
+        for name in ("lease_timeout", "redis_timeout"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be more than 0")
         if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")

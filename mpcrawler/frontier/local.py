@@ -11,8 +11,8 @@ set second, and after a crash the queue's replayed puts are marked seen again.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .base import Admission, UrlInfo

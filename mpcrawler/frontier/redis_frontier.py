@@ -82,6 +82,7 @@ FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
 COUNTS_STALE = 0.5  # seconds before idle counts are read again
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
+ADMIT_CHUNK = 1000  # URLs admitted in one call at most (a call blocks Redis while it runs)
 
 _SCRIPT = resources.files(__package__).joinpath("redis_step.lua").read_text(encoding="utf-8")
 
@@ -141,9 +142,7 @@ def connect(url: str, timeout: float = 10.0) -> Any:
         from redis.backoff import NoBackoff
         from redis.retry import Retry
     except ImportError:  # pragma: no cover - the extra is missing
-        raise FrontierError(
-            "--redis needs redis-py: pip install 'mpcrawler[redis]'"
-        ) from None
+        raise FrontierError("--redis needs redis-py: pip install 'mpcrawler[redis]'") from None
     try:
         client = redis.Redis.from_url(
             url,
@@ -236,11 +235,16 @@ class RedisFrontier:
         if not items:
             return []
         self._check_up()
-        top_up = max(0, want - len(self._prefetch))
-        step = self._call(admits=items, want=top_up)
-        self._prefetch.extend(step.leased)
+        admitted: list[bool] = []
+        for start in range(0, len(items), ADMIT_CHUNK):
+            chunk = items[start : start + ADMIT_CHUNK]
+            last = start + ADMIT_CHUNK >= len(items)
+            top_up = max(0, want - len(self._prefetch)) if last else 0
+            step = self._call(admits=chunk, want=top_up)
+            self._prefetch.extend(step.leased)
+            admitted += step.admitted
         self._dry_until = 0.0 if len(step.leased) >= top_up else time.monotonic() + LEASE_POLL
-        return step.admitted
+        return admitted
 
     def is_seen(self, url: str) -> bool:
         self._check_up()
@@ -390,11 +394,14 @@ class RedisFrontier:
                 for host in self._owned:
                     self._queue_op(["G", host, self._wait_ms(host)])
                 self._queue_op(["GA"])
-                self._call()
+                self._call(beat=True)  # its last figures, for status
                 self.r.zrem(self.prefix + "alive", self.node)
         except (FrontierUnavailable, *self._faults) as exc:
-            log.warning("could not give work back to Redis (%s): it returns after %g s",
-                        exc, self.lease_timeout)
+            log.warning(
+                "could not give work back to Redis (%s): it returns after %g s",
+                exc,
+                self.lease_timeout,
+            )
         finally:
             self.r.close()
 
@@ -558,7 +565,8 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
                     "hosts_held": int(client.scard(f"{p}held:{node}")),
                 }
             )
-        last = max((int(b) for b in beats.values()), default=now_ms)
+        live = [row for row in rows if row["alive"]]
+        last = now_ms if live else max((int(b) for b in beats.values()), default=now_ms)
         elapsed = (last - int(started)) / 1000 if started else 0.0
         return {
             "crawl": crawl,
@@ -574,4 +582,3 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
         raise FrontierError(f"cannot read crawl {crawl!r} from Redis at {url}: {exc}") from None
     finally:
         client.close()
-
