@@ -504,6 +504,10 @@ def run_crawl(settings: Settings) -> int:
         crawler = Crawler(settings)  # checks the settings and imports the plug-ins
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if settings.redis:  # unreachable: one line, exit 1, nothing written
+        from .frontier.redis_frontier import connect
+
+        connect(settings.redis).close()
     check_paths(settings)
     configure_logging(settings.log_file)
     try:

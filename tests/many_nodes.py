@@ -1,0 +1,184 @@
+"""Helpers for crawls shared by several nodes: a site spread over loopback
+hosts (127.0.0.2, 127.0.0.3, ...), each a logging server of :mod:`hostile`,
+and nodes started as real CLI processes against a real Redis."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from conftest import Lines, read_records, start_cli
+from hostile import Handler, Reply, Server, links, serve
+
+
+class Site:
+    """``hosts`` servers of ``pages`` pages each: /p0 ... /pN-1.  Page i links
+    to pages 2i+1 and 2i+2 of its own host and to page i of the next host;
+    every page answers after ``latency`` seconds, so overlapping requests show
+    in the servers' logs."""
+
+    def __init__(self, servers: list[Server], pages: int) -> None:
+        self.servers = servers
+        self.pages = pages
+
+    @property
+    def seeds(self) -> list[str]:
+        return [f"{s.url}/p0" for s in self.servers]
+
+    def all_urls(self) -> set[str]:
+        return {f"{s.url}/p{i}" for s in self.servers for i in range(self.pages)}
+
+    def fetch_counts(self) -> Counter[str]:
+        """How many times each page was requested, from the servers' logs."""
+        counts: Counter[str] = Counter()
+        for s in self.servers:
+            for hit in s.log.hits:
+                if hit.path != "/robots.txt":
+                    counts[f"{s.url}{hit.path}"] += 1
+        return counts
+
+    def max_open(self) -> int:
+        """The most requests any one host had open at once."""
+        return max(s.log.max_open for s in self.servers)
+
+    def min_gap(self) -> float:
+        """The shortest time between two page requests' arrivals at one host."""
+        gaps = [
+            b - a
+            for s in self.servers
+            for a, b in itertools.pairwise(
+                sorted(h.start for h in s.log.hits if h.path != "/robots.txt")
+            )
+        ]
+        return min(gaps)
+
+    def args(self) -> list[str]:
+        """The seeds (one per host: each host is in scope) and what loopback hosts need."""
+        return [*self.seeds, "--allow-private-networks"]
+
+
+@contextlib.contextmanager
+def serve_site(hosts: int = 6, pages: int = 30, latency: float = 0.01) -> Iterator[Site]:
+    urls: list[str] = []
+
+    def page(index: int) -> Any:
+        def route(handler: Handler, n: int) -> Reply:
+            path = handler.path
+            if path == "/robots.txt":
+                return 200, {"Content-Type": "text/plain"}, b"User-agent: *\nAllow: /\n"
+            if not path.startswith("/p") or not path[2:].isdigit() or int(path[2:]) >= pages:
+                return 404, {"Content-Type": "text/html"}, b"<title>no</title>"
+            time.sleep(latency)
+            i = int(path[2:])
+            hrefs = [f"/p{c}" for c in (2 * i + 1, 2 * i + 2) if c < pages]
+            hrefs.append(f"{urls[(index + 1) % hosts]}/p{i}")
+            return links(*hrefs, title=f"host {index} page {i}")
+
+        return route
+
+    with contextlib.ExitStack() as stack:
+        servers = [
+            stack.enter_context(serve({}, host=f"127.0.0.{2 + k}", default=page(k)))
+            for k in range(hosts)
+        ]
+        urls.extend(s.url for s in servers)
+        yield Site(servers, pages)
+
+
+class Node:
+    """One node of a shared crawl: ``python -m mpcrawler crawl`` in its own
+    process group, with its own job dir."""
+
+    def __init__(self, name: str, job: Path, args: list[str]) -> None:
+        self.name, self.job = name, job
+        self.proc = start_cli("crawl", *args, "--node", name, "--job-dir", str(job), "--quiet")
+        self.lines = Lines(self.proc)
+
+    def records(self) -> list[dict[str, Any]]:
+        path = self.job / "pages.jsonl"
+        return read_records(path) if path.exists() else []
+
+    def finish(self, timeout: float = 90) -> int:
+        self.lines.finish(timeout=timeout)
+        return int(self.proc.returncode)
+
+    def kill(self) -> None:
+        """SIGKILL the master and its workers (the node's process group)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    @property
+    def err(self) -> str:
+        return "".join(self.lines.err)
+
+
+def wait_until(condition: Any, timeout: float = 60, what: str = "condition") -> None:
+    """Poll ``condition()`` (bounded) until it is true."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not seen within {timeout} s: {what}"
+        time.sleep(0.02)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisProcess:
+    """A redis-server of a test's own on a free port, persisted with AOF
+    (``appendfsync always``), that the test may kill and start again."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="redis-aof-")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is missing: .ci/run installs Debian's package"
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir),
+                *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_until(self._answers, 20, "redis-server to start")
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                conn.sendall(b"PING\r\n")
+                return conn.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,216 @@
+"""One crawl on several nodes through a real Redis: each node is a real CLI
+process with its own job dir, and the site is spread over loopback hosts.
+What is checked comes from the servers' own logs: every page fetched once,
+per-host limits held across nodes, nothing lost when a node or Redis dies."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis_server
+from conftest import run_cli
+from many_nodes import Node, RedisProcess, serve_site, wait_until
+
+SLOTS = ["--workers", "1", "--threads", "2"]
+
+
+@pytest.fixture
+def crawl() -> Iterator[str]:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    yield name
+    redis_server.forget(name)
+
+
+def shared(url: str, name: str, *extra: str) -> list[str]:
+    return ["--redis", url, "--crawl", name, *SLOTS, "--retry-delay", "0.05", *extra]
+
+
+def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> None:
+    """Three nodes, six hosts at one request at a time and 50 ms apart:
+    every page fetched exactly once, no host ever sees two requests at once
+    or two starts closer than the delay, every node does some of the work,
+    and all exit 0 once nothing is queued or leased anywhere."""
+    with serve_site(hosts=6, pages=30) as site:
+        args = [*site.args(), *shared(redis_server.url(), crawl)]
+        args += ["--host-concurrency", "1", "--delay", "0.05"]
+        nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(3)]
+        codes = [node.finish() for node in nodes]
+        counts = site.fetch_counts()
+        max_open, min_gap = site.max_open(), site.min_gap()
+    assert codes == [0, 0, 0], [n.err for n in nodes]
+    assert set(counts) == site.all_urls() and max(counts.values()) == 1
+    assert max_open == 1
+    assert min_gap >= 0.045, min_gap
+    records = {n.name: n.records() for n in nodes}
+    assert all(records.values()), {k: len(v) for k, v in records.items()}  # every node busy
+    assert sum(len(v) for v in records.values()) == 180
+    assert all(r["node"] == name for name, rs in records.items() for r in rs)
+    status = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl, "--json")
+    assert status.returncode == 0, status.stderr
+    assert '"done": 180' in status.stdout and '"queued": 0' in status.stdout
+
+
+def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
+    with serve_site(hosts=4, pages=30, latency=0.0) as site:
+        args = [*site.args(), *shared(redis_server.url(), crawl), "--max-pages", "37"]
+        nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+        codes = [node.finish() for node in nodes]
+        fetched = sum(site.fetch_counts().values())
+    assert codes == [0, 0], [n.err for n in nodes]
+    assert sum(len(n.records()) for n in nodes) == 37 == fetched
+
+
+def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str) -> None:
+    """SIGKILL one of two nodes mid-crawl and delete its job dir: the other
+    takes over its hosts and leases once its heartbeat runs out, finishes the
+    crawl with every page fetched, and refetches at most what the dead node
+    had in flight."""
+    with serve_site(hosts=4, pages=30) as site:
+        args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "2")]
+        args += ["--host-concurrency", "1", "--delay", "0.03"]
+        doomed = Node("doomed", tmp_path / "doomed", args)
+        wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
+        survivor = Node("survivor", tmp_path / "survivor", args)
+        wait_until(lambda: len(survivor.records()) >= 3, what="the second node's records")
+        doomed.kill()
+        killed_at = time.monotonic()
+        shutil.rmtree(doomed.job)
+        assert survivor.finish() == 0, survivor.err
+        took = time.monotonic() - killed_at
+        counts = site.fetch_counts()
+    assert set(counts) == site.all_urls()
+    duplicates = sum(n - 1 for n in counts.values())
+    assert duplicates <= 2, counts.most_common(5)  # the dead node's slots: 1 worker x 2
+    print(f"dead node's work finished {took:.1f} s after the kill; {duplicates} refetched")
+
+
+def test_a_stopped_node_hands_its_work_over_at_once(tmp_path: Path, crawl: str) -> None:
+    """SIGTERM gives a node's leases and hosts back at once: with a lease
+    timeout of 10 minutes, the other node still finishes everything."""
+    with serve_site(hosts=4, pages=30) as site:
+        args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "600")]
+        args += ["--host-concurrency", "1", "--delay", "0.03"]
+        leaving = Node("leaving", tmp_path / "leaving", args)
+        staying = Node("staying", tmp_path / "staying", args)
+        wait_until(lambda: len(leaving.records()) >= 5 and len(staying.records()) >= 5)
+        leaving.proc.send_signal(signal.SIGTERM)
+        assert leaving.finish() == 130, leaving.err
+        assert staying.finish(timeout=60) == 0, staying.err
+        counts = site.fetch_counts()
+    assert set(counts) == site.all_urls() and max(counts.values()) == 1
+    urls = [r["url"] for n in (leaving, staying) for r in n.records()]
+    assert sorted(urls) == sorted(site.all_urls())
+
+
+def test_a_joining_node_takes_a_share_of_the_hosts(tmp_path: Path, crawl: str) -> None:
+    """A second node started mid-crawl is given hosts the first one held
+    (the first sheds down to its fair share), and politeness holds across
+    the hand-over."""
+    with serve_site(hosts=4, pages=40) as site:
+        args = [*site.args(), *shared(redis_server.url(), crawl)]
+        args += ["--host-concurrency", "1", "--delay", "0.05"]
+        first = Node("first", tmp_path / "first", args)
+        wait_until(lambda: len(first.records()) >= 12, what="the first node's records")
+        second = Node("second", tmp_path / "second", args)
+        assert first.finish() == 0 and second.finish() == 0, first.err + second.err
+        counts = site.fetch_counts()
+        max_open, min_gap = site.max_open(), site.min_gap()
+    assert set(counts) == site.all_urls() and max(counts.values()) == 1
+    assert max_open == 1 and min_gap >= 0.045, min_gap
+    hosts_of = {
+        name: {r["url"].split("/p")[0] for r in node.records()}
+        for name, node in (("first", first), ("second", second))
+    }
+    assert len(hosts_of["second"]) >= 1 and len(second.records()) >= 10, hosts_of
+
+
+def test_redis_killed_and_restarted_mid_crawl(tmp_path: Path, crawl: str) -> None:
+    """Redis (AOF, fsync always) is killed mid-crawl: the nodes say so once,
+    pause, and when it is back finish with every page recorded once."""
+    server = RedisProcess()
+    try:
+        with serve_site(hosts=4, pages=30) as site:
+            args = [*site.args(), *shared(server.url, crawl), "--delay", "0.03"]
+            nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+            wait_until(lambda: sum(len(n.records()) for n in nodes) >= 20)
+            server.kill()
+            for node in nodes:
+                node.lines.wait_for(lambda out, err: "unreachable" in "".join(err), timeout=60)
+            server.start()
+            codes = [node.finish() for node in nodes]
+            counts = site.fetch_counts()
+    finally:
+        server.close()
+    assert codes == [0, 0], [n.err for n in nodes]
+    assert set(counts) == site.all_urls()
+    urls = [r["url"] for n in nodes for r in n.records()]
+    assert set(urls) == site.all_urls()
+    assert all(n.err.count("unreachable") == 1 for n in nodes), [n.err for n in nodes]
+
+
+def test_redis_gone_for_longer_than_the_timeout(tmp_path: Path, crawl: str) -> None:
+    """After --redis-timeout the node exits 1 and the job stays resumable:
+    rerun once Redis is back, it finishes the crawl."""
+    server = RedisProcess()
+    try:
+        with serve_site(hosts=2, pages=30) as site:
+            args = [*site.args(), *shared(server.url, crawl), "--delay", "0.05"]
+            node = Node("n", tmp_path / "n", [*args, "--redis-timeout", "1"])
+            wait_until(lambda: len(node.records()) >= 5)
+            server.kill()
+            assert node.finish() == 1
+            assert "unreachable for 1 s" in node.err, node.err
+            server.start()
+            again = Node("n", tmp_path / "n", args)
+            assert again.finish() == 0, again.err
+            counts = site.fetch_counts()
+            urls = {r["url"] for r in again.records()}
+    finally:
+        server.close()
+    assert set(counts) == site.all_urls() == urls
+
+
+def test_unreachable_redis_at_start_writes_nothing(tmp_path: Path) -> None:
+    from many_nodes import free_port
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    proc = run_cli(
+        "crawl",
+        "http://127.0.0.1:9/",
+        "--redis",
+        url,
+        "--crawl",
+        "x",
+        "--job-dir",
+        str(tmp_path / "job"),
+        "--quiet",
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        f"mpcrawler: error: cannot reach Redis at {url}: "
+        + proc.stderr.split(f"cannot reach Redis at {url}: ", 1)[1].strip()
+    ]
+    assert not (tmp_path / "job").exists()
+
+
+def test_redis_and_crawl_go_together(tmp_path: Path) -> None:
+    proc = run_cli("crawl", "http://127.0.0.1:9/", "--redis", "redis://127.0.0.1:1/0")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "mpcrawler: error: --redis and --crawl go together: --redis URL --crawl NAME"
+    )
+
+
+def test_status_of_an_unknown_crawl(crawl: str) -> None:
+    proc = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"mpcrawler: error: no crawl {crawl!r} on {redis_server.url()}"
+    client = redis.Redis.from_url(redis_server.url())
+    assert not list(client.scan_iter(match=f"*{crawl}*"))  # status wrote nothing
