@@ -16,7 +16,8 @@ import redis_server
 from redis.crc import key_slot
 
 from mpcrawler.frontier import FrontierError
-from mpcrawler.frontier.redis_frontier import RedisFrontier
+from mpcrawler.frontier.redis_frontier import RedisFrontier, fair_share, hosts_to_shed
+from mpcrawler.urls import host_key
 
 
 @pytest.fixture
@@ -127,3 +128,64 @@ def test_a_dead_nodes_leases_go_back_when_its_heartbeat_runs_out(crawl: str) -> 
     assert [g.url for g in got if g] == [h.url for h in held if h]
     b.close()
     live.close()
+
+
+def test_an_ack_lost_in_the_outbox_queues_its_url_again(crawl: str) -> None:
+    """Acks wait for the next round trip; a node killed before it loses no
+    URL: the lease is still recorded, and goes back in its place."""
+    a = RedisFrontier(redis_server.url(), crawl, "node-a")
+    for i in range(3):
+        a.admit(f"http://h.test/{i}")
+    first = a.lease(0.0)
+    assert first is not None
+    a.ack(first)  # in the outbox only
+    assert a.taken == 0  # as this node counts it
+    a.abandon()
+    again = RedisFrontier(redis_server.url(), crawl, "node-a")
+    assert len(again) == 3 and again.taken == 0
+    item = again.lease(0.0)
+    assert item is not None and item.url == first.url
+    again.ack(item)
+    again.sync()  # now it is in Redis
+    again.abandon()
+    last = RedisFrontier(redis_server.url(), crawl, "node-a")
+    assert len(last) == 2 and last.stats()["done"] == 1
+    last.close()
+
+
+def test_hosts_belong_to_one_node_and_are_shared_fairly(crawl: str) -> None:
+    """Two live nodes and four hosts: each claims at most its fair share (2),
+    never leases from the other's hosts, and a host with nothing left is
+    free again for anyone."""
+    a = RedisFrontier(redis_server.url(), crawl, "a")
+    b = RedisFrontier(redis_server.url(), crawl, "b")
+    for h in range(4):
+        for i in range(3):
+            a.admit(f"http://h{h}.test/{i}")
+    got_a = [a.lease(0.0, want=1) for _ in range(6)]
+    hosts_a = {host_key(i.url) for i in got_a if i}
+    assert len(hosts_a) == 2 and all(got_a)  # its share, then more of its own hosts
+    got_b = [b.lease(0.0) for _ in range(6)]
+    hosts_b = {host_key(i.url) for i in got_b if i}
+    assert len(hosts_b) == 2 and not hosts_a & hosts_b and all(got_b)
+    assert a.lease(0.0) is None and b.lease(1.0) is None  # all leased
+    for item in got_a:
+        assert item is not None
+        a.ack(item)
+    a.heartbeat()  # sends the acks: a's hosts are idle and empty, so free again
+    assert a.stats()["hosts_held"] == 0
+    b.admit(f"{sorted(hosts_a)[0]}/late")
+    c = RedisFrontier(redis_server.url(), crawl, "c")
+    late = c.lease(5.0)
+    assert late is not None and host_key(late.url) in hosts_a  # a newcomer may claim it
+    for f in (a, b, c):
+        f.close()
+
+
+def test_fair_share_and_what_to_shed() -> None:
+    assert fair_share(16, 3) == 6 and fair_share(16, 4) == 4 and fair_share(5, 0) == 5
+    held = ["d", "a", "c", "b"]
+    assert hosts_to_shed(held, set(), 4) == []
+    assert hosts_to_shed(held, set(), 2) == ["a", "b"]
+    assert hosts_to_shed(held, {"a", "c"}, 2) == ["b", "d"]  # idle ones go first
+    assert hosts_to_shed(held, {"a", "b", "c", "d"}, 3) == ["a"]
