@@ -182,6 +182,7 @@ class Crawler:
         )
         self.chain_urls: set[str] = set()
         self._settling: list[tuple[Request, PageResult, dict[str, Any] | None]] = []
+        self._settling_since = 0.0
         self._loose_links: list[Admission] = []  # to admit with no record (robots' sitemaps)
         self.errors = collections.Counter(self.job.errors)
         self.statuses = collections.Counter(self.job.statuses)
@@ -310,17 +311,18 @@ class Crawler:
                 if not self.pool.in_flight or now >= grace_deadline:
                     return
             elif self.frontier.available():  # a shared frontier's Redis may be down
+                self._settle(now)  # first: its call to the frontier also leases for the slots
                 assigned, refused = self.scheduler.dispatch(self._lease)
                 for request, reason, kind in refused:
                     self._finish(request, self._failure(request, reason, kind))
                 self.pool.send(assigned)
-                self._settle()
                 if self._all_done():
                     self._finished = True
                     return
             held = self.scheduler.next_event()
-            self.pool.wait(min(0.5 if held is None else held, self._frontier_wait()))
-            self._settle()
+            wait = min(0.5 if held is None else held, self._frontier_wait(), self._settle_wait())
+            self.pool.wait(wait)
+            self._settle(time.monotonic())
             self.frontier.tick()
             now = time.monotonic()
             if now - self._last_hang_check >= 1.0:
@@ -356,7 +358,7 @@ class Crawler:
         request (None when there is none, or the page budget is spent)."""
         if not self._budget_left():  # an empty frontier answers None itself
             return None
-        item = self.frontier.lease(now, len(self.scheduler.slots))
+        item = self.frontier.lease(now, 2 * len(self.scheduler.slots))  # and for the next turn
         if item is None:
             return None
         self.pages_started += 1
@@ -462,14 +464,27 @@ class Crawler:
         self, request: Request, result: PageResult, extra: dict[str, Any] | None = None
     ) -> None:
         """The chain of ``request`` is over; its record waits for ``_settle``."""
+        if not self._settling:
+            self._settling_since = time.monotonic()
         self._settling.append((request, result, extra))
 
-    def _settle(self) -> None:
-        """For every chain that ended this turn, in one step of the frontier:
-        admit its links, then write its record, then ack it with its hops
-        marked seen.  If a shared frontier is unreachable, the chains wait
-        for the next turn (nothing is recorded that was not admitted)."""
+    def _settle_wait(self) -> float:
+        """Seconds until the chains waiting to settle are due (0.5 if none)."""
+        if not self._settling:
+            return 0.5
+        due = self._settling_since + self.frontier.batch_window
+        return max(0.0, due - time.monotonic())
+
+    def _settle(self, now: float | None = None) -> None:
+        """For the chains that ended (gathered for the frontier's
+        ``batch_window`` when ``now`` is given), in one step of the frontier:
+        admit their links, then write their records, then ack them with their
+        hops marked seen.  If a shared frontier is unreachable, the chains
+        wait for the next turn (nothing is recorded that was not admitted)."""
         if not self._settling and not self._loose_links:
+            return
+        window = self.frontier.batch_window
+        if now is not None and window and now - self._settling_since < window:
             return
         batch = self._settling
         links: list[Admission] = list(self._loose_links)
@@ -585,8 +600,9 @@ class Crawler:
             for url, depth, priority, kind, lastmod in items
         ]
         budget = self.settings.max_pages_per_host
-        if budget is None:
-            return self.frontier.admit_many(items, want=len(self.scheduler.slots))
+        if budget is None:  # lease ahead: the free slots, and as many for the next turns
+            want = len(self.scheduler.slots) + self.settings.workers * self.settings.threads
+            return self.frontier.admit_many(items, want=want)
         admitted = []
         for item in items:  # the budget needs each answer before the next URL
             host = host_key(item[0])

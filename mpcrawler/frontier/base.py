@@ -57,6 +57,10 @@ Admission = tuple[str, int, int, str, str | None]  # url, depth, priority, kind,
 class Frontier(Protocol):
     """Dedup plus per-host, priority-ordered queues, crash-safe."""
 
+    # Seconds the master may gather finished pages before it admits their
+    # links in one ``admit_many`` (a shared frontier saves round trips).
+    batch_window: float
+
     def admit(
         self,
         url: str,

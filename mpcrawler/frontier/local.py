@@ -25,6 +25,8 @@ __all__ = ["LocalFrontier"]
 class LocalFrontier:
     """The seen set plus the disk-backed per-host queues, in ``directory``."""
 
+    batch_window = 0.0  # its calls are local: nothing is gained by gathering them
+
     def __init__(
         self, directory: str | os.PathLike[str], cache_size: int = 10_000, *, fsync: bool = True
     ) -> None:

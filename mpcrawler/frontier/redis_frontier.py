@@ -82,6 +82,7 @@ FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
 COUNTS_STALE = 0.5  # seconds before idle counts are read again
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
+BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
 ADMIT_CHUNK = 1000  # URLs admitted in one call at most (a call blocks Redis while it runs)
 
 _SCRIPT = resources.files(__package__).joinpath("redis_step.lua").read_text(encoding="utf-8")
@@ -163,6 +164,8 @@ class RedisFrontier:
     ``per_host`` caps the URLs of one host in one batch of leases.
     Raises :class:`FrontierError` if the server cannot be reached.
     """
+
+    batch_window = BATCH_WINDOW
 
     def __init__(
         self,

@@ -1,0 +1,272 @@
+"""Aggregate pages/s of one crawl shared by 1, 2 and 4 nodes through Redis.
+
+    python benchmarks/bench_nodes.py --nodes 1,2,4 --hosts 16 --pages 150 \\
+        --latency 0.05 --threads 4 --repeat 3 --out results/nodes
+
+Starts a redis-server of its own (no persistence) on a free port and, in a
+child process, the built-in test site on ``--hosts`` loopback hosts
+(127.0.0.2, 127.0.0.3, ...), each answering after ``--latency`` seconds.
+Each run is N real ``python -m mpcrawler crawl ... --redis`` processes with
+one worker of ``--threads`` slots each, so one node is latency-bound (its
+ideal is threads / latency pages/s).  The node counts are interleaved, R
+runs each.  For each count it reports the median aggregate pages/s (pages
+over the time from the first record to the last, so start-up is left out),
+its ratio to N x the one-node rate, Redis round trips per page (every node's
+calls over every page), CPU ms per page of the masters and of the workers,
+and pages fetched more than once (from the site's own request counts: there
+must be none).  Writes results.json and nodes.png into DIR and prints the
+table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import redis
+
+from benchmarks.common import ROOT, machine
+
+HOST_BASE = 2  # hosts are 127.0.0.2 ...
+
+
+def serve(hosts: int, pages: int, latency: float, size: int, ports_file: str) -> None:
+    """The child process: serve the test site on every host until killed,
+    and write the servers' ports, then each page's request count on SIGTERM."""
+    import signal
+    from contextlib import ExitStack
+
+    from mpcrawler.testsite import TestSite, serve_site
+
+    site = TestSite(pages=pages, size=size, offsite_host="127.0.0.250")
+    with ExitStack() as stack:
+        servers = [
+            stack.enter_context(serve_site(site, host=f"127.0.0.{HOST_BASE + k}", latency=latency))
+            for k in range(hosts)
+        ]
+        Path(ports_file).write_text(json.dumps([s.url for s in servers]))
+
+        def dump(*_: Any) -> None:
+            hits = {s.url: dict(s.hits) for s in servers}
+            Path(ports_file + ".hits").write_text(json.dumps(hits))
+            raise SystemExit(0)
+
+        signal.signal(signal.SIGTERM, dump)
+        while True:
+            time.sleep(3600)
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
+    import socket
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is missing (apt-get install redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    directory = tempfile.mkdtemp(prefix="bench-nodes-redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            client.ping()
+            return proc, url, directory
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def run_nodes(n: int, seeds: list[str], redis_url: str, threads: int, hosts: int) -> dict[str, Any]:
+    crawl = f"bench-{uuid.uuid4().hex[:8]}"
+    jobs = [tempfile.mkdtemp(prefix="bench-node-") for _ in range(n)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "mpcrawler", "crawl", *seeds, "--redis", redis_url]
+    cmd += ["--crawl", crawl, "--workers", "1", "--threads", str(threads), "--no-robots"]
+    cmd += ["--quiet", "--allow-private-networks"]
+    try:
+        procs = [
+            subprocess.Popen(
+                [*cmd, "--node", f"n{i}", "--job-dir", job],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+            for i, job in enumerate(jobs)
+        ]
+        for p in procs:
+            _, err = p.communicate(timeout=1800)
+            if p.returncode != 0:
+                raise SystemExit(f"a node failed: {err.decode()[-2000:]}")
+        times, pages, trips, cpu_master, cpu_workers, per_node = [], 0, 0, 0.0, 0.0, []
+        for job in jobs:
+            stats = json.loads(Path(job, "stats.json").read_text())
+            with open(Path(job, "pages.jsonl"), encoding="utf-8") as f:
+                times += [json.loads(line)["fetched_at"] for line in f]
+            pages += stats["pages"]
+            per_node.append(stats["pages"])
+            trips += stats["frontier"]["redis_round_trips"]
+            cpu_master += stats["processes"]["master"]["cpu_s"]
+            cpu_workers += sum(w["cpu_s"] for w in stats["processes"]["workers"])
+        span = max(times) - min(times)
+        return {
+            "nodes": n,
+            "pages": pages,
+            "per_node": per_node,
+            "pages_per_s": pages / span,
+            "round_trips_per_page": trips / pages,
+            "cpu_master_ms": 1000 * cpu_master / pages,
+            "cpu_workers_ms": 1000 * cpu_workers / pages,
+        }
+    finally:
+        for job in jobs:
+            shutil.rmtree(job, ignore_errors=True)
+        client = redis.Redis.from_url(redis_url)
+        keys = list(client.scan_iter(match=f"mpc:{{{crawl}}}:*"))
+        if keys:
+            client.delete(*keys)
+
+
+def plot(rows: list[dict[str, Any]], one: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ns = [r["nodes"] for r in rows]
+    ax.plot(ns, [r["pages_per_s"] for r in rows], "o-", label="measured (median)")
+    ax.plot(ns, [n * one for n in ns], "--", label="N x one node")
+    ax.set_xlabel("nodes (1 worker each)")
+    ax.set_ylabel("pages/s, whole crawl")
+    ax.set_xticks(ns)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--nodes", default="1,2,4")
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--pages", type=int, default=150, help="pages per host")
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--size", type=int, default=4_000)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--serve", help=argparse.SUPPRESS)  # the site's child process
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.hosts, args.pages, args.latency, args.size, args.serve)
+        return
+    counts = [int(n) for n in args.nodes.split(",")]
+    redis_proc, redis_url, redis_dir = start_redis()
+    ports_file = tempfile.mktemp(prefix="bench-nodes-site-")
+    site = subprocess.Popen(
+        [
+            *(sys.executable, __file__, "--serve", ports_file, "--hosts", str(args.hosts)),
+            *("--pages", str(args.pages), "--latency", str(args.latency), "--size", str(args.size)),
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ports_file) or not Path(ports_file).read_text():
+            assert site.poll() is None and time.monotonic() < deadline, "the site did not start"
+            time.sleep(0.05)
+        seeds = json.loads(Path(ports_file).read_text())
+        runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+        for r in range(args.repeat):
+            for n in counts:
+                result = run_nodes(n, seeds, redis_url, args.threads, args.hosts)
+                runs[n].append(result)
+                print(
+                    f"run {r + 1}, {n} node(s): {result['pages']} pages, "
+                    f"{result['pages_per_s']:.1f} pages/s, per node {result['per_node']}",
+                    flush=True,
+                )
+    finally:
+        site.terminate()
+        site.wait(timeout=30)
+        redis_proc.kill()
+        redis_proc.wait()
+        shutil.rmtree(redis_dir, ignore_errors=True)
+    hits = json.loads(Path(ports_file + ".hits").read_text())
+    total_requests = sum(sum(h.values()) for h in hits.values())
+    expected = args.repeat * len(counts) * args.hosts * args.pages
+    for path in (ports_file, ports_file + ".hits"):
+        Path(path).unlink(missing_ok=True)
+    rows = []
+    for n in counts:
+        rs = runs[n]
+        rows.append(
+            {
+                "nodes": n,
+                **{
+                    k: statistics.median(r[k] for r in rs)
+                    for k in (
+                        *("pages_per_s", "round_trips_per_page"),
+                        *("cpu_master_ms", "cpu_workers_ms"),
+                    )
+                },
+                "pages": rs[0]["pages"],
+                "runs": [r["pages_per_s"] for r in rs],
+            }
+        )
+    one = rows[0]["pages_per_s"] / rows[0]["nodes"]
+    ideal = args.threads / args.latency if args.latency else None
+    print(f"\n{machine()}")
+    print(
+        f"{args.hosts} hosts x {args.pages} pages of {args.size:,} B "
+        f"at {args.latency * 1000:.0f} ms; "
+        f"nodes of 1 worker x {args.threads} slots (one node's ideal: "
+        f"{ideal:.0f} pages/s); median of {args.repeat} runs"
+        if ideal
+        else ""
+    )
+    print(
+        f"requests the site served: {total_requests:,} for {expected:,} pages "
+        f"({total_requests - expected} more than once)"
+    )
+    print(
+        "| nodes | pages/s | vs N x one node | Redis round trips/page | master CPU ms/page "
+        "| worker CPU ms/page |"
+    )
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        ratio = row["pages_per_s"] / (row["nodes"] * one)
+        row["vs_n_x_one"] = ratio
+        print(
+            f"| {row['nodes']} | {row['pages_per_s']:.1f} | {ratio:.2f} | "
+            f"{row['round_trips_per_page']:.2f} | {row['cpu_master_ms']:.2f} | "
+            f"{row['cpu_workers_ms']:.2f} |"
+        )
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.json").write_text(
+            json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
+        )
+        plot(rows, one, args.out / "nodes.png")
+
+
+if __name__ == "__main__":
+    main()
