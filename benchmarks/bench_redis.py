@@ -1,10 +1,12 @@
 """Redis memory per URL and round trips for RedisFrontier, on a redis-server of its own.
 
 Starts ``redis-server`` on a free loopback port (no persistence), admits N
-URLs over H hosts, and reports the server's ``used_memory`` growth per URL,
-split into the seen set and the queues (``MEMORY USAGE`` of each key, the
-queues summed over every host), then leases and acks them all, counting
-commands sent (``INFO commandstats``) per URL.
+URLs over H hosts in calls of ``--batch`` (as the master admits a page's
+links), and reports the server's ``used_memory`` growth per URL, split into
+the seen set and the queues (``MEMORY USAGE`` of each key: every host's
+queue and the host indexes), then leases them ``--lease`` a call and acks
+them all (acks ride on the next call), counting round trips and commands
+(``INFO commandstats``, the scripts' own included) per URL.
 
     python benchmarks/bench_redis.py --urls 1000000 --hosts 1000
 """
@@ -64,6 +66,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--urls", type=int, default=200_000)
     parser.add_argument("--hosts", type=int, default=1_000)
+    parser.add_argument("--batch", type=int, default=50, help="URLs per admit_many call")
+    parser.add_argument("--lease", type=int, default=32, help="URLs leased per call")
     args = parser.parse_args()
     binary = shutil.which("redis-server")
     if binary is None:
@@ -90,20 +94,27 @@ def main() -> None:
         before = int(client.info("memory")["used_memory"])
         SENT[0] = 0
         t0 = time.perf_counter()
-        for i in range(args.urls):
-            frontier.admit(url(i, args.hosts), i % 7)
+        batch = args.batch
+        for start in range(0, args.urls, batch):  # as the master admits a page's links
+            stop = min(args.urls, start + batch)
+            frontier.admit_many(
+                [(url(i, args.hosts), 0, i % 7, "page", None) for i in range(start, stop)]
+            )
         t1 = time.perf_counter()
         admit_trips = SENT[0]
         admit_calls = calls(client)
         grown = int(client.info("memory")["used_memory"]) - before
         seen = key_bytes(client, "mpc:{bench}:seen*")
-        queues = key_bytes(client, "mpc:{bench}:q:*") + key_bytes(client, "mpc:{bench}:hosts")
+        queues = sum(
+            key_bytes(client, f"mpc:{{bench}}:{pattern}")
+            for pattern in ("q:*", "hosts", "own:*", "owner", "held:*", "inflight", "free_at")
+        )
         client.config_resetstat()
         SENT[0] = 0
         t2 = time.perf_counter()
         got = 0
-        while (item := frontier.lease(0.0)) is not None:
-            frontier.ack(item)
+        while (item := frontier.lease(0.0, want=args.lease)) is not None:
+            frontier.ack(item)  # waits in the outbox for the next call
             got += 1
         t3 = time.perf_counter()
         lease_trips = SENT[0]
@@ -111,7 +122,10 @@ def main() -> None:
         assert got == args.urls, (got, args.urls)
         n = args.urls
         print(f"redis-server {client.info('server')['redis_version']}, {os.cpu_count()} CPUs")
-        print(f"{n:,} URLs over {args.hosts:,} hosts")
+        print(
+            f"{n:,} URLs over {args.hosts:,} hosts; admitted {args.batch} a call, "
+            f"leased {args.lease} a call"
+        )
         print(f"  used_memory growth      {grown / n:8.1f} bytes per URL")
         print(f"  seen set                {seen / n:8.1f} bytes per URL")
         print(f"  queues and host index   {queues / n:8.1f} bytes per queued URL")

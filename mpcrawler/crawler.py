@@ -9,9 +9,12 @@ Data flow (the master is the only writer of crawl state)::
 
 Each frontier item becomes exactly one record: fetched, failed, refused by
 robots.txt, or dropped after crashing workers.  Redirects and retries stay in
-the master's memory until the chain ends; only then is its record written,
-its links admitted and its item acked with its hops marked seen, in that
-order.  What to do with a result (retry, follow, record) is decided by the
+the master's memory until the chain ends; then ``_settle`` admits its links
+(with those of every chain that ended in the frontier's ``batch_window``: one
+call), writes its record and acks its item with its hops marked seen, in that
+order.  The frontier is a LocalFrontier, or a RedisFrontier shared with the
+other nodes of the crawl (``--redis``); then the crawl ends only when no node
+holds a lease.  What to do with a result (retry, follow, record) is decided by the
 pure functions of :mod:`mpcrawler.outcome`; this module carries it out.
 
 Durability, in order: the JSON Lines output is line-buffered, so a record is

@@ -137,20 +137,25 @@ def _prefix(crawl: str) -> str:
 
 def connect(url: str, timeout: float = 10.0) -> Any:
     """A redis-py client for ``url`` that does not retry on its own (a call
-    that leases must not be sent twice); raises FrontierError if unreachable."""
+    that leases must not be sent twice): a cluster client if the server is
+    a Redis Cluster node.  Raises FrontierError if unreachable."""
     try:
         import redis
+        import redis.cluster
         from redis.backoff import NoBackoff
         from redis.retry import Retry
     except ImportError:  # pragma: no cover - the extra is missing
         raise FrontierError("--redis needs redis-py: pip install 'mpcrawler[redis]'") from None
+    options: dict[str, Any] = {
+        "socket_timeout": timeout,
+        "socket_connect_timeout": min(timeout, 5.0),
+        "retry": Retry(NoBackoff(), 0),
+    }
     try:
-        client = redis.Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=min(timeout, 5.0),
-            retry=Retry(NoBackoff(), 0),
-        )
+        client = redis.Redis.from_url(url, **options)
+        if client.info("cluster").get("cluster_enabled"):
+            client.close()
+            client = redis.cluster.RedisCluster.from_url(url, **options)
         client.ping()
     except (redis.RedisError, OSError, ValueError) as exc:
         raise FrontierError(f"cannot reach Redis at {url}: {exc}") from None
@@ -541,16 +546,15 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
     client = connect(url)
     p = _prefix(crawl)
     try:
-        with client.pipeline(transaction=False) as pipe:
-            for key in ("queued", "done", "errors", "seen", "started"):
-                pipe.get(p + key)
-            pipe.hlen(p + "leased")
-            pipe.hgetall(p + "nodes")
-            pipe.hgetall(p + "beats")
-            pipe.zrange(p + "alive", 0, -1, withscores=True)
-            pipe.time()
-            queued, done, errors, seen, started, leased, infos, beats, alive, now = pipe.execute()
-        now_ms = now[0] * 1000 + now[1] // 1000
+        # One read at a time: a cluster client routes each by its key.
+        queued, done, errors, seen, started = (
+            client.get(p + key) for key in ("queued", "done", "errors", "seen", "started")
+        )
+        leased = client.hlen(p + "leased")
+        infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
+        alive = client.zrange(p + "alive", 0, -1, withscores=True)
+        seconds, micros = client.time()  # Redis's clock, as the heartbeats are
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
         deadlines = {n.decode(): score for n, score in alive}
         rows = []
         for raw_node, raw_info in sorted(infos.items()):

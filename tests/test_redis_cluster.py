@@ -1,0 +1,127 @@
+"""A real three-node Redis Cluster (three redis-server processes, the 16,384
+slots split between them): every key of a crawl hashes to one slot, the Lua
+step runs on the node that serves it, and a two-node crawl through the
+cluster fetches every page exactly once."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis.cluster
+from many_nodes import Node, serve_site, wait_until
+from redis.crc import key_slot
+
+from mpcrawler.frontier.redis_frontier import RedisFrontier
+
+RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
+
+
+def cluster_port() -> int:
+    """A free port P whose cluster bus port P + 10000 is free too (P <= 55535)."""
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20_000, 45_000)
+        try:
+            for p in (port, port + 10_000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    assert binary, "redis-server is missing: .ci/run installs Debian's package"
+    directory = tempfile.mkdtemp(prefix="redis-cluster-")
+    ports = [cluster_port() for _ in RANGES]
+    procs = [
+        subprocess.Popen(
+            [
+                *(binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory),
+                *("--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"),
+                *("--save", "", "--appendonly", "no"),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        for port in ports
+    ]
+    try:
+        clients = [redis.Redis(port=port) for port in ports]
+
+        def up() -> bool:
+            try:
+                return all(c.ping() for c in clients)
+            except redis.ConnectionError:
+                return False
+
+        wait_until(up, 20, "the cluster's servers")
+        for client, (low, high) in zip(clients, RANGES, strict=True):
+            client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+        for port in ports[1:]:
+            clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
+        wait_until(
+            lambda: all(c.cluster("info")["cluster_state"] == "ok" for c in clients),
+            30,
+            "cluster_state:ok",
+        )
+        yield f"redis://127.0.0.1:{ports[0]}/0"
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def far_crawl() -> str:
+    """A crawl name whose slot the third server serves, not the one in the URL."""
+    while True:
+        crawl = f"c-{uuid.uuid4().hex[:8]}"
+        if key_slot(f"mpc:{{{crawl}}}:seq".encode()) >= RANGES[2][0]:
+            return crawl
+
+
+def test_a_crawls_keys_live_in_one_slot_of_a_cluster(cluster: str) -> None:
+    crawl = far_crawl()
+    a = RedisFrontier(cluster, crawl, "a")
+    b = RedisFrontier(cluster, crawl, "b")
+    for i in range(20):
+        assert a.admit(f"http://h{i % 4}.test/{i}")
+    assert not b.admit("http://h0.test/0")  # one seen set for both
+    got = [f.lease(0.0) for f in (a, b) for _ in range(5)]
+    assert all(got) and len({g.url for g in got if g}) == 10
+    for f, items in ((a, got[:5]), (b, got[5:])):
+        for item in items:
+            assert item is not None
+            f.ack(item)
+        f.sync()
+    a.heartbeat()  # a call: a's counts are read again
+    assert a.stats()["done"] == 10 and len(a) == 10
+    node = redis.cluster.RedisCluster.from_url(cluster)
+    keys = [k.decode() for k in node.scan_iter(match=f"mpc:{{{crawl}}}:*", target_nodes="all")]
+    assert len(keys) > 10 and len({key_slot(k.encode()) for k in keys}) == 1
+    a.close()
+    b.close()
+    node.close()
+
+
+def test_two_nodes_crawl_through_a_cluster(tmp_path: Path, cluster: str) -> None:
+    crawl = far_crawl()
+    with serve_site(hosts=3, pages=20, latency=0.0) as site:
+        args = [*site.args(), "--redis", cluster, "--crawl", crawl, "--workers", "1"]
+        nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+        codes = [n.finish() for n in nodes]
+        counts = site.fetch_counts()
+    assert codes == [0, 0], [n.err for n in nodes]
+    assert set(counts) == site.all_urls() and max(counts.values()) == 1
+    assert sum(len(n.records()) for n in nodes) == 60
