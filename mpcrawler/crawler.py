@@ -492,26 +492,31 @@ class Crawler:
         batch = self._settling
         links: list[Admission] = list(self._loose_links)
         spans: list[int] = []
+        too_deep = 0
         for request, result, _ in batch:
-            found = self._links_of(request, result)
+            found, dropped = self._links_of(request, result)
             spans.append(len(found))
             links.extend(found)
+            too_deep += dropped
         try:
             admitted = self._admit_all(links)
         except FrontierUnavailable:
             return  # tried again next turn; nothing is dispatched meanwhile
+        if too_deep:
+            self.links_dropped["sitemap_depth"] += too_deep
         start, self._settling, self._loose_links = len(self._loose_links), [], []
         for (request, result, extra), span in zip(batch, spans, strict=True):
             new_links = sum(admitted[start : start + span])
             start += span
             self._record(request, result, new_links, extra)
 
-    def _links_of(self, request: Request, result: PageResult) -> list[Admission]:
+    def _links_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:
         """What a finished chain's page asks to admit: its links (within
         --max-depth, not in a redirect chain in progress) and, for a
-        sitemap index, its sitemaps (MAX_DEPTH levels deep at most)."""
+        sitemap index, its sitemaps (MAX_DEPTH levels deep at most); and how
+        many sitemaps were too deep."""
         if not outcome.is_ok(result):
-            return []
+            return [], 0
         sitemap = request.kind == "sitemap"  # its pages are depth 1 from their root
         depth = 1 if sitemap else request.depth + 1
         found: list[Admission] = []
@@ -526,10 +531,9 @@ class Crawler:
         if sitemap and result.sitemaps:
             level = request.depth + 1
             if level > sitemaps.MAX_DEPTH:
-                self.links_dropped["sitemap_depth"] += len(result.sitemaps)
-            else:
-                found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
-        return found
+                return found, len(result.sitemaps)
+            found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
+        return found, 0
 
     def _record(
         self, request: Request, result: PageResult, new_links: int, extra: dict[str, Any] | None
