@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
-from benchmarks.bench_nodes import start_redis
-from benchmarks.common import ROOT, machine
+from benchmarks.common import ROOT, machine, start_redis
 from mpcrawler.testsite import SiteServer, TestSite, serve_site
 
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
-from benchmarks.common import ROOT, machine
+from benchmarks.common import ROOT, machine, start_redis
 
 HOST_BASE = 2  # hosts are 127.0.0.2 ...
 
@@ -66,33 +66,6 @@ def serve(hosts: int, pages: int, latency: float, size: int, ports_file: str) ->
         signal.signal(signal.SIGTERM, dump)
         while True:
             time.sleep(3600)
-
-
-def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
-    import socket
-
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is missing (apt-get install redis-server)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    directory = tempfile.mkdtemp(prefix="bench-nodes-redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            return proc, url, directory
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 def run_nodes(n: int, seeds: list[str], redis_url: str, threads: int, hosts: int) -> dict[str, Any]:

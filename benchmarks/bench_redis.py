@@ -16,10 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,13 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
+from benchmarks.common import start_redis
 from mpcrawler.frontier.redis_frontier import RedisFrontier
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def url(i: int, hosts: int) -> str:
@@ -69,26 +61,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50, help="URLs per admit_many call")
     parser.add_argument("--lease", type=int, default=32, help="URLs leased per call")
     args = parser.parse_args()
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is missing (apt-get install redis-server)")
-    port, directory = free_port(), tempfile.mkdtemp(prefix="bench-redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
-        stdout=subprocess.DEVNULL,
-    )
+    proc, address, directory = start_redis()
     try:
-        address = f"redis://127.0.0.1:{port}/0"
         client = redis.Redis.from_url(address)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
         frontier = RedisFrontier(address, "bench", "node-1")
         client.config_resetstat()
         before = int(client.info("memory")["used_memory"])

@@ -202,3 +202,32 @@ http {{
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
+    """A redis-server of the benchmark's own on a free loopback port, without
+    persistence: (its process, its URL, its directory)."""
+    import redis
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is missing (apt-get install redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    directory = tempfile.mkdtemp(prefix="bench-nodes-redis-")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            client.ping()
+            return proc, url, directory
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
