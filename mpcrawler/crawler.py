@@ -263,6 +263,7 @@ class Crawler:
                 lease_timeout=s.lease_timeout,
                 redis_timeout=s.redis_timeout,
                 max_pages=s.max_pages,
+                max_pages_per_host=s.max_pages_per_host,
                 per_host=s.host_concurrency,
             )
         except FrontierError as exc:  # not the job directory's fault: exit 1
@@ -607,9 +608,14 @@ class Crawler:
             for url, depth, priority, kind, lastmod in items
         ]
         budget = self.settings.max_pages_per_host
-        if budget is None:  # lease ahead: the free slots, and as many for the next turns
+        shared = isinstance(self.frontier, RedisFrontier)  # it keeps the budget crawl-wide
+        if budget is None or shared:  # lease ahead: the free slots, and as many for the next turns
             want = len(self.scheduler.slots) + self.settings.workers * self.settings.threads
-            return self.frontier.admit_many(items, want=want)
+            admitted = self.frontier.admit_many(items, want=want)
+            if shared:
+                self.links_dropped["host_budget"] += self.frontier.over_budget
+                self.frontier.over_budget = 0
+            return admitted
         admitted = []
         for item in items:  # the budget needs each answer before the next URL
             host = host_key(item[0])

@@ -67,6 +67,17 @@ def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
     assert sum(len(n.records()) for n in nodes) == 37 == fetched
 
 
+def test_the_host_budget_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
+    with serve_site(hosts=4, pages=30, latency=0.0) as site:
+        args = [*site.args(), *shared(redis_server.url(), crawl), "--max-pages-per-host", "10"]
+        nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+        codes = [node.finish() for node in nodes]
+        per_host = [len([h for h in s.log.hits if h.path != "/robots.txt"]) for s in site.servers]
+    assert codes == [0, 0], [n.err for n in nodes]
+    assert per_host == [10, 10, 10, 10]
+    assert sum(len(n.records()) for n in nodes) == 40
+
+
 def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str) -> None:
     """SIGKILL one of two nodes mid-crawl and delete its job dir: the other
     takes over its hosts and leases once its heartbeat runs out, finishes the

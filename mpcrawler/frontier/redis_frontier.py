@@ -42,6 +42,7 @@ Cluster hash tag: all of a crawl's keys live in one slot)::
     hosts        ZSET of the free hosts with URLs queued, by their best score
     own:NODE     ZSET of NODE's hosts with URLs queued, by their best score
     owner        HASH host -> node;  held:NODE  SET of NODE's hosts
+    hostpages    HASH host -> URLs queued (with --max-pages-per-host)
     inflight     HASH host -> URLs leased;  free_at  HASH host -> 'MS|last owner'
     leased       HASH seq -> [host, member, node]
     alive        ZSET node -> heartbeat deadline (Redis's clock, ms)
@@ -166,7 +167,9 @@ class RedisFrontier:
     """The Frontier of crawl ``crawl`` on the Redis server at ``url``, for node ``node``.
 
     ``max_pages`` caps the pages of the whole crawl (records plus leases);
-    ``per_host`` caps the URLs of one host in one batch of leases.
+    ``max_pages_per_host`` the URLs queued per host, crawl-wide (those
+    refused are counted in ``over_budget``); ``per_host`` caps the URLs of
+    one host in one batch of leases.
     Raises :class:`FrontierError` if the server cannot be reached.
     """
 
@@ -181,6 +184,7 @@ class RedisFrontier:
         lease_timeout: float = 30.0,
         redis_timeout: float = 300.0,
         max_pages: int | None = None,
+        max_pages_per_host: int | None = None,
         per_host: int = 1 << 30,
     ) -> None:
         import redis
@@ -192,6 +196,8 @@ class RedisFrontier:
         self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
         self.beat_interval = min(lease_timeout / 3, 1.0)
         self.max_pages, self.per_host = max_pages, per_host
+        self.max_pages_per_host = max_pages_per_host
+        self.over_budget = 0  # URLs not admitted: their host's budget was spent
         self.node_info: Callable[[], dict[str, Any]] = dict
         self.round_trips = 0
         self.last_reaped = 0
@@ -455,7 +461,7 @@ class RedisFrontier:
         args: list[Any] = [self.prefix, self.node, len(ops)]
         for op in ops:
             args.extend(op)
-        args.append(len(admits))
+        args.extend((len(admits), self.max_pages_per_host or 0))
         for url, depth, priority, kind, lastmod in admits:
             args.extend(_seen_slot(url))
             args.extend((host_key(url), url, depth, priority, kind, lastmod or ""))
@@ -500,7 +506,8 @@ class RedisFrontier:
         if self._reconcile:
             self._reconcile = False
             self._give_back_strays()
-        return _Step([bool(a) for a in admitted], leased, [bool(c) for c in checked])
+        self.over_budget += sum(1 for a in admitted if a == 2)
+        return _Step([a == 1 for a in admitted], leased, [bool(c) for c in checked])
 
     def _fault(self, exc: BaseException) -> None:
         now = time.monotonic()

@@ -9,11 +9,12 @@
 --                            R seq          (give a lease back)
 --                            G host wait_ms (give up an idle host)
 --                            GA             (give up every idle host held)
---   admits  n, then per URL: bucket tail host url depth priority kind lastmod
+--   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
 --   lease   want per_host max_pages(-1: none) nskip host*
 --   beat    0 | 1 timeout_ms node_info_json
--- Returns {admitted flags, leased members, seen flags,
+-- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
+--          leased members, seen flags,
 --          {queued, leased, done, errors, seen}, beat reply}.
 
 local P, node = ARGV[1], ARGV[2]
@@ -137,16 +138,26 @@ end
 
 -- admits ---------------------------------------------------------------
 local admitted = {}
-n = tonumber(ARGV[i]); i = i + 1
+n = tonumber(ARGV[i])
+local budget = tonumber(ARGV[i + 1])
+i = i + 2
 local new_seen = 0
 for k = 1, n do
-  local new = mark_seen(ARGV[i], ARGV[i + 1])
+  local new
+  local host = ARGV[i + 2]
+  if budget > 0 and redis.call('HEXISTS', P .. 'seen:' .. ARGV[i], ARGV[i + 1]) == 0
+      and tonumber(redis.call('HGET', P .. 'hostpages', host) or '0') >= budget then
+    new = 2 -- over the host's budget: not queued, not marked seen
+  else
+    new = mark_seen(ARGV[i], ARGV[i + 1])
+  end
   if new == 1 then
+    if budget > 0 then redis.call('HINCRBY', P .. 'hostpages', host, 1) end
     new_seen = new_seen + 1
     local seq = redis.call('INCR', P .. 'seq') - 1
     local member = cjson.encode({seq, ARGV[i + 3], tonumber(ARGV[i + 4]),
       tonumber(ARGV[i + 5]), ARGV[i + 6], ARGV[i + 7]})
-    requeue(ARGV[i + 2], member)
+    requeue(host, member)
   end
   admitted[k] = new
   i = i + 8
