@@ -5,6 +5,7 @@ per-host limits held across nodes, nothing lost when a node or Redis dies."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import time
@@ -37,7 +38,7 @@ def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> Non
     every page fetched exactly once, no host ever sees two requests at once
     or two starts closer than the delay, every node does some of the work,
     and all exit 0 once nothing is queued or leased anywhere."""
-    with serve_site(hosts=6, pages=30) as site:
+    with serve_site(hosts=6, pages=40) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl)]
         args += ["--host-concurrency", "1", "--delay", "0.05"]
         nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(3)]
@@ -50,11 +51,11 @@ def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> Non
     assert min_gap >= 0.045, min_gap
     records = {n.name: n.records() for n in nodes}
     assert all(records.values()), {k: len(v) for k, v in records.items()}  # every node busy
-    assert sum(len(v) for v in records.values()) == 180
+    assert sum(len(v) for v in records.values()) == 240
     assert all(r["node"] == name for name, rs in records.items() for r in rs)
     status = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl, "--json")
     assert status.returncode == 0, status.stderr
-    assert '"done": 180' in status.stdout and '"queued": 0' in status.stdout
+    assert '"done": 240' in status.stdout and '"queued": 0' in status.stdout
 
 
 def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
@@ -83,23 +84,33 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str) -> None:
     takes over its hosts and leases once its heartbeat runs out, finishes the
     crawl with every page fetched, and refetches at most what the dead node
     had in flight."""
-    with serve_site(hosts=4, pages=30) as site:
+    with serve_site(hosts=4, pages=60) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "2")]
-        args += ["--host-concurrency", "1", "--delay", "0.03"]
+        args += ["--host-concurrency", "1", "--delay", "0.05"]
         doomed = Node("doomed", tmp_path / "doomed", args)
         wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
         survivor = Node("survivor", tmp_path / "survivor", args)
         wait_until(lambda: len(survivor.records()) >= 3, what="the second node's records")
         doomed.kill()
         killed_at = time.monotonic()
+        in_flight = leases_of(crawl, "doomed")  # what it held at its death
         shutil.rmtree(doomed.job)
         assert survivor.finish() == 0, survivor.err
         took = time.monotonic() - killed_at
         counts = site.fetch_counts()
     assert set(counts) == site.all_urls()
     duplicates = sum(n - 1 for n in counts.values())
-    assert duplicates <= 2, counts.most_common(5)  # the dead node's slots: 1 worker x 2
-    print(f"dead node's work finished {took:.1f} s after the kill; {duplicates} refetched")
+    assert in_flight >= 1  # it died holding work
+    assert duplicates <= in_flight, counts.most_common(5)
+    print(f"done {took:.1f} s after the kill; {duplicates} of {in_flight} leases refetched")
+
+
+def leases_of(crawl: str, node: str) -> int:
+    """The URLs leased to ``node`` and not acked, as Redis has them."""
+    client = redis.Redis.from_url(redis_server.url())
+    leased = client.hvals(f"mpc:{{{crawl}}}:leased")
+    client.close()
+    return sum(1 for raw in leased if json.loads(raw)[2] == node)
 
 
 def test_a_stopped_node_hands_its_work_over_at_once(tmp_path: Path, crawl: str) -> None:
@@ -124,7 +135,7 @@ def test_a_joining_node_takes_a_share_of_the_hosts(tmp_path: Path, crawl: str) -
     """A second node started mid-crawl is given hosts the first one held
     (the first sheds down to its fair share), and politeness holds across
     the hand-over."""
-    with serve_site(hosts=4, pages=40) as site:
+    with serve_site(hosts=4, pages=80) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl)]
         args += ["--host-concurrency", "1", "--delay", "0.05"]
         first = Node("first", tmp_path / "first", args)
