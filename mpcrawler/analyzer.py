@@ -26,7 +26,7 @@ from lxml import etree
 
 from .downloader import Response
 from .messages import Link
-from .modules import Module
+from .modules import BUILTIN_ANALYZERS, Module
 from .settings import Settings
 
 __all__ = [
@@ -44,11 +44,6 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # purpose; and a body is always a document, never a file name or a URL.
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
-# Short names for --analyzer.
-BUILTIN_ANALYZERS = {
-    "bs4": "mpcrawler.analyzer:HtmlAnalyzer",
-    "lxml": "mpcrawler.analyzer:LxmlAnalyzer",
-}
 _LINK_TAGS = ("a", "area")
 _STRAINER = SoupStrainer(["a", "area", "base", "title"])
 

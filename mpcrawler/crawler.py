@@ -50,21 +50,19 @@ from pathlib import Path
 from typing import Any
 
 from . import outcome, sitemaps, stopsignals
-from .analyzer import BUILTIN_ANALYZERS
 from .errors import CrawlError, FrontierError, FrontierUnavailable
 from .frontier import Frontier, LocalFrontier
 from .frontier.base import Admission
 from .frontier.redis_frontier import RedisFrontier
 from .jobdir import JobDir, JobState, count_record, recount
 from .messages import PageResult
-from .modules import load_object, object_path
+from .modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path, process_usage
 from .pipelines import JsonLinesPipeline, Pipeline
 from .pool import PoolError, WorkerPool
 from .progress import Progress
 from .scheduler import Request, Scheduler
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize, host_key
-from .worker import process_usage
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -122,9 +120,10 @@ class Crawler:
         ]
         settings.validate()
         settings.apply_scope_defaults()
-        # Fail now, in the master, with a clear message (ValueError).
+        # Fail now, in the master, with a clear message (ValueError); the
+        # built-in modules are known to load (and are not imported here).
         for spec in (settings.analyzer, settings.downloader, *self._pipeline_specs):
-            if isinstance(spec, str):
+            if isinstance(spec, str) and spec not in BUILTIN_MODULES:
                 load_object(spec)
         settings.seeds = [canonicalize(s) for s in settings.seeds]
         self.redirect_limits = outcome.Redirect(settings.max_redirects, settings.max_url_length)

@@ -87,6 +87,7 @@ class Fetch(NamedTuple):
     id: int
     url: str
     kind: str
+    depth: int = 0  # the page's; its links are depth + 1
 
 
 class FetchBatch(NamedTuple):

@@ -13,11 +13,30 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import resource
 import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-__all__ = ["Module", "Refused", "SerialGenerator", "load_object", "object_path"]
+__all__ = [
+    "BUILTIN_ANALYZERS",
+    "BUILTIN_MODULES",
+    "Module",
+    "Refused",
+    "SerialGenerator",
+    "load_object",
+    "object_path",
+    "process_usage",
+]
+
+# Short names for --analyzer.
+BUILTIN_ANALYZERS = {
+    "bs4": "mpcrawler.analyzer:HtmlAnalyzer",
+    "lxml": "mpcrawler.analyzer:LxmlAnalyzer",
+}
+# The built-in modules: known to load, so the master need not import them
+# (and bs4 or requests with them) to check a crawl's settings.
+BUILTIN_MODULES = frozenset({*BUILTIN_ANALYZERS.values(), "mpcrawler.downloader:HttpDownloader"})
 
 
 class Refused(Exception):
@@ -124,3 +143,19 @@ def load_object(path: str) -> Any:
         except AttributeError as exc:
             raise ValueError(f"{module_name!r} has no attribute {name!r}") from exc
     return obj
+
+
+def process_usage() -> dict[str, float]:
+    """CPU seconds and memory (current and peak RSS, MB) of this process."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss_mb = 0.0
+    try:
+        with open("/proc/self/statm") as f:
+            rss_mb = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "rss_mb": round(rss_mb, 1),
+        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+    }

@@ -30,13 +30,20 @@ from . import stopsignals
 from .errors import PoolError
 from .messages import Bye, Failed, Fetch, FetchBatch, FromWorker, Hello, PageResult, Results, Stop
 from .scheduler import Request
-from .worker import run_worker
 
 __all__ = ["PoolError", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
 MAX_STARTUP_FAILURES = 3
+
+
+def _worker_main(*args: Any) -> None:
+    """A worker process's entry point (the master does not import the worker
+    module, nor bs4 and requests with it; the forkserver has them preloaded)."""
+    from .worker import run_worker
+
+    run_worker(*args)
 
 
 @dataclass
@@ -77,7 +84,7 @@ class WorkerPool:
         self._on_downloaded = on_downloaded
         self._on_lost, self._on_gone, self._on_summaries = on_lost, on_gone, on_summaries
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(["mpcrawler.worker"])
+        self._ctx.set_forkserver_preload(["mpcrawler.worker", "mpcrawler.pool"])
         self.workers: dict[int, _Worker] = {}
         self.in_flight: dict[int, Request] = {}
         self.restarts = 0
@@ -99,7 +106,7 @@ class WorkerPool:
         try:
             parent, child = self._ctx.Pipe(duplex=True)
             process = self._ctx.Process(
-                target=run_worker,
+                target=_worker_main,
                 name=f"mpcrawler-worker-{index}",
                 daemon=True,
                 args=(index, child, *self._args),
@@ -124,7 +131,7 @@ class WorkerPool:
         for index, request in assigned:
             self.in_flight[request.id] = request
             self.workers[index].requests[request.id] = request
-            batches[index].append(Fetch(request.id, request.url, request.kind))
+            batches[index].append(Fetch(request.id, request.url, request.kind, request.depth))
         for index, batch in batches.items():
             # A dead worker's sentinel fires next, and its requests are lost then.
             with contextlib.suppress(OSError):

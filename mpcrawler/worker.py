@@ -35,7 +35,6 @@ import logging
 import os
 import queue
 import re
-import resource
 import signal
 import threading
 import time
@@ -58,7 +57,7 @@ from .messages import (
     Stop,
     link_parts,
 )
-from .modules import load_object
+from .modules import load_object, process_usage
 from .robots import decode_robots
 from .settings import Settings
 from .urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
 __all__ = ["LinkResolver", "document_base", "run_worker"]
 
 _SUMMARY_INTERVAL = 0.5
+SENT_LINKS = 1 << 16  # links a worker remembers having sent (SentLinks)
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _SLASHES = ("/", "\\")
 _NO_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
@@ -172,6 +172,37 @@ class LinkResolver:
         return [(url, in_scope, priority) for url, (in_scope, priority) in found.items()]
 
 
+class SentLinks:
+    """The links this worker has sent the master, by the smallest depth sent.
+
+    Most links on a page were on the pages before it (navigation, index
+    pages), and the master would only find them seen again; a link is sent
+    again only from a shallower page (it may be within --max-depth there).
+    Only links of pages whose links the master admits are noted, so a link
+    left out was admitted, or refused for good (seen, or its host's budget
+    spent), at that depth or less.  Bounded: the oldest ``size`` entries go.
+    """
+
+    def __init__(self, size: int = SENT_LINKS) -> None:
+        self.size = size
+        self._depths: dict[str, int] = {}
+        self._lock = threading.Lock()  # the worker's threads parse at once
+
+    def first_times(self, links: list[tuple[str, int]], depth: int) -> list[tuple[str, int]]:
+        """The links of a page at ``depth`` not sent before at this depth or less."""
+        depths = self._depths
+        fresh = []
+        with self._lock:
+            for link in links:
+                known = depths.get(link[0])
+                if known is None or depth < known:
+                    depths[link[0]] = depth
+                    fresh.append(link)
+            while len(depths) > self.size:
+                del depths[next(iter(depths))]
+        return fresh
+
+
 class _Worker:
     def __init__(self, index: int, conn: Connection, settings: Settings, scope: Scope) -> None:
         self.index = index
@@ -183,6 +214,7 @@ class _Worker:
         self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.resolver = LinkResolver(scope, settings.max_url_length)
+        self.sent = SentLinks()
         self.warc: WarcFiles | None = None
         if settings.warc_dir:
             from .warc import WarcFiles  # warcio only when archiving
@@ -231,7 +263,7 @@ class _Worker:
                 continue
             self.outbox.put((None, fetch.id))
             time.sleep(0)  # let the sender announce the free slot before we parse
-            self.analyze(result, response)
+            self.analyze(result, response, fetch.depth + 1)
             self.outbox.put((result, None))
         self.outbox.put(None)
 
@@ -337,8 +369,9 @@ class _Worker:
         result.error = f"warc: cannot write the archive: {exc}"
         result.error_kind = "warc"
 
-    def analyze(self, result: PageResult, response: Response) -> None:
-        """Add the Analyzer's links and item to ``result`` (its error, if it raises)."""
+    def analyze(self, result: PageResult, response: Response, depth: int) -> None:
+        """Add the Analyzer's links (those of ``depth``) and item to
+        ``result`` (its error, if it raises)."""
         if result.kind == "sitemap":
             self.read_sitemap(result, response)
             return
@@ -360,6 +393,8 @@ class _Worker:
             result.error = f"analyzer: {type(exc).__name__}: {exc}"
             result.error_kind = "analyzer"
             result.links, result.outlinks = 0, []
+        if result.error is None and 200 <= (result.status or 0) < 300:
+            result.outlinks = self.sent.first_times(result.outlinks, depth)
 
     def read_sitemap(self, result: PageResult, response: Response) -> None:
         """Add what a sitemap lists to ``result``: its pages (resolved and in
@@ -388,22 +423,6 @@ class _Worker:
         result.item = {"sitemap_urls": len(found), "sitemap_children": len(result.sitemaps)}
         if sitemap.dropped:
             result.item["sitemap_dropped"] = sitemap.dropped
-
-
-def process_usage() -> dict[str, float]:
-    """CPU seconds and memory (current and peak RSS, MB) of this process."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    rss_mb = 0.0
-    try:
-        with open("/proc/self/statm") as f:
-            rss_mb = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        pass
-    return {
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-        "rss_mb": round(rss_mb, 1),
-        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
-    }
 
 
 def _log_to_file(log_file: str | None) -> None:

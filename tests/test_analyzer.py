@@ -283,3 +283,16 @@ def test_the_analyzers_agree_on_any_token_soup(body: bytes) -> None:
         soup.links,
         soup.item["title"],
     )
+
+
+def test_a_worker_sends_each_link_once_unless_from_a_shallower_page() -> None:
+    from mpcrawler.worker import SentLinks
+
+    sent = SentLinks(size=3)
+    assert sent.first_times([("a", 0), ("b", 5)], depth=3) == [("a", 0), ("b", 5)]
+    assert sent.first_times([("a", 9), ("c", 0)], depth=3) == [("c", 0)]  # a: sent at 3
+    assert sent.first_times([("a", 0), ("b", 0)], depth=4) == []  # deeper: nothing new
+    # a link too deep for --max-depth from one page may be within it from a shallower one
+    assert sent.first_times([("b", 1)], depth=2) == [("b", 1)]
+    assert sent.first_times([("d", 0)], depth=1) == [("d", 0)]  # the oldest (a) goes
+    assert sent.first_times([("a", 0)], depth=9) == [("a", 0)]  # forgotten: sent again

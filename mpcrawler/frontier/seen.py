@@ -1,8 +1,9 @@
 """The seen set: every canonical URL the crawl has queued, on disk.
 
 Owned by the master only.  Stores a fixed-size digest of each URL in
-diskcache, so memory is bounded by diskcache's (SQLite's) own cache, not by
-the number of URLs.  Part of the local frontier (:mod:`mpcrawler.frontier.local`).
+diskcache, so memory is bounded by diskcache's (SQLite's) own cache and the
+RECENT_SIZE digests last found on disk (most links point to pages linked
+before), not by the number of URLs.  Part of the local frontier (:mod:`mpcrawler.frontier.local`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import diskcache
 
-__all__ = ["SeenSet"]
+__all__ = ["RECENT_SIZE", "SeenSet"]
+
+RECENT_SIZE = 1 << 16  # digests remembered in memory (about 10 MB)
 
 
 class SeenSet:
@@ -26,7 +29,11 @@ class SeenSet:
     """
 
     def __init__(
-        self, directory: str | os.PathLike[str], *, flush_every: int | None = None
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        flush_every: int | None = None,
+        recent_size: int = RECENT_SIZE,
     ) -> None:
         self.directory = Path(directory)
         self._cache = diskcache.Cache(
@@ -39,6 +46,10 @@ class SeenSet:
         )
         self._pending: set[bytes] = set()
         self._flush_every = flush_every
+        # Digests known to be on disk, most recent last: most links on a page
+        # point to pages linked before, and each disk lookup is an SQLite query.
+        self._recent: dict[bytes, None] = {}
+        self._recent_size = recent_size
 
     @staticmethod
     def digest(url: str) -> bytes:
@@ -47,7 +58,7 @@ class SeenSet:
     def add(self, url: str) -> bool:
         """Mark ``url`` seen; True if it was not seen before."""
         key = self.digest(url)
-        if key in self._pending or key in self._cache:
+        if self._known(key):
             return False
         self._pending.add(key)
         if self._flush_every is not None and len(self._pending) >= self._flush_every:
@@ -57,8 +68,22 @@ class SeenSet:
     def __contains__(self, url: object) -> bool:
         if not isinstance(url, str):
             return False
-        key = self.digest(url)
-        return key in self._pending or key in self._cache
+        return self._known(self.digest(url))
+
+    def _known(self, key: bytes) -> bool:
+        recent = self._recent
+        if key in recent or key in self._pending:
+            return True
+        if key not in self._cache:
+            return False
+        self._remember(key)
+        return True
+
+    def _remember(self, key: bytes) -> None:
+        recent = self._recent
+        recent[key] = None
+        if len(recent) > self._recent_size:
+            del recent[next(iter(recent))]  # the oldest
 
     def __len__(self) -> int:
         return len(self._cache) + len(self._pending)
@@ -69,6 +94,8 @@ class SeenSet:
         with self._cache.transact():
             for key in self._pending:
                 self._cache.set(key, 0)
+        for key in self._pending:
+            self._remember(key)
         self._pending.clear()
 
     def close(self) -> None:
