@@ -18,6 +18,7 @@ import contextlib
 import logging
 import multiprocessing
 import multiprocessing.connection
+import select
 import selectors
 import time
 from collections import defaultdict
@@ -53,6 +54,10 @@ class _Worker:
     conn: multiprocessing.connection.Connection
     pid: int = 0
     requests: dict[int, Request] = field(default_factory=dict)
+    poller: select.poll = field(default_factory=select.poll)
+
+    def __post_init__(self) -> None:
+        self.poller.register(self.conn.fileno(), select.POLLIN)
 
 
 class WorkerPool:
@@ -159,7 +164,9 @@ class WorkerPool:
     def _receive(self, worker: _Worker) -> FromWorker | None:
         """The next waiting message, or None (nothing waiting, or the worker is gone)."""
         try:
-            if worker.conn.poll():
+            # The worker's own poll object: Connection.poll() builds a new
+            # selector at every call.
+            if worker.poller.poll(0):
                 message: FromWorker = worker.conn.recv()
                 return message
         except (EOFError, OSError):
