@@ -13,13 +13,12 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 __all__ = ["Progress"]
-
-tqdm.monitor_interval = 0
 
 # "1234 pages 56.7/s [01:23], errors=0 queued=789 ..." (tqdm puts the ", ")
 _FORMAT = "{n_fmt} pages {rate_noinv_fmt} [{elapsed}]{postfix}"
@@ -44,6 +43,9 @@ class Progress:
         self._last = 0.0
         self._width = shutil.get_terminal_size((80, 24)).columns
         if not disabled:
+            from tqdm import tqdm  # only with a progress line: it costs 40 ms to import
+
+            tqdm.monitor_interval = 0
             self._bar = tqdm(
                 initial=initial,
                 total=total,
