@@ -1,15 +1,19 @@
 """mpcrawler against Scrapy on the same site, runs alternated.
 
-    python benchmarks/bench_vs_scrapy.py --concurrency 16 --pages 2000 --latency 0 --repeat 3
+    python benchmarks/bench_vs_scrapy.py --server nginx --concurrency 16 --pages 2000 \\
+        --latency 0 --analyzers bs4,lxml --repeat 3
 
-Starts the built-in test site in its own process, then crawls it R times
-with each crawler, alternating: mpcrawler with ``--workers`` processes
-(default: the CPU count) sharing ``--concurrency`` download slots, and an
-equivalent Scrapy spider (``scrapy_spider.py``) with CONCURRENT_REQUESTS at
-``--concurrency``.  Both: same scope, robots.txt off, no delays.  Rates are
-each crawler's own: pages over the time from its start to its end.  Prints
-both medians, their ratio and, with latency, each one's efficiency against
-the ideal (concurrency / latency).
+Serves the built-in test site (``--server builtin``: its own Python server,
+in a child process) or a static copy of it (``--server nginx``: Debian's
+nginx, ``common.nginx_site``), then crawls it R times with each variant,
+alternating: mpcrawler with each ``--analyzers`` (``--workers`` processes
+sharing ``--concurrency`` download slots) and an equivalent Scrapy spider
+(``scrapy_spider.py``) with CONCURRENT_REQUESTS at ``--concurrency``.  Both:
+same scope, robots.txt off, no delays.  Rates are each crawler's own: pages
+over the time from its start to its end.  For each variant: the median
+pages/s, the ratio to Scrapy, CPU milliseconds a page (mpcrawler: master and
+workers apart; Scrapy: its one process), the median download time and, with
+latency, the efficiency against the ideal (concurrency / latency).
 """
 
 from __future__ import annotations
@@ -21,38 +25,56 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, crawl, machine
+from benchmarks.common import ROOT, crawl, machine, nginx_site
 from mpcrawler.cli import site_process
 
 
-def run_mpcrawler(url: str, concurrency: int, workers: int) -> tuple[int, float]:
-    stats, _ = crawl(url, workers, max(1, concurrency // workers))
-    return stats["pages"], stats["pages"] / stats["elapsed_s"]
+def serve(server: str, pages: int, latency: float, size: int) -> AbstractContextManager[str]:
+    if server == "nginx":
+        return nginx_site(pages, size, latency)
+    return site_process(pages, latency, size)
 
 
-def run_scrapy(url: str, concurrency: int) -> tuple[int, float]:
+def run_mpcrawler(url: str, concurrency: int, workers: int, analyzer: str) -> dict[str, float]:
+    stats, _ = crawl(url, workers, max(1, concurrency // workers), extra=("--analyzer", analyzer))
+    pages, procs = stats["pages"], stats["processes"]
+    return {
+        "pages": pages,
+        "pages_per_s": pages / stats["elapsed_s"],
+        "master_ms": 1000 * procs["master"]["cpu_s"] / pages,
+        "workers_ms": 1000 * sum(w["cpu_s"] for w in procs["workers"]) / pages,
+        "download_ms": stats["median_download_ms"],
+    }
+
+
+def run_scrapy(url: str, concurrency: int) -> dict[str, float]:
     out = tempfile.mktemp(prefix="bench-scrapy-", suffix=".jsonl")
     try:
         proc = subprocess.run(
             [
-                sys.executable,
-                str(ROOT / "benchmarks" / "scrapy_spider.py"),
-                url,
-                "--concurrency",
-                str(concurrency),
-                "--out",
-                out,
+                *(sys.executable, str(ROOT / "benchmarks" / "scrapy_spider.py"), url),
+                *("--concurrency", str(concurrency), "--out", out),
             ],
             check=True,
             capture_output=True,
             text=True,
         )
         stats = json.loads(proc.stdout.strip().splitlines()[-1])
-        return stats["pages"], stats["pages"] / stats["elapsed_s"]
+        with open(out, encoding="utf-8") as f:
+            times = [json.loads(line)["download_ms"] for line in f]
+        return {
+            "pages": stats["pages"],
+            "pages_per_s": stats["pages"] / stats["elapsed_s"],
+            "master_ms": 1000 * stats["cpu_s"] / stats["pages"],
+            "workers_ms": 0.0,
+            "download_ms": statistics.median(times) if times else 0.0,
+        }
     finally:
         Path(out).unlink(missing_ok=True)
 
@@ -61,46 +83,53 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--server", choices=("builtin", "nginx"), default="builtin")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--size", type=int, default=30_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--analyzers", default="bs4", help="mpcrawler variants, e.g. bs4,lxml")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
-    rates: dict[str, list[float]] = {"mpcrawler": [], "scrapy": []}
-    pages: dict[str, list[int]] = {"mpcrawler": [], "scrapy": []}
-    with site_process(args.pages, args.latency, args.size) as url:
+    names = [f"mpcrawler {a}" for a in args.analyzers.split(",")] + ["scrapy"]
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    with serve(args.server, args.pages, args.latency, args.size) as url:
         for _ in range(args.repeat):
-            n, rate = run_mpcrawler(url, args.concurrency, args.workers)
-            pages["mpcrawler"].append(n)
-            rates["mpcrawler"].append(rate)
-            n, rate = run_scrapy(url, args.concurrency)
-            pages["scrapy"].append(n)
-            rates["scrapy"].append(rate)
+            for name in names:
+                if name == "scrapy":
+                    runs[name].append(run_scrapy(url, args.concurrency))
+                else:
+                    analyzer = name.split(" ", 1)[1]
+                    runs[name].append(run_mpcrawler(url, args.concurrency, args.workers, analyzer))
     ideal = args.concurrency / args.latency if args.latency > 0 else None
     print(f"machine: {machine()}")
     print(
-        f"site: {args.pages} pages of {args.size} bytes, latency {args.latency} s; "
-        f"concurrency {args.concurrency}; medians of {args.repeat} alternated runs\n"
+        f"site: {args.server}, {args.pages} pages of {args.size} bytes, latency "
+        f"{args.latency} s; concurrency {args.concurrency} (mpcrawler: {args.workers} "
+        f"workers); medians of {args.repeat} alternated runs\n"
     )
-    print(
-        f"{'crawler':<12}{'pages':>8}{'pages/s':>10}{'runs (pages/s)':>34}"
-        + (f"{'efficiency':>12}" if ideal else "")
-    )
-    result = {"args": vars(args), "machine": machine(), "ideal": ideal}
-    for name in ("mpcrawler", "scrapy"):
-        median = statistics.median(rates[name])
-        runs = " ".join(f"{r:.0f}" for r in rates[name])
-        line = f"{name:<12}{max(pages[name]):>8}{median:>10.1f}{runs:>34}"
+    head = f"{'crawler':<16}{'pages':>7}{'pages/s':>9}{'x scrapy':>9}"
+    head += f"{'master ms/p':>12}{'workers ms/p':>13}{'download ms':>12}"
+    print(head + (f"{'efficiency':>11}" if ideal else ""))
+    result: dict[str, Any] = {"args": vars(args), "machine": machine(), "ideal": ideal}
+    medians = {
+        name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()
+    }
+    scrapy_rate = medians["scrapy"]["pages_per_s"]
+    for name in names:
+        m = medians[name]
+        line = (
+            f"{name:<16}{int(m['pages']):>7}{m['pages_per_s']:>9.1f}"
+            f"{m['pages_per_s'] / scrapy_rate:>9.2f}{m['master_ms']:>12.3f}"
+            f"{m['workers_ms']:>13.3f}{m['download_ms']:>12.2f}"
+        )
         if ideal:
-            line += f"{median / ideal:>12.2f}"
+            line += f"{m['pages_per_s'] / ideal:>11.2f}"
         print(line)
-        result[name] = {"median": median, "runs": rates[name], "pages": pages[name]}
-    ratio = statistics.median(rates["mpcrawler"]) / statistics.median(rates["scrapy"])
-    print(f"\nmpcrawler / scrapy = {ratio:.2f}x")
-    result["ratio"] = ratio
+        result[name] = {"median": m, "runs": runs[name]}
+    print("\n(Scrapy is one process: its CPU is under master.)")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 

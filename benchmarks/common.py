@@ -144,10 +144,12 @@ def crawl(
 
 
 @contextlib.contextmanager
-def nginx_site(pages: int, size: int) -> Iterator[str]:
+def nginx_site(pages: int, size: int, latency: float = 0.0) -> Iterator[str]:
     """Debian's nginx serving a static copy of the built-in test site, written
     to a temporary directory with its own config, on a free loopback port;
-    yields the site's URL.  (``apt-get install nginx``.)"""
+    yields the site's URL.  (``apt-get install nginx``; with ``latency``,
+    each page is answered after that many seconds by the echo module's
+    ``echo_sleep``: ``apt-get install libnginx-mod-http-echo``.)"""
     from mpcrawler.testsite import TestSite
 
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -162,8 +164,22 @@ def nginx_site(pages: int, size: int) -> Iterator[str]:
     (docs / "index.html").write_bytes(site.body(0, port))
     for i in range(1, pages):
         (docs / "page" / str(i)).write_bytes(site.body(i, port))
+    if latency:
+        module = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
+        if not os.path.exists(module):
+            raise SystemExit(f"{module} is missing (apt-get install libnginx-mod-http-echo)")
+        load = f"load_module {module};\n"
+        locations = f"""
+        location = / {{ echo_sleep {latency}; echo_exec @index; }}
+        location @index {{ try_files /index.html =404; }}
+        location / {{ echo_sleep {latency}; echo_exec @page; }}
+        location @page {{ try_files $uri =404; }}"""
+    else:
+        load = ""
+        locations = """
+        location = / { try_files /index.html =404; }"""
     (root / "nginx.conf").write_text(
-        f"""daemon off;
+        f"""{load}daemon off;
 worker_processes 1;
 pid {root}/nginx.pid;
 error_log {root}/error.log warn;
@@ -179,8 +195,7 @@ http {{
     keepalive_requests 100000;
     server {{
         listen 127.0.0.1:{port};
-        root {docs};
-        location = / {{ try_files /index.html =404; }}
+        root {docs};{locations}
     }}
 }}
 """

@@ -1,15 +1,16 @@
 """The Scrapy side of bench_vs_scrapy.py: the same crawl, as Scrapy does it.
 
 Same scope (the seed's host), same link extraction (a and area hrefs), an item
-per page (url, status, title, link count) written as JSON lines, robots.txt
-off, no delays, ``--concurrency`` requests at once.  Prints Scrapy's own
-stats as one JSON line.
+per page (url, status, title, link count, download time) written as JSON
+lines, robots.txt off, no delays, ``--concurrency`` requests at once.  Prints
+Scrapy's own stats and the process's CPU seconds as one JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +35,7 @@ class SiteSpider(scrapy.Spider):
             "status": response.status,
             "title": response.css("title::text").get(),
             "links": len(links),
+            "download_ms": 1000 * response.meta.get("download_latency", 0.0),
         }
         for link in links:
             yield response.follow(link.url, self.parse)
@@ -67,6 +69,8 @@ def main() -> None:
                 "pages": stats.get("response_received_count", 0),
                 "items": stats.get("item_scraped_count", 0),
                 "elapsed_s": stats.get("elapsed_time_seconds"),
+                "cpu_s": resource.getrusage(resource.RUSAGE_SELF).ru_utime
+                + resource.getrusage(resource.RUSAGE_SELF).ru_stime,
             }
         )
     )
