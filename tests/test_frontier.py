@@ -271,3 +271,25 @@ def test_a_blocked_host_waits_while_others_go_and_keeps_its_order(tmp_path: Path
         late = q.lease(now=5.0)
         assert late is not None and late.url == "http://slow.test/late"
         assert q.next_ready(5.0) is None
+
+
+def test_a_url_given_back_after_one_that_spilled_comes_after_it(tmp_path: Path) -> None:
+    """A cache of one URL: a/0 is given back and spills to a block of its
+    lane; a/1, given back later, must not jump ahead of it.  (Found by the
+    contract test's state machine.)"""
+    from mpcrawler.frontier import LocalFrontier
+
+    f = LocalFrontier(tmp_path, cache_size=1, fsync=False)
+    f.admit("http://a.test/0")
+    first = f.lease(0.0)
+    f.admit("http://a.test/1")
+    second = f.lease(0.0)
+    assert first is not None and second is not None
+    f.release(first)
+    f.admit("http://a.test/2", 0, 1)  # overflows the cache: a/0 goes to a block
+    top = f.lease(0.0)
+    assert top is not None and top.url == "http://a.test/2"
+    f.release(second)
+    got = [f.lease(0.0), f.lease(0.0), f.lease(0.0)]
+    assert [g.url if g else None for g in got] == ["http://a.test/0", "http://a.test/1", None]
+    f.close()

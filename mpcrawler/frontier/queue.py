@@ -600,9 +600,12 @@ class UrlQueueManager:
         return item
 
     def _give_back(self, item: UrlInfo) -> None:
-        """Put a leased ``item`` back where it sorts in its lane: before
-        everything queued after it, which is all but other given-back items."""
+        """Put a leased ``item`` back where it sorts in its lane.  A lane is
+        one sorted run (front, blocks, back), and blocks may hold items given
+        back earlier: those that sort before ``item`` are read back first."""
         host, lane = self._lane_of(item)
+        while lane.blocks and lane.blocks[4] < item.seq:
+            self._load_block(host, lane)
         if lane.blocks:
             if lane.front is None:
                 lane.front = deque()

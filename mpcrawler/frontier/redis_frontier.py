@@ -390,8 +390,9 @@ class RedisFrontier:
         return max(0, self.taken - len(self._held))
 
     def budget_left(self) -> bool:
-        """The crawl-wide page budget (records plus leases) is not spent."""
-        if self.max_pages is None:
+        """The crawl-wide page budget (records plus leases) is not spent, or
+        this node holds leases not yet taken (they are in the budget)."""
+        if self.max_pages is None or self._prefetch:
             return True
         acks = sum(1 for op in self._ops if op[0] == "A")
         return self._counts["done"] + acks + self.taken < self.max_pages
