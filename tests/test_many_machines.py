@@ -61,7 +61,15 @@ def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> Non
     assert all(r["node"] == name for name, rs in records.items() for r in rs)
     status = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl, "--json")
     assert status.returncode == 0, status.stderr
-    assert '"done": 240' in status.stdout and '"queued": 0' in status.stdout
+    totals = json.loads(status.stdout)
+    assert (totals["done"], totals["queued"], totals["leased"]) == (240, 0, 0)
+    rows = {row["node"]: row for row in totals["nodes"]}
+    assert {name: row["pages"] for name, row in rows.items()} == {
+        name: len(rs) for name, rs in records.items()
+    }
+    assert not any(row["alive"] or row["hosts_held"] for row in rows.values())  # all left
+    table = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl)
+    assert table.returncode == 0 and "done           240" in table.stdout, table.stdout
 
 
 def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
