@@ -207,7 +207,6 @@ class RedisFrontier:
         self._ops_since = 0.0
         self._held: dict[int, tuple[str, str]] = {}  # seq -> (host, member): leases held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
-        self._want = 0
         self._dry_until = 0.0
         self._blocked: dict[str, float] = {}
         self._timed: list[tuple[float, str]] = []
@@ -221,8 +220,7 @@ class RedisFrontier:
         self._backoff = 0.1
         self._reconcile = True  # a node that comes back gives back what it held before
         try:
-            self._call(beat=True)
-            self._give_back_strays()
+            self._call(beat=True)  # and, as _reconcile says, give back what it held before
         except FrontierUnavailable as exc:
             raise FrontierError(str(exc)) from None
 
@@ -272,7 +270,6 @@ class RedisFrontier:
         if not self._prefetch:
             if self._down_since is not None or now < self._dry_until:
                 return None
-            self._want = want
             try:
                 step = self._call(want=want)
             except FrontierUnavailable:
