@@ -133,8 +133,16 @@ class Crawler:
 
     # ------------------------------------------------------------------ run
     def run(self) -> CrawlResult:
-        s = self.settings
         shared = self._open_shared_frontier()  # before anything is written: it may fail
+        try:
+            return self._run(shared)
+        finally:
+            if shared is not None:  # left even if the job dir refused the crawl
+                shared.close()  # (a no-op once the crawl closed it)
+
+    def _run(self, shared: RedisFrontier | None) -> CrawlResult:
+        s = self.settings
+        self.shared = shared
         self._temp_dir = None if s.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
         self.job_dir = Path(s.job_dir) if s.job_dir else None
         state_dir = self.job_dir or Path(self._temp_dir or ".")
@@ -197,6 +205,9 @@ class Crawler:
         self.loop_turns = 0  # turns of the master loop: a spinning loop shows here
         self._started = self._last_checkpoint = self._last_hang_check = time.monotonic()
         self.progress = Progress(disabled=s.quiet, total=s.max_pages, initial=self.pages_done)
+        self._pages_at_start = self.pages_done  # after a recount, set again below
+        if shared is not None:
+            shared.node_info = self._node_info  # its heartbeats carry them from now on
         failure: BaseException | None = None
         owns_signals = stopsignals.install()
         stopsignals.listen(self._on_signal)
@@ -267,16 +278,15 @@ class Crawler:
             )
         except FrontierError as exc:  # not the job directory's fault: exit 1
             raise CrawlError(str(exc)) from None
-        frontier.node_info = self._node_info
         return frontier
 
     def _node_info(self) -> dict[str, Any]:
         """This node's figures, for ``status --redis``."""
-        elapsed = time.monotonic() - getattr(self, "_started", time.monotonic())
-        run_pages = getattr(self, "pages_done", 0) - getattr(self, "_pages_at_start", 0)
+        elapsed = time.monotonic() - self._started
+        run_pages = self.pages_done - self._pages_at_start
         return {
-            "pages": getattr(self, "pages_done", 0),
-            "errors": sum(getattr(self, "errors", {}).values()),
+            "pages": self.pages_done,
+            "errors": sum(self.errors.values()),
             "pages_per_s": round(run_pages / elapsed, 2) if elapsed > 0 else 0.0,
             "pid": os.getpid(),
             "job_dir": str(self.settings.job_dir) if self.settings.job_dir else None,
@@ -354,7 +364,7 @@ class Crawler:
         limit = self.settings.max_pages
         if not self.frontier.budget_left():  # a shared crawl's budget is crawl-wide
             return False
-        return limit is None or self.settings.redis is not None or self.pages_started < limit
+        return limit is None or self.shared is not None or self.pages_started < limit
 
     def _lease(self, now: float) -> Request | None:
         """The frontier's best URL of a host that may be fetched now, as a
@@ -539,8 +549,8 @@ class Crawler:
         self, request: Request, result: PageResult, new_links: int, extra: dict[str, Any] | None
     ) -> None:
         extra = {**(extra or {}), **outcome.kind_fields(request)}
-        if self.settings.node:
-            extra["node"] = self.settings.node
+        if self.shared is not None:
+            extra["node"] = self.shared.node
         record = outcome.build_record(
             request,
             result,
@@ -607,13 +617,13 @@ class Crawler:
             for url, depth, priority, kind, lastmod in items
         ]
         budget = self.settings.max_pages_per_host
-        shared = isinstance(self.frontier, RedisFrontier)  # it keeps the budget crawl-wide
-        if budget is None or shared:  # lease ahead: the free slots, and as many for the next turns
+        shared = self.shared  # it keeps the budget crawl-wide
+        if budget is None or shared is not None:  # lease ahead: the free slots and as many more
             want = len(self.scheduler.slots) + self.settings.workers * self.settings.threads
             admitted = self.frontier.admit_many(items, want=want)
-            if shared:
-                self.links_dropped["host_budget"] += self.frontier.over_budget
-                self.frontier.over_budget = 0
+            if shared is not None:
+                self.links_dropped["host_budget"] += shared.over_budget
+                shared.over_budget = 0
             return admitted
         admitted = []
         for item in items:  # the budget needs each answer before the next URL
@@ -741,7 +751,7 @@ class Crawler:
     def _stats(self) -> dict[str, Any]:
         job = self._job_state()
         run_elapsed = time.monotonic() - self._started
-        run_pages = self.pages_done - getattr(self, "_pages_at_start", self.pages_done)
+        run_pages = self.pages_done - self._pages_at_start
         summaries = sorted(self.module_summaries.values(), key=lambda m: m["id"])
         frontier_stats = self.frontier.stats()
         modules = [m for m in summaries if m["type"] != "Worker"]

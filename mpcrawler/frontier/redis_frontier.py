@@ -219,6 +219,7 @@ class RedisFrontier:
         self._retry_at = 0.0
         self._backoff = 0.1
         self._reconcile = True  # a node that comes back gives back what it held before
+        self._closed = False
         try:
             self._call(beat=True)  # and, as _reconcile says, give back what it held before
         except FrontierUnavailable as exc:
@@ -396,7 +397,11 @@ class RedisFrontier:
 
     def close(self) -> None:
         """Send the acks, give back every lease and idle host held here at
-        once (the other nodes take them over), leave, and disconnect."""
+        once (the other nodes take them over), leave, and disconnect.  A
+        second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             if self._down_since is None:
                 for seq in list(self._held):
@@ -419,6 +424,7 @@ class RedisFrontier:
 
     def abandon(self) -> None:
         """Disconnect as a killed node would: its leases stay recorded (for tests)."""
+        self._closed = True
         self.r.close()
 
     # ----------------------------------------------------------- internals
