@@ -21,19 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import crawl, machine, nginx_site
-from mpcrawler.cli import site_process
-
-
-def crawl_once(url: str, args: argparse.Namespace, analyzer: str) -> dict[str, float]:
-    stats, _ = crawl(url, args.workers, args.threads, extra=("--analyzer", analyzer))
-    pages, procs = stats["pages"], stats["processes"]
-    return {
-        "pages_per_s": pages / stats["elapsed_s"],
-        "master_ms": 1000 * procs["master"]["cpu_s"] / pages,
-        "workers_ms": 1000 * sum(w["cpu_s"] for w in procs["workers"]) / pages,
-        "download_ms": stats["median_download_ms"],
-    }
+from benchmarks.common import crawl_figures, machine, serve
 
 
 def main() -> None:
@@ -49,13 +37,14 @@ def main() -> None:
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     with ExitStack() as stack:
         servers = {
-            "builtin": stack.enter_context(site_process(args.pages, 0.0, args.size)),
-            "nginx": stack.enter_context(nginx_site(args.pages, args.size)),
+            name: stack.enter_context(serve(name, args.pages, 0.0, args.size))
+            for name in ("builtin", "nginx")
         }
         for _ in range(args.repeat):
             for server, url in servers.items():
                 for analyzer in ("bs4", "lxml"):
-                    runs.setdefault((server, analyzer), []).append(crawl_once(url, args, analyzer))
+                    result = crawl_figures(url, args.workers, args.threads, analyzer)
+                    runs.setdefault((server, analyzer), []).append(result)
     print(f"machine: {machine()}")
     print(
         f"site: {args.pages} pages of {args.size} bytes, no latency; {args.workers} workers x "

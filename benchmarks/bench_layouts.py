@@ -27,8 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_vs_scrapy import run_mpcrawler, serve
-from benchmarks.common import machine
+from benchmarks.common import crawl_figures, machine, serve
 
 
 def layouts(concurrency: int) -> list[tuple[int, int]]:
@@ -66,7 +65,7 @@ def main() -> None:
         for r in range(args.repeat):
             for cfg in configs:
                 server, c, w, t, lat = cfg
-                result = run_mpcrawler(urls[server, lat], w * t, w, args.analyzer)
+                result = crawl_figures(urls[server, lat], w, t, args.analyzer)
                 runs[cfg].append(result)
                 print(
                     f"run {r + 1}: {server} {w}x{t} latency {lat}: "

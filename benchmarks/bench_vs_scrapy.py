@@ -25,32 +25,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, crawl, machine, nginx_site
-from mpcrawler.cli import site_process
-
-
-def serve(server: str, pages: int, latency: float, size: int) -> AbstractContextManager[str]:
-    if server == "nginx":
-        return nginx_site(pages, size, latency)
-    return site_process(pages, latency, size)
-
-
-def run_mpcrawler(url: str, concurrency: int, workers: int, analyzer: str) -> dict[str, float]:
-    stats, _ = crawl(url, workers, max(1, concurrency // workers), extra=("--analyzer", analyzer))
-    pages, procs = stats["pages"], stats["processes"]
-    return {
-        "pages": pages,
-        "pages_per_s": pages / stats["elapsed_s"],
-        "master_ms": 1000 * procs["master"]["cpu_s"] / pages,
-        "workers_ms": 1000 * sum(w["cpu_s"] for w in procs["workers"]) / pages,
-        "download_ms": stats["median_download_ms"],
-    }
+from benchmarks.common import ROOT, crawl_figures, machine, serve
 
 
 def run_scrapy(url: str, concurrency: int) -> dict[str, float]:
@@ -102,7 +82,11 @@ def main() -> None:
                     runs[name].append(run_scrapy(url, args.concurrency))
                 else:
                     analyzer = name.split(" ", 1)[1]
-                    runs[name].append(run_mpcrawler(url, args.concurrency, args.workers, analyzer))
+                    runs[name].append(
+                        crawl_figures(
+                            url, args.workers, max(1, args.concurrency // args.workers), analyzer
+                        )
+                    )
     ideal = args.concurrency / args.latency if args.latency > 0 else None
     print(f"machine: {machine()}")
     print(

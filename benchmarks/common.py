@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,3 +247,26 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def serve(server: str, pages: int, latency: float, size: int) -> AbstractContextManager[str]:
+    """The built-in site by its own server (``builtin``) or by nginx, as a URL."""
+    from mpcrawler.cli import site_process
+
+    if server == "nginx":
+        return nginx_site(pages, size, latency)
+    return site_process(pages, latency, size)
+
+
+def crawl_figures(url: str, workers: int, threads: int, analyzer: str) -> dict[str, float]:
+    """One crawl of ``url`` with ``--analyzer analyzer``: pages, pages/s, CPU
+    milliseconds a page of the master and of the workers, median download."""
+    stats, _ = crawl(url, workers, threads, extra=("--analyzer", analyzer))
+    pages, procs = stats["pages"], stats["processes"]
+    return {
+        "pages": pages,
+        "pages_per_s": pages / stats["elapsed_s"],
+        "master_ms": 1000 * procs["master"]["cpu_s"] / pages,
+        "workers_ms": 1000 * sum(w["cpu_s"] for w in procs["workers"]) / pages,
+        "download_ms": stats["median_download_ms"],
+    }
