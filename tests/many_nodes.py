@@ -9,7 +9,6 @@ import itertools
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import redis_server
 from conftest import Lines, read_records, start_cli
 from hostile import Handler, Reply, Server, links, serve
 
@@ -131,18 +131,12 @@ def wait_until(condition: Any, timeout: float = 60, what: str = "condition") -> 
         time.sleep(0.02)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class RedisProcess:
     """A redis-server of a test's own on a free port, persisted with AOF
     (``appendfsync always``), that the test may kill and start again."""
 
     def __init__(self) -> None:
-        self.port = free_port()
+        self.port = redis_server.free_port()
         self.dir = tempfile.mkdtemp(prefix="redis-aof-")
         self.proc: subprocess.Popen[bytes] | None = None
         self.start()
@@ -152,26 +146,9 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary, "redis-server is missing: .ci/run installs Debian's package"
-        self.proc = subprocess.Popen(
-            [
-                binary,
-                *("--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir),
-                *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        self.proc = redis_server.start(
+            self.port, self.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"
         )
-        wait_until(self._answers, 20, "redis-server to start")
-
-    def _answers(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
-                conn.sendall(b"PING\r\n")
-                return conn.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
 
     def kill(self) -> None:
         assert self.proc is not None

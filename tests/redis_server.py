@@ -1,7 +1,9 @@
-"""A real redis-server of the tests' own, on a free loopback port.
+"""Real redis-servers of the tests' own, on free loopback ports.
 
-Started on first use and killed when the test process exits; nothing is
-persisted (no RDB, no AOF).  Tests that restart Redis start their own.
+``url()`` is the shared one: started on first use and killed when the test
+process exits; nothing is persisted (no RDB, no AOF).  ``start()`` starts
+any other (with AOF, as a cluster node...) for the tests that kill or
+restart theirs.
 """
 
 from __future__ import annotations
@@ -18,49 +20,45 @@ import pytest
 _server: dict[str, object] = {}
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def start(port: int, directory: str, *options: str) -> subprocess.Popen[bytes]:
+    """redis-server on 127.0.0.1:``port``, its files in ``directory``, with
+    more ``options``; returned once it answers PING (20 s at most)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is missing: .ci/run installs Debian's package")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory, *options],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while not _answers(port):
+        assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.02)
+    return proc
+
+
 def url() -> str:
     """redis://127.0.0.1:PORT/0 of the running test server (started if need be)."""
     if "url" not in _server:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.fail("redis-server is missing: .ci/run installs Debian's package")
-        port = _free_port()
-        directory = tempfile.mkdtemp(prefix="redis-")
-        proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                directory,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        port = free_port()
+        proc = start(port, tempfile.mkdtemp(prefix="redis-"), "--save", "", "--appendonly", "no")
         atexit.register(proc.kill)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
-                    conn.sendall(b"PING\r\n")
-                    if conn.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.02)
         _server.update(url=f"redis://127.0.0.1:{port}/0", proc=proc)
     return str(_server["url"])
 

@@ -236,9 +236,7 @@ def test_redis_gone_for_longer_than_the_timeout(tmp_path: Path, crawl: str) -> N
 
 
 def test_unreachable_redis_at_start_writes_nothing(tmp_path: Path) -> None:
-    from many_nodes import free_port
-
-    url = f"redis://127.0.0.1:{free_port()}/0"
+    url = f"redis://127.0.0.1:{redis_server.free_port()}/0"
     proc = run_cli(
         "crawl",
         "http://127.0.0.1:9/",

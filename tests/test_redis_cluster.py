@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 import shutil
 import socket
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 import redis.cluster
+import redis_server
 from many_nodes import Node, serve_site, wait_until
 from redis.crc import key_slot
 
@@ -41,31 +41,19 @@ def cluster_port() -> int:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is missing: .ci/run installs Debian's package"
     directory = tempfile.mkdtemp(prefix="redis-cluster-")
     ports = [cluster_port() for _ in RANGES]
     procs = [
-        subprocess.Popen(
-            [
-                *(binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", directory),
-                *("--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"),
-                *("--save", "", "--appendonly", "no"),
-            ],
-            stdout=subprocess.DEVNULL,
+        redis_server.start(
+            port,
+            directory,
+            *("--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"),
+            *("--save", "", "--appendonly", "no"),
         )
         for port in ports
     ]
     try:
         clients = [redis.Redis(port=port) for port in ports]
-
-        def up() -> bool:
-            try:
-                return all(c.ping() for c in clients)
-            except redis.ConnectionError:
-                return False
-
-        wait_until(up, 20, "the cluster's servers")
         for client, (low, high) in zip(clients, RANGES, strict=True):
             client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
         for port in ports[1:]:

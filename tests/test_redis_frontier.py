@@ -5,7 +5,6 @@ Redis cannot be reached.  (The Frontier contract runs in test_frontier_contract.
 from __future__ import annotations
 
 import json
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -95,9 +94,7 @@ def test_leases_belong_to_their_node(crawl: str) -> None:
 
 
 def test_unreachable_redis_is_one_clear_error() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = redis_server.free_port()
     with pytest.raises(FrontierError, match=f"cannot reach Redis at redis://127.0.0.1:{port}/0"):
         RedisFrontier(f"redis://127.0.0.1:{port}/0", "x", "n1")
 
