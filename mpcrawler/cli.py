@@ -1,4 +1,4 @@
-"""The command line: ``python -m mpcrawler crawl|demo|status|report|serve-site``.
+"""The command line: ``python -m mpcrawler crawl|demo|status|report|reset|serve-site``.
 
 Parses and checks everything before anything is crawled: a usage error
 prints one line on stderr and exits 2.  Then it builds a Settings, runs a
@@ -334,6 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="write DIR/report.html: charts and tables of how a crawl went"
     )
     report.add_argument("job_dir", metavar="DIR")
+    reset = sub.add_parser(
+        "reset",
+        help="delete a shared crawl's state in Redis, for a fresh start (no node may be running)",
+    )
+    reset.add_argument("--redis", metavar="URL", required=True, help="the crawl's Redis")
+    reset.add_argument("--crawl", metavar="NAME", required=True, help="the shared crawl")
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
     site.add_argument("--pages", type=_positive_int, default=500)
     site.add_argument(
@@ -561,12 +567,16 @@ def run_shared_status(args: argparse.Namespace) -> int:
     if not (args.redis and args.crawl) or args.job_dir:
         raise UsageError("status of a shared crawl takes --redis URL --crawl NAME, no DIR")
     status = crawl_status(args.redis, args.crawl)  # FrontierError: exit 1
-    if not status["nodes"] and not status["seen"]:
+    if not status["nodes"] and not status["seen"] and not status["lost"]:
         raise UsageError(f"no crawl {args.crawl!r} on {args.redis}")
     if args.json:
         print(json.dumps(status, indent=2))
-        return EXIT_OK
-    for key in ("crawl", "queued", "leased", "done", "errors", "seen", "pages_per_s"):
+        return EXIT_ERROR if status["lost"] else EXIT_OK
+    if status["lost"]:
+        print(f"mpcrawler: error: {status['lost']}", file=sys.stderr)
+        return EXIT_ERROR
+    keys = ("crawl", "queued", "leased", "done", "errors", "seen", "late", "pages_per_s")
+    for key in keys:
         print(f"{key.replace('_', ' '):<15}{_cell(status[key])}")
     columns = ("node", "alive", "last_heartbeat_s", "pages", "errors", "pages_per_s", "hosts_held")
     heads = ("node", "alive", "heartbeat", "pages", "errors", "pages/s", "hosts")
@@ -578,6 +588,15 @@ def run_shared_status(args: argparse.Namespace) -> int:
     print()
     for r in rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    return EXIT_OK
+
+
+def run_reset(args: argparse.Namespace) -> int:
+    """``reset --redis URL --crawl NAME``: delete the crawl's keys (a fresh start)."""
+    from .frontier.redis_frontier import reset_crawl
+
+    deleted = reset_crawl(args.redis, args.crawl)  # live nodes: exit 2; unreachable: exit 1
+    print(f"crawl {args.crawl!r}: {deleted} keys deleted; start it with new job dirs")
     return EXIT_OK
 
 
@@ -692,6 +711,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_status(args)
         if args.command == "report":
             return run_report(args)
+        if args.command == "reset":
+            return run_reset(args)
         raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover
     except UsageError as exc:
         print(f"mpcrawler: error: {exc}", file=sys.stderr)

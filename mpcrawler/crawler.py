@@ -50,12 +50,12 @@ from pathlib import Path
 from typing import Any
 
 from . import outcome, sitemaps, stopsignals
-from .errors import CrawlError, FrontierError, FrontierUnavailable
+from .errors import CrawlError, FrontierError, FrontierUnavailable, JobConflict
 from .frontier import Frontier, LocalFrontier
 from .frontier.base import Admission
 from .frontier.redis_frontier import RedisFrontier
 from .jobdir import JobDir, JobState, count_record, recount
-from .messages import PageResult
+from .messages import EXPIRED, PageResult
 from .modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path, process_usage
 from .pipelines import JsonLinesPipeline, Pipeline
 from .pool import PoolError, WorkerPool
@@ -159,6 +159,8 @@ class Crawler:
             if self.job.state == "finished" and not self._budget_raised() and shared is None:
                 return self._finished_before()
         unclean = self.job.state == "running"
+        if shared is not None:
+            self.job.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
         self.job.runs += 1
         self.job.run_starts.append(round(time.time(), 3))
         self.job.state = "running"
@@ -201,6 +203,7 @@ class Crawler:
         self.pages_done = self.job.pages
         self._restarts_before, self._elapsed_before = self.job.worker_restarts, self.job.elapsed_s
         self.module_summaries: dict[str, dict[str, Any]] = {}
+        self.discarded = 0  # results of leases that had passed to another node
         self._stop_requested = self._abort = self._finished = False
         self.loop_turns = 0  # turns of the master loop: a spinning loop shows here
         self._started = self._last_checkpoint = self._last_hang_check = time.monotonic()
@@ -265,6 +268,10 @@ class Crawler:
         if s.redis is None or s.crawl is None:
             return None
         s.node = s.node or f"{socket.gethostname()}-{os.getpid()}"
+        crawl_id = None  # the id this job dir knew the crawl by, if any
+        if s.job_dir and (job := JobDir(s.job_dir)).exists():
+            with contextlib.suppress(JobConflict):  # _run refuses the job dir with the reason
+                crawl_id = job.read()[1].crawl_id
         try:
             frontier = RedisFrontier(
                 s.redis,
@@ -275,6 +282,7 @@ class Crawler:
                 max_pages=s.max_pages,
                 max_pages_per_host=s.max_pages_per_host,
                 per_host=s.host_concurrency,
+                crawl_id=crawl_id,
             )
         except FrontierError as exc:  # not the job directory's fault: exit 1
             raise CrawlError(str(exc)) from None
@@ -288,7 +296,7 @@ class Crawler:
             "pages": self.pages_done,
             "errors": sum(self.errors.values()),
             "pages_per_s": round(run_pages / elapsed, 2) if elapsed > 0 else 0.0,
-            "pid": os.getpid(),
+            "discarded": self.discarded,
             "job_dir": str(self.settings.job_dir) if self.settings.job_dir else None,
         }
 
@@ -327,8 +335,9 @@ class Crawler:
                 self._settle(now)  # first: its call to the frontier also leases for the slots
                 assigned, refused = self.scheduler.dispatch(self._lease)
                 for request, reason, kind in refused:
-                    self._finish(request, self._failure(request, reason, kind))
-                self.pool.send(assigned)
+                    if not self._lease_lost(request):
+                        self._finish(request, self._failure(request, reason, kind))
+                self.pool.send(self._unsent_if_lost(assigned), self.frontier.fetch_deadline())
                 if self._all_done():
                     self._finished = True
                     return
@@ -356,6 +365,27 @@ class Crawler:
             and not self._can_pull()
             and not self.frontier.leased_elsewhere()
         )
+
+    def _lease_lost(self, request: Request) -> bool:
+        """The lease of ``request`` passed to another node (this one was
+        declared dead): the request is dropped, and counted."""
+        if request.info is None or self.frontier.holds(request.info):
+            return False
+        self.discarded += 1
+        for hop in request.hops:
+            self.chain_urls.discard(hop)
+        return True
+
+    def _unsent_if_lost(self, assigned: list[tuple[int, Request]]) -> list[tuple[int, Request]]:
+        """The dispatched requests still this node's; the slots of the others go back."""
+        kept = []
+        for worker, request in assigned:
+            if self._lease_lost(request):
+                self.scheduler.add_slots(worker)
+                self.scheduler.finished(request)
+            else:
+                kept.append((worker, request))
+        return kept
 
     def _can_pull(self) -> bool:
         return bool(len(self.frontier)) and self._budget_left()
@@ -398,6 +428,8 @@ class Crawler:
         if not request.downloaded:
             self.scheduler.finished(request)
         request.downloaded = False
+        if self._lease_lost(request):
+            return
         if request.kind == "robots":  # a failed robots.txt fetch; the scheduler counts those
             self.scheduler.robots_result(request, None, None, True)
             return
@@ -414,6 +446,11 @@ class Crawler:
 
     def _on_result(self, request: Request, result: PageResult) -> None:
         request.downloaded = False  # a retry or a redirect hop downloads again
+        if self._lease_lost(request):
+            return
+        if result.error_kind == EXPIRED:  # not started in time (see fetch_deadline): again
+            self.scheduler.submit(request)
+            return
         if request.kind == "robots":
             failed = outcome.robots_failed(result)
             self.scheduler.robots_result(
@@ -496,6 +533,9 @@ class Crawler:
         wait for the next turn (nothing is recorded that was not admitted)."""
         if not self._settling and not self._loose_links:
             return
+        if not self.frontier.available():  # no record without a lease still this node's
+            return
+        self._settling = [entry for entry in self._settling if not self._lease_lost(entry[0])]
         window = self.frontier.batch_window
         if now is not None and window and now - self._settling_since < window:
             return
@@ -781,6 +821,7 @@ class Crawler:
             "workers": self.settings.workers,
             "threads": self.settings.threads,
             "worker_restarts": job.worker_restarts,
+            "discarded": self.discarded,
             "pace_changes": self.scheduler.pace_changes,
             "tls_verification": not self.settings.insecure,
             "modules": modules,

@@ -72,6 +72,7 @@ class JobState:
     run_starts: list[float] = field(default_factory=list)  # wall-clock start of each run
     message: str | None = None
     updated_at: float = 0.0
+    crawl_id: str | None = None  # --redis: the shared crawl's id (a crawl lost in Redis shows)
 
 
 class JobDir:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 __all__ = [
+    "EXPIRED",
     "Bye",
     "Failed",
     "Fetch",
@@ -82,12 +83,18 @@ class PageResult:
     warc_offset: int | None = None
 
 
+# The error_kind of a request a worker did not start because its deadline
+# had passed (the master fetches it again, or drops it if no longer its own).
+EXPIRED = "expired"
+
+
 # Master -> worker
 class Fetch(NamedTuple):
     id: int
     url: str
     kind: str
     depth: int = 0  # the page's; its links are depth + 1
+    deadline: float = 0.0  # monotonic: not started by then, it is not fetched (0: none)
 
 
 class FetchBatch(NamedTuple):

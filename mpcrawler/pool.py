@@ -131,12 +131,16 @@ class WorkerPool:
         return len(self.in_flight) - parsing, parsing
 
     # ------------------------------------------------------------- traffic
-    def send(self, assigned: list[tuple[int, Request]]) -> None:
+    def send(self, assigned: list[tuple[int, Request]], deadline: float = 0.0) -> None:
+        """Send each request to its worker; one not started by ``deadline``
+        (monotonic, 0: none) comes back as ``expired``, not fetched."""
         batches: dict[int, list[Fetch]] = defaultdict(list)
         for index, request in assigned:
             self.in_flight[request.id] = request
             self.workers[index].requests[request.id] = request
-            batches[index].append(Fetch(request.id, request.url, request.kind, request.depth))
+            due = deadline if request.info is not None else 0.0  # a lease, not robots.txt
+            fetch = Fetch(request.id, request.url, request.kind, request.depth, due)
+            batches[index].append(fetch)
         for index, batch in batches.items():
             # A dead worker's sentinel fires next, and its requests are lost then.
             with contextlib.suppress(OSError):

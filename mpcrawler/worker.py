@@ -48,6 +48,7 @@ from . import sitemaps, stopsignals
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .messages import (
+    EXPIRED,
     Bye,
     Failed,
     Fetch,
@@ -336,6 +337,9 @@ class _Worker:
     def download(self, downloader: Downloader, fetch: Fetch) -> tuple[PageResult, Response | None]:
         """The result so far, and the response if it still needs parsing."""
         result = PageResult(fetch.id, fetch.url, fetch.kind, worker=downloader.id)
+        if fetch.deadline and time.monotonic() > fetch.deadline:  # the node fences itself
+            result.error, result.error_kind = "not started: its lease may be another's", EXPIRED
+            return result, None
         started = time.perf_counter()
         try:
             if fetch.kind == "robots":

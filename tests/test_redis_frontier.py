@@ -45,6 +45,7 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
     assert names - buckets <= {
         *("seen", "seq", "queued", "done", "errors", "hosts", "leased", "alive", "owner"),
         *("held:n1", "own:n1", "inflight", "free_at", "nodes", "beats", "started"),
+        *("id", "epochs", "epoch", "late", "lost"),
         *("q:http://h0.test", "q:http://h1.test"),
     }
     assert len({key_slot(k.encode()) for k in keys}) == 1  # Redis Cluster: one slot
@@ -63,7 +64,7 @@ def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) ->
                 assert json.loads(value)[2] == "n1"
         elif kind == "hash" and key.endswith(":nodes"):
             assert all(isinstance(json.loads(v), dict) for v in client.hvals(key))
-        elif kind == "hash" and key.endswith((":owner", ":inflight", ":beats")):
+        elif kind == "hash" and key.endswith((":owner", ":inflight", ":beats", ":epoch")):
             assert all(v.decode().replace("n1", "1").isdigit() for v in client.hvals(key))
         elif kind == "hash":  # a seen bucket: 14-byte digest tails, empty values
             assert all(len(f) == 14 and v == b"" for f, v in client.hgetall(key).items())
@@ -186,3 +187,45 @@ def test_fair_share_and_what_to_shed() -> None:
     assert hosts_to_shed(held, set(), 2) == ["a", "b"]
     assert hosts_to_shed(held, {"a", "c"}, 2) == ["b", "d"]  # idle ones go first
     assert hosts_to_shed(held, {"a", "b", "c", "d"}, 3) == ["a"]
+
+
+def drain(f: RedisFrontier, rounds: int = 50) -> list[str]:
+    """Lease and ack everything ``f`` can get, heartbeat between rounds
+    (bounded); the URLs it got."""
+    got: list[str] = []
+    for k in range(rounds):
+        item = f.lease(time.monotonic() + k, want=8)  # never inside a dry spell
+        if item is None:
+            if len(f) == 0 and f.taken == 0:
+                return got
+            f.heartbeat()
+            continue
+        got.append(item.url)
+        f.ack(item)
+    return got
+
+
+def test_a_host_shed_while_busy_is_never_stranded(crawl: str) -> None:
+    """The hang of a crawl with nodes joining: node a holds four busy hosts
+    when b joins, so a marks its share's excess to shed; a finishes those
+    hosts' leases, then b leaves, so a's share covers every host again.  a
+    must lease from every host it owns: a host that stays marked to shed
+    after the excess is gone is owned, queued and never leased, and nobody
+    else may take it."""
+    a = RedisFrontier(redis_server.url(), crawl, "a", per_host=1)
+    for h in range(4):
+        for i in range(3):
+            a.admit(f"http://h{h}.test/{i}")
+    first = [a.lease(0.0, want=4) for _ in range(4)]
+    assert len({host_key(i.url) for i in first if i}) == 4  # a owns all four, all busy
+    b = RedisFrontier(redis_server.url(), crawl, "b")  # joins: a's share is now 2
+    a.heartbeat()  # a marks two busy hosts to shed
+    for item in first:
+        assert item is not None
+        a.ack(item)
+    b.close()  # b leaves: a's share is 4 again
+    a.heartbeat()
+    rest = drain(a)
+    assert len(rest) == 8, sorted(rest)
+    assert len(a) == 0 and a.taken == 0
+    a.close()

@@ -122,7 +122,16 @@ class Frontier(Protocol):
         """URLs queued (not counting those taken)."""
 
     def available(self) -> bool:
-        """The frontier can be used now (a shared one: its server answers)."""
+        """The frontier can be used now: a shared one's server answers, and
+        its leases are still this node's (its heartbeat is recent enough)."""
+
+    def fetch_deadline(self) -> float:
+        """The monotonic time after which no fetch of what is leased now may
+        start (a worker checks it; 0: none)."""
+
+    def holds(self, item: UrlInfo) -> bool:
+        """The lease of ``item`` is still this process's (a shared frontier's
+        node that was declared dead holds none of what it leased before)."""
 
     def leased_elsewhere(self) -> int:
         """URLs leased by other processes and not yet acked (a shared

@@ -99,6 +99,12 @@ class LocalFrontier:
     def available(self) -> bool:
         return True
 
+    def fetch_deadline(self) -> float:
+        return 0.0  # no lease of another process to lose
+
+    def holds(self, item: UrlInfo) -> bool:
+        return True  # only this process leases from it
+
     def leased_elsewhere(self) -> int:
         return 0  # only this process leases from it
 

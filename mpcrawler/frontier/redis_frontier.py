@@ -15,9 +15,28 @@ the last owner's delay), before which nobody claims it, so ``--delay``,
 Crawl-delay and the concurrency limit hold across nodes as if one machine
 did the crawl.
 
-**Leases expire.**  Each node renews a heartbeat (``sync``); any node's
-heartbeat gives back the leases and hosts of a node whose heartbeat ran out
-for ``lease_timeout``.  ``close`` gives everything back at once.
+**Leases expire, and are fenced.**  Each node renews a heartbeat (``tick``);
+any node's heartbeat gives back the leases and hosts of a node whose
+heartbeat ran out for ``lease_timeout``.  ``close`` gives everything back at
+once.  A node registers first and gets an *epoch* from Redis (a fencing
+token); a node declared dead loses its epoch, so the script refuses every
+later call of it (FENCED).  Such a node drops what it held (its leases are
+others' work now: ``holds`` says no for them, and the master discards
+their results), logs one warning, and registers again as a new member.  A
+node also fences itself: it starts no fetch and writes no record while its
+last successful heartbeat, timed on its own monotonic clock from when it
+was sent, is older than ``(1 - FENCE_MARGIN) x lease_timeout``
+(``available``, ``fetch_deadline``): Redis cannot have declared it dead
+before then.  Two live processes never share a node id: registering with
+the id of a live node is refused (:class:`NodeTaken`), unless that node is
+this host's and its process is gone.
+
+**A lost crawl is an error.**  A crawl has an id, created with its first
+registration and kept in each node's job dir; a call that finds it gone
+(Redis restarted without persistence, keys deleted) or another crawl's
+leaves a tombstone (``lost``) and raises :class:`CrawlLost`: every node
+stops (exit 1) and ``status --redis`` says so.  ``reset_crawl`` deletes the
+crawl's keys, for a deliberate fresh start.
 
 **One round trip.**  Everything a node says to Redis goes through one Lua
 script, ``redis_step.lua``: the acks and releases waiting in the outbox, the
@@ -36,6 +55,9 @@ Every key of a crawl is under ``mpc:{CRAWL}:`` (the braces are a Redis
 Cluster hash tag: all of a crawl's keys live in one slot)::
 
     seq, seen, queued, done, errors   counters
+    late         records written twice: acks of leases that had passed to another node
+    id           the crawl's id;  lost  why its state was lost (a tombstone)
+    epochs       counter;  epoch  HASH node -> its current epoch
     seen:XXXX    HASHes of every URL seen, by the first two bytes (XXXX) of
                  its 16-byte BLAKE2b digest; the field is the rest
     q:HOST       ZSET of one host's URLs, scored -priority * 2**33 + seq
@@ -64,17 +86,28 @@ import heapq
 import json
 import logging
 import math
+import os
+import socket
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from ..errors import FrontierError, FrontierUnavailable
+from ..errors import FrontierError, FrontierUnavailable, UsageError
 from ..urls import host_key
 from .base import FOREVER, KINDS, Admission, UrlInfo
 
-__all__ = ["RedisFrontier", "crawl_status", "fair_share", "hosts_to_shed"]
+__all__ = [
+    "CrawlLost",
+    "NodeTaken",
+    "RedisFrontier",
+    "crawl_status",
+    "fair_share",
+    "hosts_to_shed",
+    "reset_crawl",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +118,25 @@ LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
 ADMIT_CHUNK = 1000  # URLs admitted in one call at most (a call blocks Redis while it runs)
+# A node starts no fetch once its last good heartbeat is older than this
+# share of the lease timeout short of it (its own clock, from when it was sent).
+FENCE_MARGIN = 0.25
+
+
+class CrawlLost(FrontierError):
+    """The crawl's state in Redis is gone, or the name holds another crawl."""
+
+
+class NodeTaken(UsageError):
+    """Another live process is this node of the crawl."""
+
+
+def _lost_message(crawl: str, url: str, why: str) -> str:
+    return (
+        f"the shared state of crawl {crawl!r} in Redis at {url} was lost: {why}; "
+        f"start afresh with a new --crawl name and new job dirs (or 'mpcrawler reset "
+        f"--redis URL --crawl {crawl}' first)"
+    )
 
 _SCRIPT = resources.files(__package__).joinpath("redis_step.lua").read_text(encoding="utf-8")
 
@@ -113,6 +165,28 @@ class _Step:
     admitted: list[bool]
     leased: list[UrlInfo]
     checked: list[bool]
+
+
+class _Taken(Exception):
+    """The script's TAKEN: a live node has this id."""
+
+    def __init__(self, age_s: float, info: dict[str, Any]) -> None:
+        super().__init__(age_s)
+        self.age_s, self.pid, self.host = age_s, info.get("pid"), info.get("host")
+
+    def dead_here(self) -> bool:
+        """That node was a process of this host that is gone (or this one)."""
+        if self.host != socket.gethostname() or not isinstance(self.pid, int):
+            return False
+        if self.pid == os.getpid():
+            return True
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
 
 
 def _digest(url: str) -> bytes:
@@ -166,6 +240,8 @@ def connect(url: str, timeout: float = 10.0) -> Any:
 class RedisFrontier:
     """The Frontier of crawl ``crawl`` on the Redis server at ``url``, for node ``node``.
 
+    ``crawl_id`` is the id this node knew the crawl by (its job dir's), if
+    any: a crawl whose id is gone or another is lost (:class:`CrawlLost`).
     ``max_pages`` caps the pages of the whole crawl (records plus leases);
     ``max_pages_per_host`` the URLs queued per host, crawl-wide (those
     refused are counted in ``over_budget``); ``per_host`` caps the URLs of
@@ -186,6 +262,7 @@ class RedisFrontier:
         max_pages: int | None = None,
         max_pages_per_host: int | None = None,
         per_host: int = 1 << 30,
+        crawl_id: str | None = None,
     ) -> None:
         import redis
 
@@ -206,22 +283,28 @@ class RedisFrontier:
         self._ops: list[list[Any]] = []
         self._ops_since = 0.0
         self._held: dict[int, tuple[str, str]] = {}  # seq -> (host, member): leases held here
+        self._items: dict[int, UrlInfo] = {}  # seq -> the UrlInfo of each lease held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
         self._dry_until = 0.0
         self._blocked: dict[str, float] = {}
         self._timed: list[tuple[float, str]] = []
         self._draining: set[str] = set()
         self._owned: list[str] = []
-        self._counts = {"queued": 0, "leased": 0, "done": 0, "errors": 0, "seen": 0}
+        self._counts = {"queued": 0, "leased": 0, "done": 0, "errors": 0, "seen": 0, "late": 0}
         self._counts_at = 0.0
         self._last_beat = 0.0
         self._down_since: float | None = None
         self._retry_at = 0.0
         self._backoff = 0.1
-        self._reconcile = True  # a node that comes back gives back what it held before
+        self._reconcile = False  # after a fault: give back leases recorded here but not held
         self._closed = False
+        self.crawl_id = crawl_id or ""
+        self.epoch = "0"  # none yet: the next call registers
+        self._beat_sent = -math.inf  # when the last good heartbeat was sent (monotonic)
+        self._lost: str | None = None
+        self.fenced = 0  # times this node found it was declared dead
         try:
-            self._call(beat=True)  # and, as _reconcile says, give back what it held before
+            self._register()  # its old session's leases go back, if it had one
         except FrontierUnavailable as exc:
             raise FrontierError(str(exc)) from None
 
@@ -284,13 +367,17 @@ class RedisFrontier:
         self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
     ) -> None:
         host, member = self._held.pop(item.seq, (host_key(item.url), ""))
+        self._items.pop(item.seq, None)
         op: list[Any] = ["A", item.seq, host, member, self._wait_ms(host), int(error), len(seen)]
         for url in seen:
             op.extend(_seen_slot(url))
         self._queue_op(op)
+        if host in self._draining and all(h != host for h, _ in self._held.values()):
+            self._queue_op(["G", host, self._wait_ms(host)])  # shed: it goes once idle
 
     def release(self, item: UrlInfo) -> None:
         self._held.pop(item.seq, None)
+        self._items.pop(item.seq, None)
         self._queue_op(["R", item.seq])
         self._dry_until = 0.0
 
@@ -352,11 +439,24 @@ class RedisFrontier:
         """Nothing to do: Redis's own persistence (AOF) makes it durable."""
 
     def available(self) -> bool:
-        """Redis answered the last call."""
-        return self._down_since is None
+        """Redis answered the last call, and this node's last good heartbeat
+        is recent enough that its leases are still its own."""
+        up = self._down_since is None and self._lost is None
+        return up and time.monotonic() < self.fetch_deadline()
+
+    def fetch_deadline(self) -> float:
+        """The monotonic time after which this node may start no fetch unless
+        a heartbeat comes through: the lease timeout, less FENCE_MARGIN of
+        it, after its last good heartbeat was sent."""
+        return self._beat_sent + self.lease_timeout * (1 - FENCE_MARGIN)
+
+    def holds(self, item: UrlInfo) -> bool:
+        """``item``'s lease is still this node's (False once it was fenced)."""
+        return self._items.get(item.seq) is item
 
     def stats(self) -> dict[str, Any]:
-        if self._down_since is None and time.monotonic() - self._counts_at >= COUNTS_STALE:
+        up = self._down_since is None and self._lost is None
+        if up and time.monotonic() - self._counts_at >= COUNTS_STALE:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
         c = self._counts
@@ -368,6 +468,7 @@ class RedisFrontier:
             "hosts_held": len(self._owned),
             "hosts_blocked": len(self._blocked),
             "redis_round_trips": self.round_trips,
+            "fenced": self.fenced,
         }
 
     def __len__(self) -> int:
@@ -403,16 +504,18 @@ class RedisFrontier:
             return
         self._closed = True
         try:
-            if self._down_since is None:
+            if self._down_since is None and self._lost is None:
                 for seq in list(self._held):
                     self._queue_op(["R", seq])
                 self._held.clear()
+                self._items.clear()
                 self._prefetch.clear()
                 for host in self._owned:
                     self._queue_op(["G", host, self._wait_ms(host)])
                 self._queue_op(["GA"])
                 self._call(beat=True)  # its last figures, for status
-                self.r.zrem(self.prefix + "alive", self.node)
+                self._queue_op(["L"])
+                self._call()
         except (FrontierUnavailable, *self._faults) as exc:
             log.warning(
                 "could not give work back to Redis (%s): it returns after %g s",
@@ -457,12 +560,18 @@ class RedisFrontier:
         checks: Sequence[str] = (),
         want: int = 0,
         beat: bool = False,
+        force: bool = False,
     ) -> _Step:
         """One round trip: the outbox, then ``admits``, ``checks``, up to
-        ``want`` leases and the heartbeat."""
-        beat = beat or self._down_since is not None
+        ``want`` leases and the heartbeat (registering first if this node
+        has no epoch; ``force`` takes its id over from a dead process)."""
+        if self._lost is not None:
+            raise CrawlLost(self._lost)
+        register = self.epoch == "0"
+        beat = beat or register or self._down_since is not None
         ops = self._ops
-        args: list[Any] = [self.prefix, self.node, len(ops)]
+        args: list[Any] = [self.prefix, self.node, self.epoch, self.crawl_id]
+        args += [uuid.uuid4().hex if register else "", int(force), len(ops)]
         for op in ops:
             args.extend(op)
         args.extend((len(admits), self.max_pages_per_host or 0))
@@ -476,31 +585,40 @@ class RedisFrontier:
         max_pages = -1 if self.max_pages is None else self.max_pages
         args.extend((want, self.per_host, max_pages, len(skip), *skip))
         if beat:
-            info = json.dumps(self.node_info(), separators=(",", ":"))
+            figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
+            info = json.dumps(figures, separators=(",", ":"))
             args.extend((1, int(self.lease_timeout * 1000), info))
         else:
             args.append(0)
         self.round_trips += 1
+        sent = time.monotonic()
         try:
             reply = self._step_script(keys=[self.prefix + "seq"], args=args)
         except self._faults as exc:
             self._fault(exc)
             raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
         except self._redis_errors as exc:
-            if "LOADING" in str(exc) or "BUSY" in str(exc):
+            text = str(exc)
+            if "LOADING" in text or "BUSY" in text:
                 self._fault(exc)
                 raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
+            if text.startswith(("FENCED", "LOST", "TAKEN")):
+                self._refused(text)
             raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
         del ops[: len(ops)]
-        admitted, leased_raw, checked, counts, beat_reply = reply
+        admitted, leased_raw, checked, counts, beat_reply, session = reply
+        self.epoch, self.crawl_id = session[0].decode(), session[1].decode()
         now = time.monotonic()
-        names = ("queued", "leased", "done", "errors", "seen")
+        if beat:
+            self._beat_sent = sent
+        names = ("queued", "leased", "done", "errors", "seen", "late")
         self._counts = dict(zip(names, (int(c) for c in counts), strict=True))
         self._counts_at = now
         leased = []
         for member in leased_raw:
             item = _item(member)
             self._held[item.seq] = (host_key(item.url), member.decode())
+            self._items[item.seq] = item
             leased.append(item)
         if self._down_since is not None:
             log.warning("Redis at %s is back after %.1f s", self.url, now - self._down_since)
@@ -512,6 +630,50 @@ class RedisFrontier:
             self._give_back_strays()
         self.over_budget += sum(1 for a in admitted if a == 2)
         return _Step([a == 1 for a in admitted], leased, [bool(c) for c in checked])
+
+    def _register(self) -> None:
+        """Join the crawl with a new epoch.  If a live node has this id:
+        take it over when that node is this host's and its process is gone
+        (a node restarted after a crash), else raise NodeTaken."""
+        try:
+            self._call(beat=True)
+        except _Taken as taken:
+            if not taken.dead_here():
+                raise NodeTaken(
+                    f"node {self.node} is already running in crawl {self.crawl} "
+                    f"(last heartbeat {taken.age_s:.1f} s ago); give this one another --node"
+                ) from None
+            log.info("node %s: its last process (pid %s) is gone; taking over", self.node, taken.pid)
+            self._call(beat=True, force=True)
+
+    def _refused(self, text: str) -> None:
+        """The script refused a call (nothing was written): act on why, and raise."""
+        word, _, rest = text.partition(" ")
+        if word == "TAKEN":
+            age, _, info = rest.partition(" ")
+            raise _Taken(int(age) / 1000, json.loads(info or "{}"))
+        if word == "LOST":
+            self._lost = _lost_message(self.crawl, self.url, rest)
+            log.error("%s", self._lost)
+            raise CrawlLost(self._lost)
+        # FENCED: declared dead (paused past the lease timeout) or replaced.
+        dropped = len(self._held)
+        self.fenced += 1
+        log.warning(
+            "node %s was declared dead by the crawl (%s): dropping its %d leases, which "
+            "are other nodes' work now, and joining again",
+            self.node,
+            rest,
+            dropped,
+        )
+        self._held.clear()
+        self._items.clear()
+        self._prefetch.clear()
+        self._draining.clear()
+        self._owned = []
+        self.epoch = "0"  # the acks in the outbox ride on the registration: late ones count apart
+        self._register()
+        raise FrontierUnavailable(f"node {self.node} joined the crawl again") from None
 
     def _fault(self, exc: BaseException) -> None:
         now = time.monotonic()
@@ -528,11 +690,13 @@ class RedisFrontier:
         if reaped:
             log.info("gave back %d leases of nodes whose heartbeat ran out", reaped)
         self._owned = sorted(h.decode() for h in held)
-        self._draining &= set(self._owned)
         busy = {host for host, _ in self._held.values()}
         shed = hosts_to_shed(self._owned, busy, fair_share(int(hosts), int(alive)))
+        # Exactly the hosts to shed now: a host marked at an earlier beat and
+        # no longer over the share is leased from again (kept marked, it
+        # would be owned, queued and never leased: the crawl would not end).
+        self._draining = set(shed)
         for host in shed:
-            self._draining.add(host)
             if host not in busy:
                 self._queue_op(["G", host, self._wait_ms(host)])
 
@@ -558,8 +722,9 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
     p = _prefix(crawl)
     try:
         # One read at a time: a cluster client routes each by its key.
-        queued, done, errors, seen, started = (
-            client.get(p + key) for key in ("queued", "done", "errors", "seen", "started")
+        queued, done, errors, seen, started, late, lost = (
+            client.get(p + key)
+            for key in ("queued", "done", "errors", "seen", "started", "late", "lost")
         )
         leased = client.hlen(p + "leased")
         infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
@@ -593,10 +758,35 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
             "done": int(done or 0),
             "errors": int(errors or 0),
             "seen": int(seen or 0),
+            "late": int(late or 0),
             "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
+            "lost": _lost_message(crawl, url, lost.decode()) if lost else None,
             "nodes": rows,
         }
     except (redis.RedisError, OSError) as exc:
         raise FrontierError(f"cannot read crawl {crawl!r} from Redis at {url}: {exc}") from None
+    finally:
+        client.close()
+
+
+def reset_crawl(url: str, crawl: str) -> int:
+    """Delete every key of ``crawl`` (a lost crawl's tombstone too), for a
+    deliberate fresh start; how many.  Refused while a node is alive."""
+    import redis
+
+    client = connect(url)
+    p = _prefix(crawl)
+    try:
+        seconds, micros = client.time()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        live = [n.decode() for n in client.zrangebyscore(p + "alive", now_ms, "+inf")]
+        if live:
+            raise UsageError(f"crawl {crawl!r} has live nodes ({', '.join(live)}); stop them first")
+        keys = list(client.scan_iter(match=p + "*"))
+        for start in range(0, len(keys), 1000):  # one slot: a cluster takes them together
+            client.delete(*keys[start : start + 1000])
+        return len(keys)
+    except (redis.RedisError, OSError) as exc:
+        raise FrontierError(f"cannot reset crawl {crawl!r} in Redis at {url}: {exc}") from None
     finally:
         client.close()

@@ -4,20 +4,34 @@
 -- slot in a cluster; every key used here is under the same `mpc:{CRAWL}:`
 -- prefix, so all of them live in that one slot.
 --
--- ARGV: prefix, node, then five sections, each starting with its count:
+-- ARGV: prefix, node, epoch, crawl id, new id, force, then five sections,
+-- each starting with its count:
 --   ops     n, then per op:  A seq host member wait_ms error nseen (bucket tail)*
 --                            R seq          (give a lease back)
 --                            G host wait_ms (give up an idle host)
 --                            GA             (give up every idle host held)
+--                            L              (leave: no longer alive)
 --   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
 --   lease   want per_host max_pages(-1: none) nskip host*
 --   beat    0 | 1 timeout_ms node_info_json
 -- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
 --          leased members, seen flags,
---          {queued, leased, done, errors, seen}, beat reply}.
+--          {queued, leased, done, errors, seen, late}, beat reply, {epoch, crawl id}}.
+--
+-- Fencing.  Epoch '0' registers the node: it gets a new epoch (a fencing
+-- token) and, when the crawl is new, creates its id.  Every other call
+-- carries the node's epoch and the crawl's id and is refused, before
+-- anything is written, with an error reply:
+--   FENCED  the node's epoch is not its current one: it was declared dead
+--           (its heartbeat ran out and its work went back) or another
+--           process registered with its id since;
+--   LOST    the crawl's id is gone (Redis lost its data) or is another
+--           crawl's: a tombstone `lost` says why, for every node and status;
+--   TAKEN   (registering) a live node has this id: age of its last
+--           heartbeat in ms, then its figures.
 
-local P, node = ARGV[1], ARGV[2]
+local P, node, epoch, crawl_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local SCALE = 8589934592 -- score = -priority * 2^33 + seq
@@ -82,8 +96,89 @@ local function mark_seen(bucket, tail)
   return redis.call('HSETNX', P .. 'seen:' .. bucket, tail, '')
 end
 
+-- Give back the leases and hosts of every node whose heartbeat deadline has
+-- passed, and end their epochs (their later calls are refused); how many leases.
+local function reap()
+  local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now)
+  if #dead == 0 then return 0 end
+  local reaped = 0
+  local gone = {}
+  for _, d in ipairs(dead) do
+    gone[d] = true
+    redis.call('ZREM', P .. 'alive', d)
+    redis.call('HDEL', P .. 'epoch', d)
+  end
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', P .. 'leased', cursor, 'COUNT', 1000)
+    cursor = page[1]
+    local fields = page[2]
+    for k = 1, #fields, 2 do
+      local e = cjson.decode(fields[k + 1])
+      if gone[e[3]] then
+        requeue(e[1], e[2])
+        end_lease(fields[k], e[1])
+        reaped = reaped + 1
+      end
+    end
+  until cursor == '0'
+  for d in pairs(gone) do
+    for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. d)) do
+      unown(host, d, now)
+    end
+    redis.call('DEL', P .. 'held:' .. d, P .. 'own:' .. d)
+  end
+  return reaped
+end
+
+local function lost(why)
+  redis.call('SET', P .. 'lost', why)
+  return redis.error_reply('LOST ' .. why)
+end
+
+-- fencing --------------------------------------------------------------
+local tomb = redis.call('GET', P .. 'lost')
+if tomb then return redis.error_reply('LOST ' .. tomb) end
+local id = redis.call('GET', P .. 'id')
+local reaped = 0
+if epoch == '0' then
+  if not id and crawl_id ~= '' then
+    return lost('its keys were gone when node ' .. node .. ' came back (crawl id '
+      .. crawl_id .. '): Redis lost its data, or they were deleted')
+  end
+  if id and crawl_id ~= '' and id ~= crawl_id then
+    return redis.error_reply('LOST the name now holds another crawl (id ' .. id
+      .. ', not ' .. crawl_id .. ')')
+  end
+  if not id then
+    id = ARGV[5]
+    redis.call('SET', P .. 'id', id)
+  end
+  local deadline = redis.call('ZSCORE', P .. 'alive', node)
+  if deadline and tonumber(deadline) >= now then
+    if ARGV[6] ~= '1' then
+      local beat = tonumber(redis.call('HGET', P .. 'beats', node) or now)
+      return redis.error_reply('TAKEN ' .. (now - beat) .. ' '
+        .. (redis.call('HGET', P .. 'nodes', node) or '{}'))
+    end
+    redis.call('ZADD', P .. 'alive', 0, node) -- taken over: the old session is dead now
+  end
+  reaped = reap()
+  epoch = tostring(redis.call('INCR', P .. 'epochs'))
+  redis.call('HSET', P .. 'epoch', node, epoch) -- registering always beats: alive below
+elseif id ~= crawl_id then
+  if not id then
+    return lost('its keys were gone while node ' .. node .. ' was crawling (crawl id '
+      .. crawl_id .. '): Redis lost its data, or they were deleted')
+  end
+  return redis.error_reply('LOST the name now holds another crawl (id ' .. id .. ')')
+elseif redis.call('HGET', P .. 'epoch', node) ~= epoch then
+  return redis.error_reply('FENCED node ' .. node .. ' was declared dead or replaced '
+    .. '(epoch ' .. epoch .. ' is over)')
+end
+
 -- ops ------------------------------------------------------------------
-local i = 3
+local i = 7
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
   local op = ARGV[i]
@@ -92,13 +187,15 @@ for _ = 1, n do
     local wait, err, nseen = tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
     i = i + 7
     local entry = redis.call('HGET', P .. 'leased', seq)
+    local counted = true
     if entry and cjson.decode(entry)[3] == node then
       end_lease(seq, host)
-    elseif not entry then -- taken from this node (presumed dead) and queued again: done now
-      if redis.call('ZREM', P .. 'q:' .. host, member) == 1 then
-        redis.call('DECR', P .. 'queued')
-        fix_index(host)
-      end
+    elseif not entry and redis.call('ZREM', P .. 'q:' .. host, member) == 1 then
+      redis.call('DECR', P .. 'queued') -- given back (its node was presumed dead), done now
+      fix_index(host)
+    else -- leased by another node, or done by one: this record was written twice
+      counted = false
+      redis.call('INCR', P .. 'late')
     end
     local added = 0
     for _ = 1, nseen do
@@ -106,8 +203,10 @@ for _ = 1, n do
       i = i + 2
     end
     if added > 0 then redis.call('INCRBY', P .. 'seen', added) end
-    redis.call('INCR', P .. 'done')
-    if err == '1' then redis.call('INCR', P .. 'errors') end
+    if counted then
+      redis.call('INCR', P .. 'done')
+      if err == '1' then redis.call('INCR', P .. 'errors') end
+    end
     if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
       unown(host, node, now + wait)
     end
@@ -131,6 +230,10 @@ for _ = 1, n do
     for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. node)) do
       if owned_idle(host) then unown(host, node, now) end
     end
+  elseif op == 'L' then
+    i = i + 1
+    redis.call('ZREM', P .. 'alive', node)
+    redis.call('HDEL', P .. 'epoch', node)
   else
     return redis.error_reply('unknown op ' .. tostring(op))
   end
@@ -255,35 +358,7 @@ if ARGV[i] == '1' then
   redis.call('HSET', P .. 'nodes', node, info)
   redis.call('HSET', P .. 'beats', node, now)
   redis.call('SETNX', P .. 'started', now)
-  local reaped = 0
-  local dead = redis.call('ZRANGEBYSCORE', P .. 'alive', '-inf', '(' .. now)
-  if #dead > 0 then
-    local gone = {}
-    for _, d in ipairs(dead) do
-      gone[d] = true
-      redis.call('ZREM', P .. 'alive', d)
-    end
-    local cursor = '0'
-    repeat
-      local page = redis.call('HSCAN', P .. 'leased', cursor, 'COUNT', 1000)
-      cursor = page[1]
-      local fields = page[2]
-      for k = 1, #fields, 2 do
-        local e = cjson.decode(fields[k + 1])
-        if gone[e[3]] then
-          requeue(e[1], e[2])
-          end_lease(fields[k], e[1])
-          reaped = reaped + 1
-        end
-      end
-    until cursor == '0'
-    for d in pairs(gone) do
-      for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. d)) do
-        unown(host, d, now)
-      end
-      redis.call('DEL', P .. 'held:' .. d, P .. 'own:' .. d)
-    end
-  end
+  reaped = reaped + reap()
   local hosts = redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')
   local alive = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
   beat = {reaped, hosts, alive, redis.call('SMEMBERS', P .. 'held:' .. node)}
@@ -295,5 +370,6 @@ local counts = {
   tonumber(redis.call('GET', P .. 'done') or '0'),
   tonumber(redis.call('GET', P .. 'errors') or '0'),
   tonumber(redis.call('GET', P .. 'seen') or '0'),
+  tonumber(redis.call('GET', P .. 'late') or '0'),
 }
-return {admitted, leased, checked, counts, beat}
+return {admitted, leased, checked, counts, beat, {epoch, id}}
