@@ -61,8 +61,10 @@ class SiteProcess:
     def __init__(self, hosts: int, pages: int, latency: float) -> None:
         self.ports_file = tempfile.mktemp(prefix="soak-site-")
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", self.ports_file, "--hosts", str(hosts)]
-            + ["--pages", str(pages), "--latency", str(latency)]
+            [
+                *(sys.executable, __file__, "--serve", self.ports_file, "--hosts", str(hosts)),
+                *("--pages", str(pages), "--latency", str(latency)),
+            ]
         )
         deadline = time.monotonic() + 30
         path = Path(self.ports_file)
@@ -87,7 +89,8 @@ def post_mortem(client: redis.Redis, crawl: str) -> str:
     lines = [f"queued {client.get(p + 'queued')} leased {client.hlen(p + 'leased')}"]
     lines.append(f"owner {client.hgetall(p + 'owner')}")
     lines.append(f"hosts {client.zrange(p + 'hosts', 0, -1, withscores=True)}")
-    lines.append(f"inflight {client.hgetall(p + 'inflight')} free_at {client.hgetall(p + 'free_at')}")
+    lines.append(f"inflight {client.hgetall(p + 'inflight')}")
+    lines.append(f"free_at {client.hgetall(p + 'free_at')}")
     for key in client.scan_iter(match=p + "own:*"):
         lines.append(f"{key.decode()} {client.zrange(key, 0, -1, withscores=True)}")
     for key in client.scan_iter(match=p + "q:*"):
@@ -145,7 +148,9 @@ def one_run(
         if keys:
             client.delete(*keys)
         client.close()
-    counts = [n for per_host in hits.values() for path, n in per_host.items() if path != "/robots.txt"]
+    counts = [
+        n for hits_of in hits.values() for path, n in hits_of.items() if path != "/robots.txt"
+    ]
     fetched_pages = len(counts)
     return {
         "nodes": nodes,

@@ -138,6 +138,7 @@ def _lost_message(crawl: str, url: str, why: str) -> str:
         f"--redis URL --crawl {crawl}' first)"
     )
 
+
 _SCRIPT = resources.files(__package__).joinpath("redis_step.lua").read_text(encoding="utf-8")
 
 
@@ -643,7 +644,7 @@ class RedisFrontier:
                     f"node {self.node} is already running in crawl {self.crawl} "
                     f"(last heartbeat {taken.age_s:.1f} s ago); give this one another --node"
                 ) from None
-            log.info("node %s: its last process (pid %s) is gone; taking over", self.node, taken.pid)
+            log.info("node %s: its last process (%s) is gone; taking over", self.node, taken.pid)
             self._call(beat=True, force=True)
 
     def _refused(self, text: str) -> None:
