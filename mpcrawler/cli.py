@@ -394,6 +394,7 @@ def _check_writable(path: Path, what: str) -> None:
     """Fail now, not after the crawl, if ``path`` cannot be appended to.
     Leaves nothing behind that was not there."""
     existed = path.exists()
+    new_dir = next((p for p in reversed(path.parents) if not p.exists()), None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8"):
@@ -402,6 +403,9 @@ def _check_writable(path: Path, what: str) -> None:
             path.unlink()
     except OSError as exc:
         raise UsageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+    finally:
+        if new_dir is not None:  # the crawl makes it when it starts
+            shutil.rmtree(new_dir, ignore_errors=True)
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

@@ -48,6 +48,7 @@ class Hit:
     path: str
     start: float
     end: float = 0.0
+    agent: str = ""  # the User-Agent header
 
 
 @dataclass
@@ -102,7 +103,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         log = self.server.log
-        hit = Hit(self.path, time.monotonic())
+        hit = Hit(self.path, time.monotonic(), agent=self.headers.get("User-Agent", ""))
         with log.lock:
             n = sum(1 for h in log.hits if h.path == self.path)
             log.hits.append(hit)

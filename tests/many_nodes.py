@@ -102,7 +102,11 @@ class Node:
 
     def __init__(self, name: str, job: Path, args: list[str]) -> None:
         self.name, self.job = name, job
-        self.proc = start_cli("crawl", *args, "--node", name, "--job-dir", str(job), "--quiet")
+        self.agent = f"mpcrawler-test-node {name}"  # the servers' logs tell the nodes apart
+        self.proc = start_cli(
+            *("crawl", *args, "--node", name, "--job-dir", str(job), "--quiet"),
+            *("--user-agent", self.agent),
+        )
         self.lines = Lines(self.proc)
 
     def records(self) -> list[dict[str, Any]]:
@@ -133,9 +137,11 @@ def wait_until(condition: Any, timeout: float = 60, what: str = "condition") -> 
 
 class RedisProcess:
     """A redis-server of a test's own on a free port, persisted with AOF
-    (``appendfsync always``), that the test may kill and start again."""
+    (``appendfsync always``) unless ``persist`` is False, that the test may
+    kill and start again."""
 
-    def __init__(self) -> None:
+    def __init__(self, persist: bool = True) -> None:
+        self.persist = persist
         self.port = redis_server.free_port()
         self.dir = tempfile.mkdtemp(prefix="redis-aof-")
         self.proc: subprocess.Popen[bytes] | None = None
@@ -146,9 +152,8 @@ class RedisProcess:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        self.proc = redis_server.start(
-            self.port, self.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"
-        )
+        aof = ("--appendonly", "yes", "--appendfsync", "always") if self.persist else ()
+        self.proc = redis_server.start(self.port, self.dir, "--save", "", *aof)
 
     def kill(self) -> None:
         assert self.proc is not None

@@ -15,14 +15,18 @@ To add an implementation, add its factory to ``IMPLEMENTATIONS``.
 
 from __future__ import annotations
 
+import itertools
+import math
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 import redis_server
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -231,3 +235,212 @@ def test_frontier_contract(name: str) -> None:
     machine = type(f"Contract_{name}", (FrontierContract,), {"impl": IMPLEMENTATIONS[name]})
     machine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
     machine.TestCase().runTest()
+
+
+# ----------------------------------------------------------------- shared
+# The shared frontier's own promises, under every interleaving of nodes that
+# join, leave, die, and pause past their lease (and then act late):
+#   * a URL is leased to at most one live node at a time;
+#   * liveness: whatever happened, the live nodes can lease and ack every
+#     queued URL within a bounded number of turns (an owned host with queued
+#     URLs and nothing in flight is leasable by its owner, or freed);
+#   * a node declared dead acts on nothing: its late ack of a URL since
+#     leased elsewhere is counted apart (``late``), not as done, and its late
+#     admit is refused until it has joined again;
+#   * ``done`` never exceeds ``seen``.
+
+SHARED_HOSTS = ["http://a.test", "http://b.test", "http://c.test", "http://d.test"]
+
+
+class SharedFrontierContract(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        from mpcrawler.frontier.redis_frontier import RedisFrontier
+
+        self.open = RedisFrontier
+        self.crawl = f"contract-shared-{uuid.uuid4().hex[:8]}"
+        self.client = redis.Redis.from_url(redis_server.url())
+        self.nodes: dict[str, Any] = {}  # live
+        self.fenced: dict[str, Any] = {}  # declared dead, not told yet
+        self.names = itertools.count()
+        self.queued: set[str] = set()
+        self.leased: dict[str, tuple[str, Any]] = {}  # url -> (node, item)
+        self.done: set[str] = set()
+        self.counter = 0
+        self.now = 1000.0
+
+    def _join(self) -> str:
+        name = f"n{next(self.names)}"
+        f = self.open(redis_server.url(), self.crawl, name, per_host=2)
+        f.beat_interval = math.inf  # heartbeats only when a rule says: the same run each time
+        self.nodes[name] = f
+        return name
+
+    def _lost(self, name: str) -> None:
+        """``name`` was declared dead: its leases are queued again."""
+        for url, (node, _) in list(self.leased.items()):
+            if node == name:
+                del self.leased[url]
+                self.queued.add(url)
+
+    def _expire(self, name: str) -> None:
+        self.client.zadd(f"mpc:{{{self.crawl}}}:alive", {name: 0})
+
+    def _reap(self) -> None:
+        """Some node's heartbeat (or a registration) gives a dead node's work back."""
+        if self.nodes:
+            next(iter(self.nodes.values())).heartbeat()
+        else:
+            self._join()
+
+    @initialize()
+    def first(self) -> None:
+        self._join()
+
+    @precondition(lambda self: len(self.nodes) < 4)
+    @rule()
+    def join(self) -> None:
+        self._join()
+
+    @precondition(lambda self: self.nodes)
+    @rule(hosts=st.lists(st.sampled_from(SHARED_HOSTS), min_size=1, max_size=6), data=st.data())
+    def admit(self, hosts: list[str], data: st.DataObject) -> None:
+        node = data.draw(st.sampled_from(sorted(self.nodes)))
+        urls = [f"{host}/{self.counter + k}" for k, host in enumerate(hosts)]
+        self.counter += len(urls)
+        assert all(self.nodes[node].admit_many([(u, 0, 0, "page", None) for u in urls]))
+        self.queued.update(urls)
+
+    @precondition(lambda self: self.nodes)
+    @rule(data=st.data())
+    def lease(self, data: st.DataObject) -> None:
+        node = data.draw(st.sampled_from(sorted(self.nodes)))
+        self.now += 1
+        item = self.nodes[node].lease(self.now, want=data.draw(st.integers(1, 8)))
+        if item is not None:
+            assert item.url in self.queued, (item.url, self.leased.get(item.url))
+            self.queued.discard(item.url)
+            self.leased[item.url] = (node, item)
+
+    @precondition(lambda self: any(n in self.nodes for n, _ in self.leased.values()))
+    @rule(data=st.data())
+    def ack(self, data: st.DataObject) -> None:
+        mine = sorted(u for u, (n, _) in self.leased.items() if n in self.nodes)
+        url = data.draw(st.sampled_from(mine))
+        node, item = self.leased.pop(url)
+        self.nodes[node].ack(item)
+        self.nodes[node].sync()
+        self.done.add(url)
+
+    @precondition(lambda self: self.nodes)
+    @rule(data=st.data())
+    def beat(self, data: st.DataObject) -> None:
+        self.nodes[data.draw(st.sampled_from(sorted(self.nodes)))].heartbeat()
+
+    @precondition(lambda self: self.nodes)
+    @rule(data=st.data())
+    def leave(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.nodes)))
+        self.nodes.pop(name).close()
+        self._lost(name)
+
+    @precondition(lambda self: self.nodes)
+    @rule(data=st.data())
+    def die(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.nodes)))
+        self.nodes.pop(name).abandon()
+        self._expire(name)
+        self._reap()
+        self._lost(name)
+
+    @precondition(lambda self: self.nodes)
+    @rule(data=st.data())
+    def pause_past_the_lease(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.nodes)))
+        self.fenced[name] = self.nodes.pop(name)
+        self._expire(name)
+        self._reap()
+        self._lost(name)
+
+    @precondition(lambda self: self.fenced)
+    @rule(data=st.data(), then_admit=st.booleans())
+    def act_late(self, data: st.DataObject, then_admit: bool) -> None:
+        """A paused node comes back and acks what it held (its records were
+        written), or admits a link: refused, it joins again."""
+        from mpcrawler.errors import FrontierUnavailable
+
+        name = data.draw(st.sampled_from(sorted(self.fenced)))
+        f = self.fenced.pop(name)
+        held = list(f._items.values())
+        fenced_before = f.fenced
+        late_before = int(self.client.get(f"mpc:{{{self.crawl}}}:late") or 0)
+        elsewhere = 0
+        for item in held:
+            f.ack(item)
+            if item.url in self.queued:  # nobody took it: done now
+                self.queued.discard(item.url)
+                self.done.add(item.url)
+            elif item.url in self.leased or item.url in self.done:
+                elsewhere += 1
+        url = f"{SHARED_HOSTS[0]}/late-{self.counter}"
+        self.counter += 1
+        if then_admit:
+            with pytest.raises(FrontierUnavailable):
+                f.admit(url)  # refused: fenced (it joins again in the same step)
+            assert not f.is_seen(url)
+            assert f.admit(url)
+            self.queued.add(url)
+        else:
+            with pytest.raises(FrontierUnavailable):
+                f.heartbeat()  # fenced: it joins again, and the acks ride on its registration
+        assert f.fenced == fenced_before + 1 and not any(f.holds(i) for i in held)
+        late_now = int(self.client.get(f"mpc:{{{self.crawl}}}:late") or 0)
+        assert late_now - late_before == elsewhere
+        self.nodes[name] = f  # a live member again
+
+    @precondition(lambda self: self.nodes)
+    @rule()
+    def drain(self) -> None:
+        """Liveness: the live nodes lease and ack every queued URL (and what
+        they hold) within a bounded number of turns."""
+        for item_node, item in list(self.leased.values()):
+            if item_node in self.nodes:
+                self.nodes[item_node].ack(item)
+                self.done.add(item.url)
+        self.leased = {u: v for u, v in self.leased.items() if v[0] not in self.nodes}
+        for _ in range(40):
+            if not self.queued:
+                break
+            for node in self.nodes.values():
+                node.heartbeat()
+                self.now += 1
+                while (item := node.lease(self.now, want=4)) is not None:
+                    assert item.url in self.queued, item.url
+                    self.queued.discard(item.url)
+                    node.ack(item)
+                    self.done.add(item.url)
+        assert not self.queued, f"stranded: {sorted(self.queued)}"
+        for node in self.nodes.values():
+            node.sync()
+
+    @invariant()
+    def counts_add_up(self) -> None:
+        p = f"mpc:{{{self.crawl}}}:"
+        done, seen = (int(self.client.get(p + k) or 0) for k in ("done", "seen"))
+        assert done <= seen
+        prefetched = sum(len(f._prefetch) for f in self.nodes.values())  # leased, not taken
+        assert int(self.client.get(p + "queued") or 0) + prefetched == len(self.queued)
+        assert done == len(self.done)
+
+    def teardown(self) -> None:
+        for f in [*self.nodes.values(), *self.fenced.values()]:
+            f.abandon()
+        self.client.close()
+        redis_server.forget(self.crawl)
+
+
+def test_shared_frontier_contract() -> None:
+    SharedFrontierContract.TestCase.settings = settings(
+        max_examples=100, stateful_step_count=25, deadline=None
+    )
+    SharedFrontierContract.TestCase().runTest()

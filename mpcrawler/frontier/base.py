@@ -15,7 +15,20 @@ The ordering convention, written down once:
   highest priority goes first; ties go to the URL admitted first.
 
 With no host blocked this is exactly one global order: priority, then
-admission order.  Implementations: :class:`mpcrawler.frontier.local.LocalFrontier`
+admission order.
+
+A frontier shared by several processes (nodes) adds three promises:
+
+* **liveness**: a URL queued is leasable by some live node within a bounded
+  time; in particular a host a node owns, with URLs queued and nothing in
+  flight, is leasable by its owner or given up within one heartbeat;
+* **fencing**: ``holds(item)`` is False once the node's lease on ``item``
+  has passed to another node (the node was declared dead); the frontier
+  then refuses the node's calls until it joins again, and a late ack is
+  not counted as done;
+* ``available()`` is False while the node's leases may have passed on
+  (its heartbeat is too old): the master starts no fetch and writes no
+  record then.  Implementations: :class:`mpcrawler.frontier.local.LocalFrontier`
 (files in the job directory; the default) and
 :class:`mpcrawler.frontier.redis_frontier.RedisFrontier` (shared by the nodes
 of one crawl).  The contract test

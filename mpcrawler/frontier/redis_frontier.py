@@ -655,7 +655,6 @@ class RedisFrontier:
             raise _Taken(int(age) / 1000, json.loads(info or "{}"))
         if word == "LOST":
             self._lost = _lost_message(self.crawl, self.url, rest)
-            log.error("%s", self._lost)
             raise CrawlLost(self._lost)
         # FENCED: declared dead (paused past the lease timeout) or replaced.
         dropped = len(self._held)
