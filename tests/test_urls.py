@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from mpcrawler.urls import InvalidURL, Scope, canonicalize
 
-# web-platform-tests' url/resources/urltestdata.json, beside the project.
-WPT = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "urltestdata.json"
+# web-platform-tests' url/resources/urltestdata.json (source and licence: data/README.md).
+WPT = Path(__file__).resolve().parent / "data" / "urltestdata.json"
 WPT_CASES: list[dict[str, Any]] = [
     case for case in json.loads(WPT.read_text(encoding="utf-8")) if isinstance(case, dict)
 ]
