@@ -14,8 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from mpcrawler.testsite import SiteServer, TestSite, serve_site
+
+# No wall-clock deadline on a hypothesis example: a busy machine (CI, other
+# tests' processes) makes any time limit fail tests that are correct.
+settings.register_profile("mpcrawler", deadline=None)
+settings.load_profile("mpcrawler")
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_TIMEOUT = 120
