@@ -147,11 +147,19 @@ class Crawler:
         self.job_dir = Path(s.job_dir) if s.job_dir else None
         state_dir = self.job_dir or Path(self._temp_dir or ".")
         state_dir.mkdir(parents=True, exist_ok=True)
+        self.jobdir = JobDir(state_dir)
+        lock = self.jobdir.lock()  # until the end of the run: one crawl per job dir
+        try:
+            return self._run_locked(shared, state_dir)
+        finally:
+            os.close(lock)
+
+    def _run_locked(self, shared: RedisFrontier | None, state_dir: Path) -> CrawlResult:
+        s = self.settings
         self.out = s.output_path()
         self.stats_path = (
             self.job_dir / "stats.json" if self.job_dir else self.out.with_name("stats.json")
         )
-        self.jobdir = JobDir(state_dir)
         self.job = JobState()
         if self.job_dir and self.jobdir.exists():
             stored, self.job = self.jobdir.read()

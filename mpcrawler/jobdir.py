@@ -3,6 +3,7 @@
 Layout::
 
     DIR/job.json      format version, settings, state, counters (this module)
+    DIR/lock          held (flock) by the crawl running on it; its pid inside
     DIR/frontier/     the UrlQueueManager (state.json, segments, journal)
     DIR/seen/         the SeenSet (diskcache)
     DIR/pages.jsonl   the output, unless --out points elsewhere (appended to)
@@ -15,6 +16,7 @@ Only the master writes here; ``status`` only reads.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .__version__ import __version__
-from .errors import JobConflict
+from .errors import JobConflict, UsageError
 from .frontier import LocalFrontier
 
 __all__ = [
@@ -82,6 +84,25 @@ class JobDir:
 
     def exists(self) -> bool:
         return self.file.exists()
+
+    def lock(self) -> int:
+        """Hold the job dir for this process until the returned descriptor
+        is closed (or the process ends, however it ends).  A job dir held
+        by another crawl is a usage error that names its process."""
+        path = self.path / "lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise UsageError(
+                f"job dir {self.path} is in use by another crawl (pid {holder}); "
+                "wait for it to end, or use another --job-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
 
     def read(self) -> tuple[dict[str, Any], JobState]:
         """Settings and state; raises JobConflict if unreadable or of another format."""

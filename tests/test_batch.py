@@ -562,3 +562,31 @@ def test_library_warnings_stay_off_the_terminal(tmp_path: Path) -> None:
     assert 1 <= text.count("a plug-in's own warning") <= 2  # once per worker at most
     records = read_records(tmp_path / "job" / "pages.jsonl")
     assert {r["title"] for r in records} == {"x"} and len(records) == 2
+
+
+def test_a_second_crawl_on_a_running_job_dir_is_refused(make_site: Any, tmp_path: Path) -> None:
+    """A job dir is held by the crawl running on it: a second crawl of it
+    exits 2 with one line naming the first one's process, before writing
+    anything; status still reads the running job; every page once."""
+    from conftest import crawl_args
+
+    site = make_site(TestSite(pages=200, size=2_000), latency=0.02)
+    job = tmp_path / "job"
+    first = start_cli(*crawl_args(site.url, job))
+    lines = Lines(first)
+    deadline = time.monotonic() + 60
+    while not (job / "pages.jsonl").exists() or not read_records(job / "pages.jsonl"):
+        assert time.monotonic() < deadline and first.poll() is None, "no record"
+        time.sleep(0.02)
+    second = run_cli(*crawl_args(site.url, job))
+    status = run_cli("status", str(job))
+    lines.finish()
+    assert first.returncode == 0, lines.err
+    assert second.returncode == 2
+    assert second.stderr.strip() == (
+        f"mpcrawler: error: job dir {job} is in use by another crawl (pid {first.pid}); "
+        "wait for it to end, or use another --job-dir"
+    )
+    assert status.returncode == 0 and "running" in status.stdout, status
+    urls = [r["url"] for r in read_records(job / "pages.jsonl")]
+    assert len(urls) == len(set(urls)) == 200
