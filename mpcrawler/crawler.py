@@ -124,7 +124,13 @@ class Crawler:
         # built-in modules are known to load (and are not imported here).
         for spec in (settings.analyzer, settings.downloader, *self._pipeline_specs):
             if isinstance(spec, str) and spec not in BUILTIN_MODULES:
-                load_object(spec)
+                loaded = load_object(spec)
+                if not isinstance(loaded, type):
+                    raise ValueError(f"{spec} is a {type(loaded).__name__}, not a class")
+        for spec in self._pipeline_specs:
+            cls = load_object(spec) if isinstance(spec, str) else spec
+            if isinstance(cls, type) and not issubclass(cls, Pipeline):
+                raise ValueError(f"--pipeline {object_path(cls)} is not a Pipeline subclass")
         settings.seeds = [canonicalize(s) for s in settings.seeds]
         self.redirect_limits = outcome.Redirect(settings.max_redirects, settings.max_url_length)
         self.scope = Scope.from_seeds(

@@ -6,6 +6,7 @@ branch of it at the level you need::
     MpcrawlerError
     +-- UsageError        the command line, a setting or a file given is wrong (exit 2)
     |   +-- JobConflict   the job directory belongs to other settings or another version
+    +-- JobDamaged        a file of the job directory is damaged (exit 1; say which)
     +-- InvalidURL        not a fetchable URL (also a ValueError)
     +-- FrontierError     the frontier's files (or its Redis) cannot be used
     |   +-- FrontierUnavailable  Redis cannot be reached now; try again later
@@ -28,6 +29,7 @@ __all__ = [
     "FrontierUnavailable",
     "InvalidURL",
     "JobConflict",
+    "JobDamaged",
     "MpcrawlerError",
     "PoolError",
     "UsageError",
@@ -44,6 +46,11 @@ class UsageError(MpcrawlerError, ValueError):
 
 class JobConflict(UsageError):
     """The job directory cannot be used with these settings (or this version)."""
+
+
+class JobDamaged(MpcrawlerError):
+    """A file of the job directory is damaged: the message names it and says
+    what would mend it.  Nothing is crawled from a damaged job (exit 1)."""
 
 
 class InvalidURL(MpcrawlerError, ValueError):

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .__version__ import __version__
-from .errors import JobConflict, UsageError
+from .errors import JobConflict, JobDamaged, UsageError
 from .frontier import LocalFrontier
 
 __all__ = [
@@ -77,6 +77,32 @@ class JobState:
     crawl_id: str | None = None  # --redis: the shared crawl's id (a crawl lost in Redis shows)
 
 
+def _same_kind(value: Any, default: Any) -> bool:
+    """``value`` may stand where ``default`` (a JobState default) stands."""
+    if default is None:  # message, crawl_id: a string or nothing
+        return value is None or isinstance(value, str)
+    if isinstance(default, bool) or isinstance(value, bool):
+        return type(value) is type(default)
+    if isinstance(default, (int, float)):
+        return isinstance(value, int if isinstance(default, int) else (int, float))
+    if isinstance(default, dict):
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            for k, v in value.items()
+        )
+    if isinstance(default, list):
+        return isinstance(value, list) and all(isinstance(v, (int, float)) for v in value)
+    return isinstance(value, type(default))
+
+
+def _kind_name(default: Any) -> str:
+    if default is None:
+        return "a string or null"
+    return {int: "an integer", float: "a number", dict: "an object of counts"}.get(
+        type(default), f"a {type(default).__name__}"
+    )
+
+
 class JobDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -108,18 +134,33 @@ class JobDir:
         """Settings and state; raises JobConflict if unreadable or of another format."""
         try:
             data = json.loads(self.file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise JobConflict(f"cannot read {self.file}: {exc}") from None
-        if not isinstance(data, dict) or data.get("format") != JOB_FORMAT:
-            found = data.get("format") if isinstance(data, dict) else None
+        except ValueError as exc:
+            raise JobDamaged(f"{self.file} is damaged: not JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise JobDamaged(f"{self.file} is damaged: a {type(data).__name__}, not an object")
+        if data.get("format") != JOB_FORMAT:
+            found = data.get("format")
             raise JobConflict(
                 f"{self.path} was written by mpcrawler {data.get('mpcrawler', '?')} "
                 f"in job format {found}; this is mpcrawler {__version__} (job format "
                 f"{JOB_FORMAT}); use a new --job-dir"
             )
+        job, settings = data.get("job", {}), data.get("settings", {})
+        if not isinstance(job, dict) or not isinstance(settings, dict):
+            raise JobDamaged(f"{self.file} is damaged: 'job' and 'settings' must be objects")
+        defaults = JobState()
+        for name, value in job.items():
+            if name in JobState.__dataclass_fields__ and not _same_kind(
+                value, getattr(defaults, name)
+            ):
+                raise JobDamaged(
+                    f"{self.file} is damaged: job.{name} is {value!r}, "
+                    f"not {_kind_name(getattr(defaults, name))}"
+                )
         known = JobState.__dataclass_fields__
-        state = JobState(**{k: v for k, v in data.get("job", {}).items() if k in known})
-        return data.get("settings", {}), state
+        return settings, JobState(**{k: v for k, v in job.items() if k in known})
 
     def check_compatible(self, stored: dict[str, Any], settings: dict[str, Any]) -> None:
         for name in SCOPE_SETTINGS:

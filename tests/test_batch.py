@@ -590,3 +590,54 @@ def test_a_second_crawl_on_a_running_job_dir_is_refused(make_site: Any, tmp_path
     assert status.returncode == 0 and "running" in status.stdout, status
     urls = [r["url"] for r in read_records(job / "pages.jsonl")]
     assert len(urls) == len(set(urls)) == 200
+
+
+def _damage_seen_pages(job: Path) -> None:
+    path = job / "seen" / "cache.db"
+    data = bytearray(path.read_bytes())
+    for i in range(100, len(data), 7):
+        data[i] = 0xAB
+    path.write_bytes(data)
+
+
+def _job_json(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]:
+    def damage(job: Path) -> None:
+        data = json.loads((job / "job.json").read_text())
+        (job / "job.json").write_text(json.dumps(change(data)))
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda job: (job / "seen" / "cache.db").write_text("not a database"), "not a database"),
+        (_damage_seen_pages, "malformed"),
+        (_job_json(lambda data: [1, 2]), "a list, not an object"),
+        (_job_json(lambda data: {**data, "job": {**data["job"], "pages": "x"}}), "job.pages"),
+    ],
+    ids=["seen-not-a-db", "seen-malformed", "job-a-list", "job-pages-a-string"],
+)
+def test_a_damaged_job_file_is_one_line_and_exit_1(
+    site_300: SiteServer, tmp_path: Path, damage: Callable[[Path], None], said: str
+) -> None:
+    from conftest import crawl_args
+
+    job = tmp_path / "job"
+    assert run_cli(*crawl_args(site_300.url, job, "--max-pages", "20")).returncode == 0
+    damage(job)
+    proc = run_cli(*crawl_args(site_300.url, job, "--max-pages", "40"))
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mpcrawler: error: "), lines
+    assert "is damaged" in lines[0] and said in lines[0], lines
+    assert len(read_records(job / "pages.jsonl")) == 20  # nothing crawled
+
+
+@pytest.mark.parametrize("spec", ["os:path", "json:dumps", "json:JSONDecoder"])
+def test_a_pipeline_that_is_not_one_is_a_usage_error(tmp_path: Path, spec: str) -> None:
+    proc = run_cli("crawl", "http://127.0.0.1:9/", "--pipeline", spec, "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a" in lines[0], lines
+    assert not list(tmp_path.iterdir())

@@ -9,10 +9,13 @@ before), not by the number of URLs.  Part of the local frontier (:mod:`mpcrawler
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import os
 from pathlib import Path
 
 import diskcache
+
+from ..errors import JobDamaged
 
 __all__ = ["RECENT_SIZE", "SeenSet"]
 
@@ -36,14 +39,20 @@ class SeenSet:
         recent_size: int = RECENT_SIZE,
     ) -> None:
         self.directory = Path(directory)
-        self._cache = diskcache.Cache(
-            str(self.directory),
-            eviction_policy="none",
-            size_limit=1 << 62,
-            cull_limit=0,
-            statistics=False,
-            tag_index=False,
-        )
+        try:
+            self._cache = diskcache.Cache(
+                str(self.directory),
+                eviction_policy="none",
+                size_limit=1 << 62,
+                cull_limit=0,
+                statistics=False,
+                tag_index=False,
+            )
+        except sqlite3.DatabaseError as exc:  # not "full": the file itself is bad
+            raise JobDamaged(
+                f"the seen set {self.directory / 'cache.db'} is damaged ({exc}); "
+                "nothing was crawled"
+            ) from None
         self._pending: set[bytes] = set()
         self._flush_every = flush_every
         # Digests known to be on disk, most recent last: most links on a page
