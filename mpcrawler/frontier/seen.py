@@ -9,8 +9,8 @@ before), not by the number of URLs.  Part of the local frontier (:mod:`mpcrawler
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import os
+import sqlite3
 from pathlib import Path
 
 import diskcache
