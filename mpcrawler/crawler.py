@@ -54,7 +54,7 @@ from .errors import CrawlError, FrontierError, FrontierUnavailable, JobConflict
 from .frontier import Frontier, LocalFrontier
 from .frontier.base import Admission
 from .frontier.redis_frontier import RedisFrontier
-from .jobdir import JobDir, JobState, count_record, recount
+from .jobdir import JobDir, JobState, count_record, recount, write_atomically
 from .messages import EXPIRED, PageResult
 from .modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path, process_usage
 from .pipelines import JsonLinesPipeline, Pipeline
@@ -155,6 +155,8 @@ class Crawler:
         state_dir.mkdir(parents=True, exist_ok=True)
         self.jobdir = JobDir(state_dir)
         lock = self.jobdir.lock()  # until the end of the run: one crawl per job dir
+        if self.job_dir:
+            self.jobdir.reserve()
         try:
             return self._run_locked(shared, state_dir)
         finally:
@@ -258,8 +260,8 @@ class Crawler:
         except (OSError, sqlite3.OperationalError) as exc:
             if not is_disk_full(exc):
                 raise
-            failure = exc
-            log.error("out of disk space: %s; stopping (the job can be resumed)", exc)
+            failure = exc  # said once, on stderr, by the command; the log has it too
+            log.info("out of disk space: %s; stopping (the job can be resumed)", exc)
         except (PoolError, FrontierError) as exc:
             failure = exc
         finally:
@@ -735,14 +737,25 @@ class Crawler:
         self.job.state = (
             "failed" if failure is not None else "finished" if self._finished else "interrupted"
         )
+        disk_full = failure is not None and is_disk_full(failure)
         self.job.message = str(failure) if failure is not None else None
+        if disk_full:
+            self.job.message = f"out of disk space ({failure})"
         if self._finished and len(self.frontier):
             self.job.message = "max-pages reached"
+        # After a full disk what fails next is its echo: to the log file, not stderr.
+        level = logging.INFO if disk_full else logging.ERROR
+        if disk_full and self.job_dir:  # the reserve makes room for job.json
+            self.jobdir.free_reserve()
+            with contextlib.suppress(OSError):
+                self.jobdir.write(self.settings.to_dict(), self._job_state())
         try:
             self._checkpoint()
         except Exception as exc:
-            log.error(
-                "the final checkpoint failed (%s); the job resumes from the previous one", exc
+            log.log(
+                level,
+                "the final checkpoint failed (%s); the job resumes from the previous one",
+                exc,
             )
         self.final_stats = self._stats()
         log.info(
@@ -754,16 +767,14 @@ class Crawler:
         )
         try:
             self.stats_path.parent.mkdir(parents=True, exist_ok=True)
-            self.stats_path.write_text(
-                json.dumps(self.final_stats, indent=2) + "\n", encoding="utf-8"
-            )
-        except OSError as exc:
-            log.error("cannot write %s: %s", self.stats_path, exc)
+            write_atomically(self.stats_path, json.dumps(self.final_stats, indent=2) + "\n")
+        except OSError as exc:  # the last stats.json, if any, stays whole
+            log.log(level, "cannot write %s: %s", self.stats_path, exc)
         for closer in [*(p.close for p in self.pipelines), self.frontier.close]:
             try:
                 closer()
             except Exception as exc:
-                log.error("while closing: %s", exc)
+                log.log(level, "while closing: %s", exc)
         if self._temp_dir:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
 

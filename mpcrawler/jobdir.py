@@ -4,6 +4,7 @@ Layout::
 
     DIR/job.json      format version, settings, state, counters (this module)
     DIR/lock          held (flock) by the crawl running on it; its pid inside
+    DIR/reserve       RESERVE bytes, freed when the disk is full to make room for job.json
     DIR/frontier/     the UrlQueueManager (state.json, segments, journal)
     DIR/seen/         the SeenSet (diskcache)
     DIR/pages.jsonl   the output, unless --out points elsewhere (appended to)
@@ -16,6 +17,7 @@ Only the master writes here; ``status`` only reads.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -39,11 +41,13 @@ __all__ = [
     "Tally",
     "count_record",
     "recount",
+    "write_atomically",
 ]
 
 # 2: URLs canonical by the WHATWG URL Standard (the seen set holds their digests).
 JOB_FORMAT = 3
 JOB_FILE = "job.json"
+RESERVE = 256 << 10  # bytes kept for the last job.json and stats.json of a full disk
 # Settings that decide what gets crawled: a resume must not change them.
 SCOPE_SETTINGS = (
     "seeds",
@@ -101,6 +105,21 @@ def _kind_name(default: Any) -> str:
     return {int: "an integer", float: "a number", dict: "an object of counts"}.get(
         type(default), f"a {type(default).__name__}"
     )
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` whole, or leave it as it was."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 class JobDir:
@@ -162,6 +181,32 @@ class JobDir:
         known = JobState.__dataclass_fields__
         return settings, JobState(**{k: v for k, v in job.items() if k in known})
 
+    def reserve(self) -> None:
+        """Keep RESERVE bytes on this disk for the end of a run that fills it."""
+        path = self.path / "reserve"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, RESERVE)
+            finally:
+                os.close(fd)
+        except OSError:  # already full: the run stops soon, with what room there is
+            pass
+
+    def free_reserve(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.path / "reserve").unlink()
+
+    def running_pid(self) -> int | None:
+        """The pid of the crawl holding this job dir, if that process lives
+        (read from the lock file; no lock is taken)."""
+        try:
+            pid = int((self.path / "lock").read_text().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid
+
     def check_compatible(self, stored: dict[str, Any], settings: dict[str, Any]) -> None:
         for name in SCOPE_SETTINGS:
             old, new = stored.get(name), settings.get(name)
@@ -181,20 +226,20 @@ class JobDir:
             "settings": settings,
             "job": state.__dict__,
         }
-        tmp = self.file.with_name(JOB_FILE + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.file)
+        write_atomically(self.file, json.dumps(data, indent=1))
 
     def status(self) -> dict[str, Any]:
         """A read-only view for ``mpcrawler status``; never writes."""
         settings, state = self.read()
         counts = LocalFrontier.inspect(self.path)
+        shown = state.state
+        if state.state == "running" and self.running_pid() is None:
+            shown = "stopped: not running (killed?); rerun the same command to resume"
+        elif state.state == "failed" and (state.message or "").startswith("out of disk space"):
+            shown = "stopped: out of disk space; free some and rerun the same command"
         return {
             "job_dir": str(self.path),
-            "state": state.state,
+            "state": shown,
             "pages": state.pages,
             "errors": sum(state.errors.values()),
             "errors_by_kind": state.errors,

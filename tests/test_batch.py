@@ -498,8 +498,16 @@ def test_disk_full_stops_cleanly_and_resumes(slow_site: SiteServer, tmp_path: Pa
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 1, err
         assert "out of disk space" in err and "Traceback" not in err
+        assert err.strip().splitlines() == [  # one line, not an ERROR for each echo
+            line for line in err.strip().splitlines() if line.startswith("mpcrawler: error:")
+        ], err
         written = (job / "pages.jsonl").read_bytes()  # its last line may be torn
         assert 0 < written.count(b"\n") < PAGES
+        stats = job / "stats.json"
+        assert not stats.exists() or json.loads(stats.read_text())  # never left empty
+        status = json.loads(run_cli("status", str(job), "--json").stdout)
+        assert status["state"].startswith("stopped: out of disk space"), status
+        assert status["pages"] >= written.count(b"\n") - 1, status  # the real count
         filler.unlink()  # free some, then rerun the same command
         done = crawl_to_end(
             slow_site.url,
