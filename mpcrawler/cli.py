@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any, NoReturn
 from . import stopsignals
 from .__version__ import __version__
 from .errors import FrontierError, MpcrawlerError, UsageError
+from .redact import redact_url
 from .settings import DEFAULT_USER_AGENT, SCOPES, Settings
 from .urls import InvalidURL, canonicalize
 
@@ -269,7 +271,10 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-file", help="write the full log here")
     shared = p.add_argument_group("many machines (a crawl shared through Redis)")
     shared.add_argument(
-        "--redis", metavar="URL", help="share the crawl through redis://HOST:PORT/DB"
+        "--redis",
+        metavar="URL",
+        help="share the crawl through redis://[:PASSWORD@]HOST:PORT/DB (default with --crawl: "
+        "$REDIS_URL, which keeps a password off the command line)",
     )
     shared.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --redis)")
     shared.add_argument("--node", metavar="ID", help="this node's id (default: hostname-pid)")
@@ -338,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reset",
         help="delete a shared crawl's state in Redis, for a fresh start (no node may be running)",
     )
-    reset.add_argument("--redis", metavar="URL", required=True, help="the crawl's Redis")
+    reset.add_argument("--redis", metavar="URL", help="the crawl's Redis (default: $REDIS_URL)")
     reset.add_argument("--crawl", metavar="NAME", required=True, help="the shared crawl")
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
     site.add_argument("--pages", type=_positive_int, default=500)
@@ -572,7 +577,7 @@ def run_shared_status(args: argparse.Namespace) -> int:
         raise UsageError("status of a shared crawl takes --redis URL --crawl NAME, no DIR")
     status = crawl_status(args.redis, args.crawl)  # FrontierError: exit 1
     if not status["nodes"] and not status["seen"] and not status["lost"]:
-        raise UsageError(f"no crawl {args.crawl!r} on {args.redis}")
+        raise UsageError(f"no crawl {args.crawl!r} on {redact_url(args.redis)}")
     if args.json:
         print(json.dumps(status, indent=2))
         return EXIT_ERROR if status["lost"] else EXIT_OK
@@ -599,6 +604,8 @@ def run_reset(args: argparse.Namespace) -> int:
     """``reset --redis URL --crawl NAME``: delete the crawl's keys (a fresh start)."""
     from .frontier.redis_frontier import reset_crawl
 
+    if not args.redis:
+        raise UsageError("reset needs --redis URL (or REDIS_URL) and --crawl NAME")
     deleted = reset_crawl(args.redis, args.crawl)  # live nodes: exit 2; unreachable: exit 1
     print(f"crawl {args.crawl!r}: {deleted} keys deleted; start it with new job dirs")
     return EXIT_OK
@@ -705,6 +712,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stopsignals.install()  # (python -m mpcrawler did it already)
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "crawl", None) and not getattr(args, "redis", None):
+            args.redis = os.environ.get("REDIS_URL") or None  # a password off the command line
         if args.command == "crawl":
             return run_crawl(settings_from_args(args))
         if args.command == "demo":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .__version__ import __version__
+from .redact import redact_url
 
 __all__ = ["BROAD_CRAWL_DEFAULTS", "DEFAULT_USER_AGENT", "SCOPES", "Settings"]
 
@@ -99,7 +100,12 @@ class Settings:
         return Path(self.job_dir) / "pages.jsonl" if self.job_dir else Path("pages.jsonl")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as plain data, as job.json keeps them: no secret
+        (the Redis URL's password is ``***``)."""
+        data = dataclasses.asdict(self)
+        if self.redis:
+            data["redis"] = redact_url(self.redis)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:

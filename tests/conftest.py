@@ -34,7 +34,10 @@ def _cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run_cli(
-    *args: str, timeout: float = CLI_TIMEOUT, cwd: Path | None = None
+    *args: str,
+    timeout: float = CLI_TIMEOUT,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m mpcrawler ARGS`` and wait for it, bounded in time."""
     return subprocess.run(
@@ -43,7 +46,7 @@ def run_cli(
         text=True,
         timeout=timeout,
         cwd=cwd,
-        env=_cli_env(),
+        env=_cli_env(env),
         check=False,
     )
 

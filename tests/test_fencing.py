@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis
 import redis_server
-from conftest import run_cli
+from conftest import read_records, run_cli
 from many_nodes import Node, RedisProcess, serve_site, wait_until
 
 DELAY = 0.1
@@ -157,3 +157,43 @@ def test_reset_deletes_a_crawl_but_not_a_live_one(crawl: str) -> None:
     client = redis.Redis.from_url(redis_server.url())
     assert not list(client.scan_iter(match=f"*{crawl}*"))
     client.close()
+
+
+def test_a_redis_password_reaches_no_output(tmp_path: Path, crawl: str) -> None:
+    """A crawl through a Redis with a password, given by REDIS_URL or in
+    --redis: the password is in no file of the job dir, no log line, no
+    report, no status and no error line (it reads ``***``)."""
+    secret = "s3cret-Pa55"
+    port = redis_server.free_port()
+    proc = redis_server.start(port, str(tmp_path), "--save", "", "--requirepass", secret)
+    url = f"redis://:{secret}@127.0.0.1:{port}/0"
+    outputs: list[str] = []
+    try:
+        with serve_site(hosts=1, pages=10) as site:
+            job = tmp_path / "job"
+            log = tmp_path / "crawl.log"
+            env = {"REDIS_URL": url}
+            done = run_cli(
+                *("crawl", *site.args(), "--crawl", crawl, "--job-dir", str(job), "--quiet"),
+                *("--log-file", str(log)),
+                env=env,
+            )
+            assert done.returncode == 0, done.stderr
+            assert len(read_records(job / "pages.jsonl")) == 10
+            report = run_cli("report", str(job))
+            outputs += [done.stdout, done.stderr, report.stdout, report.stderr]
+            outputs += [p.read_text(errors="replace") for p in job.rglob("*") if p.is_file()]
+            outputs.append(log.read_text())
+            outputs.append(run_cli("status", str(job)).stdout)
+            outputs.append(run_cli("status", "--crawl", crawl, "--json", env=env).stdout)
+            assert "***" in (job / "job.json").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    gone = run_cli("status", "--redis", url, "--crawl", crawl)  # unreachable now
+    down = run_cli("crawl", "http://127.0.0.1:9/", "--redis", url, "--crawl", crawl)
+    assert gone.returncode == 1 and down.returncode == 1
+    outputs += [gone.stderr, down.stderr]
+    assert f"redis://:***@127.0.0.1:{port}/0" in down.stderr, down.stderr
+    leaks = [text for text in outputs if secret in text]
+    assert not leaks, leaks[0][:500]

@@ -96,6 +96,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import FrontierError, FrontierUnavailable, UsageError
+from ..redact import redact_url
 from ..urls import host_key
 from .base import FOREVER, KINDS, Admission, UrlInfo
 
@@ -133,7 +134,7 @@ class NodeTaken(UsageError):
 
 def _lost_message(crawl: str, url: str, why: str) -> str:
     return (
-        f"the shared state of crawl {crawl!r} in Redis at {url} was lost: {why}; "
+        f"the shared state of crawl {crawl!r} in Redis at {redact_url(url)} was lost: {why}; "
         f"start afresh with a new --crawl name and new job dirs (or 'mpcrawler reset "
         f"--redis URL --crawl {crawl}' first)"
     )
@@ -234,7 +235,7 @@ def connect(url: str, timeout: float = 10.0) -> Any:
             client = redis.cluster.RedisCluster.from_url(url, **options)
         client.ping()
     except (redis.RedisError, OSError, ValueError) as exc:
-        raise FrontierError(f"cannot reach Redis at {url}: {exc}") from None
+        raise FrontierError(f"cannot reach Redis at {redact_url(url)}: {exc}") from None
     return client
 
 
@@ -269,7 +270,7 @@ class RedisFrontier:
 
         self._faults = (redis.ConnectionError, redis.TimeoutError, OSError)
         self._redis_errors = redis.RedisError
-        self.url, self.crawl, self.node = url, crawl, node
+        self.url, self.crawl, self.node = redact_url(url), crawl, node  # url: for messages
         self.prefix = _prefix(crawl)
         self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
         self.beat_interval = min(lease_timeout / 3, 1.0)
@@ -764,7 +765,9 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
             "nodes": rows,
         }
     except (redis.RedisError, OSError) as exc:
-        raise FrontierError(f"cannot read crawl {crawl!r} from Redis at {url}: {exc}") from None
+        raise FrontierError(
+            f"cannot read crawl {crawl!r} from Redis at {redact_url(url)}: {exc}"
+        ) from None
     finally:
         client.close()
 
@@ -787,6 +790,8 @@ def reset_crawl(url: str, crawl: str) -> int:
             client.delete(*keys[start : start + 1000])
         return len(keys)
     except (redis.RedisError, OSError) as exc:
-        raise FrontierError(f"cannot reset crawl {crawl!r} in Redis at {url}: {exc}") from None
+        raise FrontierError(
+            f"cannot reset crawl {crawl!r} in Redis at {redact_url(url)}: {exc}"
+        ) from None
     finally:
         client.close()
