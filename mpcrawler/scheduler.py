@@ -53,6 +53,10 @@ PERMANENT_FAILURES = frozenset({"tls", "dns", "blocked_address"})
 # halved (its spacing doubled, from FIRST_PACE, capped), and after each run of
 # GOOD_RUN answers it grows back by RATE_STEP requests a second until the
 # host is at its own pace again: additive increase, multiplicative decrease.
+# As TCP cuts its window once per loss event, not once per lost packet, only
+# the answer to a request sent after the last cut may cut again: the answers
+# to the requests in flight at one moment of overload are one event.  And at
+# a spacing over a second one good answer is a run: it took that long to get.
 FIRST_PACE = 0.5
 GOOD_RUN = 3
 RATE_STEP = 2.0
@@ -67,7 +71,7 @@ def next_pace(pace: float, good_run: int, throttled: bool, cap: float) -> tuple[
     if not pace:
         return 0.0, 0
     good_run += 1
-    if good_run < GOOD_RUN:
+    if good_run < (1 if pace > 1.0 else GOOD_RUN):
         return pace, good_run
     faster = 1 / (1 / pace + RATE_STEP)
     return (0.0 if faster < FIRST_PACE / 2 else faster), 0
@@ -114,6 +118,7 @@ class Host:
     robots_error_kind: str = "robots"
     pace: float = 0.0  # spacing the host's answers asked for (0: none)
     good_run: int = 0
+    cut_at: float = -1.0  # when the pace was last cut (answers to older requests echo it)
     timeouts: int = 0  # in a row
     scheduled: bool = False
     blocked_until: float = 0.0  # what the frontier was last told
@@ -333,10 +338,14 @@ class Scheduler:
         if status is None and not timed_out:
             return  # a connection failure says nothing about the host's load
         before = host.pace
-        host.pace, host.good_run = next_pace(host.pace, host.good_run, throttled, self.max_pace)
+        echo = throttled and request.sent_at <= host.cut_at  # sent before the last cut
+        if not echo:
+            host.pace, host.good_run = next_pace(host.pace, host.good_run, throttled, self.max_pace)
         if throttled:  # the next request waits from now, not from the last start
             host.timeouts = 0
             host.next_start = max(host.next_start, self.clock() + host.pace)
+            if not echo:
+                host.cut_at = self.clock()
         if retry_after:
             host.next_start = max(host.next_start, self.clock() + min(retry_after, self.max_pace))
         self._sync(host, self.clock())

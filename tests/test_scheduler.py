@@ -111,6 +111,8 @@ def test_pace_is_additive_increase_multiplicative_decrease() -> None:
     assert pace == 2 * FIRST_PACE  # halved rate again
     assert next_pace(40.0, 2, True, cap=60) == (60, 0)  # capped
     assert next_pace(1.0, 0, False, cap=60) == (1.0, 1)  # one good answer is not a run
+    assert next_pace(4.0, 0, False, cap=60) == (pytest.approx(1 / (0.25 + RATE_STEP)), 0)
+    # (at a spacing over a second it is: it took that long to get)
     paces = [1.0]
     run = 0
     while paces[-1]:
@@ -131,9 +133,33 @@ def test_retry_after_and_timeouts_slow_the_host() -> None:
     host = scheduler.hosts["http://h.test"]
     scheduler.answered(request, 429, False, 300.0)
     assert host.pace == FIRST_PACE and host.next_start == 130.0  # Retry-After, capped
+    now[0], request.sent_at = 101.0, 100.5  # a request sent after that cut
     scheduler.answered(request, None, True, None)
     assert host.pace == FIRST_PACE  # one timeout is not a pattern
     scheduler.answered(request, None, True, None)
     assert host.pace == 2 * FIRST_PACE
     scheduler.answered(request, None, False, None)  # refused: says nothing
+    assert host.pace == 2 * FIRST_PACE and scheduler.pace_changes == 2
+
+
+def test_answers_to_one_moment_of_overload_cut_the_pace_once() -> None:
+    """Eight requests in flight all answer 429: that is one event, one cut
+    (the log once had eight pace lines in one millisecond, 0.5 s to 60 s).
+    A request sent after the cut may cut again."""
+    now = [100.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots=False)
+    scheduler.add_slots(1, 8)
+    for i in range(8):
+        scheduler.submit(scheduler.new_request(f"http://h.test/{i}"))
+    assigned, _ = scheduler.dispatch()
+    assert len(assigned) == 8
+    now[0] = 100.1
+    for _, request in assigned:
+        scheduler.answered(request, 429, False, None)
+    host = scheduler.hosts["http://h.test"]
+    assert host.pace == FIRST_PACE and scheduler.pace_changes == 1
+    later = scheduler.new_request("http://h.test/later")
+    later.sent_at = 100.2  # after the cut
+    now[0] = 100.3
+    scheduler.answered(later, 429, False, None)
     assert host.pace == 2 * FIRST_PACE and scheduler.pace_changes == 2
