@@ -14,7 +14,11 @@ the master's memory until the chain ends; then ``_settle`` admits its links
 call), writes its record and acks its item with its hops marked seen, in that
 order.  The frontier is a LocalFrontier, or a RedisFrontier shared with the
 other nodes of the crawl (``--redis``); then the crawl ends only when no node
-holds a lease.  What to do with a result (retry, follow, record) is decided by the
+holds a lease.  A shared frontier's node that was declared dead (paused past
+its lease) no longer ``holds`` what it leased before: the master then sends
+none of those requests, records none of their results (``discarded``), and
+starts no fetch and writes no record while the frontier is not
+``available``.  What to do with a result (retry, follow, record) is decided by the
 pure functions of :mod:`mpcrawler.outcome`; this module carries it out.
 
 Durability, in order: the JSON Lines output is line-buffered, so a record is

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,16 @@ def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
 def read_records(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+@pytest.fixture
+def crawl() -> Iterator[str]:
+    """A fresh shared-crawl name; its Redis keys are deleted afterwards."""
+    import redis_server
+
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    yield name
+    redis_server.forget(name)
 
 
 @pytest.fixture

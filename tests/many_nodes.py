@@ -21,6 +21,19 @@ import redis_server
 from conftest import Lines, read_records, start_cli
 from hostile import Handler, Reply, Server, links, serve
 
+# A request's way from dispatch to the server (pipe, thread, socket) varies by
+# a few ms on a loaded machine, so two arrivals may be a little closer than
+# the delay between their dispatches; a second node ignoring the first one's
+# delay shows as a gap near 0.
+JITTER = 0.02
+
+
+def shared(url: str, name: str, *extra: str) -> list[str]:
+    """The options of a node of crawl ``name`` through Redis ``url``: one
+    worker of two slots, short retries."""
+    slots = ("--workers", "1", "--threads", "2", "--retry-delay", "0.05")
+    return ["--redis", url, "--crawl", name, *slots, *extra]
+
 
 class Site:
     """``hosts`` servers of ``pages`` pages each: /p0 ... /pN-1.  Page i links

@@ -11,30 +11,15 @@ import json
 import os
 import signal
 import time
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import redis
 import redis_server
 from conftest import read_records, run_cli
-from many_nodes import Node, RedisProcess, serve_site, wait_until
+from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_until
 
 DELAY = 0.1
-JITTER = 0.02  # see test_many_machines
-
-
-@pytest.fixture
-def crawl() -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    yield name
-    redis_server.forget(name)
-
-
-def shared(url: str, name: str, *extra: str) -> list[str]:
-    return ["--redis", url, "--crawl", name, "--workers", "1", "--threads", "2", *extra]
 
 
 def test_a_node_paused_past_its_lease_acts_on_nothing_that_passed_on(
@@ -48,7 +33,7 @@ def test_a_node_paused_past_its_lease_acts_on_nothing_that_passed_on(
         args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "2")]
         # The default host concurrency: many requests wait for their turn at a
         # host, leased, while the node is paused.
-        args += ["--delay", str(DELAY), "--retry-delay", "0.05"]
+        args += ["--delay", str(DELAY)]
         paused = Node("paused", tmp_path / "paused", args)
         other = Node("other", tmp_path / "other", args)
         wait_until(lambda: len(paused.records()) >= 3 and len(other.records()) >= 3)

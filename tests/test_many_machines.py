@@ -9,34 +9,14 @@ import json
 import shutil
 import signal
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import redis
 import redis_server
 from conftest import run_cli
-from many_nodes import Node, RedisProcess, serve_site, wait_until
+from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_until
 
-SLOTS = ["--workers", "1", "--threads", "2"]
 DELAY = 0.1  # --delay of the politeness tests
-# A request's way from dispatch to the server (pipe, thread, socket) varies by
-# a few ms on a loaded machine, so two arrivals may be a little closer than
-# the delay between their dispatches; a second node ignoring the first one's
-# delay shows as a gap near 0.
-JITTER = 0.02
-
-
-@pytest.fixture
-def crawl() -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    yield name
-    redis_server.forget(name)
-
-
-def shared(url: str, name: str, *extra: str) -> list[str]:
-    return ["--redis", url, "--crawl", name, *SLOTS, "--retry-delay", "0.05", *extra]
 
 
 def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> None:

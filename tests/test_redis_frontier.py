@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -17,13 +15,6 @@ from redis.crc import key_slot
 from mpcrawler.frontier import FrontierError
 from mpcrawler.frontier.redis_frontier import RedisFrontier, fair_share, hosts_to_shed
 from mpcrawler.urls import host_key
-
-
-@pytest.fixture
-def crawl() -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    yield name
-    redis_server.forget(name)
 
 
 def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) -> None:
