@@ -27,7 +27,7 @@ from .__version__ import __version__
 from .errors import FrontierError, MpcrawlerError, UsageError
 from .redact import redact_url
 from .settings import DEFAULT_USER_AGENT, SCOPES, Settings
-from .urls import InvalidURL, canonicalize
+from .urls import InvalidURL, host_key, split_credentials
 
 __all__ = ["main"]
 
@@ -182,6 +182,16 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ca-bundle", metavar="FILE", help="also trust the CA certificates in FILE")
     p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     p.add_argument("--user-agent", default=DEFAULT_USER_AGENT, help="default: %(default)s")
+    p.add_argument(
+        "--http-user",
+        metavar="USER",
+        help="send the seeds' hosts Basic credentials (as a seed's user:password@ does)",
+    )
+    p.add_argument(
+        "--http-password-file",
+        metavar="FILE",
+        help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--cache-size",
@@ -357,16 +367,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def read_seeds(args: argparse.Namespace) -> tuple[list[str], dict[str, int]]:
-    """The seeds, and the priorities the seeds file gave some of them
-    (``URL<TAB>PRIORITY``; a seed without one has priority 0)."""
+def read_seeds(
+    args: argparse.Namespace,
+) -> tuple[list[str], dict[str, int], dict[str, list[str]]]:
+    """The seeds, the priorities the seeds file gave some of them
+    (``URL<TAB>PRIORITY``; a seed without one has priority 0), and the
+    credentials the seeds carried, by host (taken out of the URLs here)."""
     seeds: list[str] = []
     priorities: dict[str, int] = {}
+    credentials: dict[str, list[str]] = {}
+
+    def take(text: str) -> str:
+        url, creds = split_credentials(text)
+        if creds is not None:
+            credentials.setdefault(host_key(url), list(creds))
+        return url
+
     for seed in args.seeds:
         try:
-            seeds.append(canonicalize(seed))
+            seeds.append(take(seed))
         except InvalidURL as exc:
-            raise UsageError(f"malformed seed URL {seed!r}: {exc}") from None
+            raise UsageError(f"malformed seed URL {redact_url(seed)!r}: {exc.reason}") from None
     if args.seeds_file:
         try:
             lines = Path(args.seeds_file).read_text(encoding="utf-8").splitlines()
@@ -379,7 +400,7 @@ def read_seeds(args: argparse.Namespace) -> tuple[list[str], dict[str, int]]:
                 continue
             text, tab, priority = text.partition("\t")
             try:
-                url = canonicalize(text.strip())
+                url = take(text.strip())
                 if tab:
                     priorities[url] = int(priority.strip())
                 seeds.append(url)
@@ -392,7 +413,25 @@ def read_seeds(args: argparse.Namespace) -> tuple[list[str], dict[str, int]]:
             )
     if not seeds:
         raise UsageError("no seed URLs given")
-    return seeds, priorities
+    return seeds, priorities, credentials
+
+
+def http_credentials(
+    args: argparse.Namespace, seeds: list[str], credentials: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """The seeds' own credentials, and --http-user's (its password from
+    --http-password-file or MPCRAWLER_HTTP_PASSWORD) for the other seed hosts."""
+    if args.http_user is None:
+        if args.http_password_file:
+            raise UsageError("--http-password-file goes with --http-user")
+        return credentials
+    password = os.environ.get("MPCRAWLER_HTTP_PASSWORD", "")
+    if args.http_password_file:
+        try:
+            password = Path(args.http_password_file).read_text(encoding="utf-8").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --http-password-file: {exc}") from None
+    return {host_key(s): [args.http_user, password] for s in seeds} | credentials
 
 
 def _check_writable(path: Path, what: str) -> None:
@@ -414,8 +453,9 @@ def _check_writable(path: Path, what: str) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    seeds, seed_priorities = read_seeds(args)
+    seeds, seed_priorities, credentials = read_seeds(args)
     return Settings(
+        credentials=http_credentials(args, seeds, credentials),
         seeds=seeds,
         seed_priorities=seed_priorities,
         depth_priority=args.depth_priority,

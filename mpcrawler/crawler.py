@@ -66,7 +66,7 @@ from .pool import PoolError, WorkerPool
 from .progress import Progress
 from .scheduler import Request, Scheduler
 from .settings import Settings
-from .urls import InvalidURL, Scope, canonicalize, host_key
+from .urls import InvalidURL, Scope, canonicalize, host_key, split_credentials
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -135,7 +135,11 @@ class Crawler:
             cls = load_object(spec) if isinstance(spec, str) else spec
             if isinstance(cls, type) and not issubclass(cls, Pipeline):
                 raise ValueError(f"--pipeline {object_path(cls)} is not a Pipeline subclass")
-        settings.seeds = [canonicalize(s) for s in settings.seeds]
+        seeds = [split_credentials(s) for s in settings.seeds]  # credentials at the door
+        settings.seeds = [url for url, _ in seeds]
+        for url, creds in seeds:
+            if creds is not None:
+                settings.credentials.setdefault(host_key(url), list(creds))
         self.redirect_limits = outcome.Redirect(settings.max_redirects, settings.max_url_length)
         self.scope = Scope.from_seeds(
             settings.seeds, settings.allow_domains, settings.scope, settings.deny_domains
@@ -204,7 +208,7 @@ class Crawler:
         )
         self.pool = WorkerPool(
             s.workers,
-            (s.to_dict(), self.scope.to_dict()),
+            (s.to_dict(secrets=True), self.scope.to_dict()),
             on_slots=self.scheduler.add_slots,
             on_downloaded=self.scheduler.finished,
             on_result=self._on_result,

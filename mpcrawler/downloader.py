@@ -10,6 +10,7 @@ after 3 x ``timeout``, so a server that drips bytes cannot hold a slot.
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import ssl
@@ -31,7 +32,7 @@ from .codings import ACCEPT_ENCODING, BoundedDecoder
 from .errors import DownloadError
 from .modules import Module
 from .settings import Settings
-from .urls import hostname_of
+from .urls import host_key, hostname_of
 
 __all__ = [
     "BlockedAddress",
@@ -263,6 +264,10 @@ class HttpDownloader(Downloader):
         self.session.headers["User-Agent"] = settings.user_agent
         self.session.headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
         self.session.headers["Accept-Encoding"] = ACCEPT_ENCODING  # the codings decoded here
+        self.authorization = {  # host -> its Basic Authorization header (as wget --user)
+            host: "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            for host, (user, password) in settings.credentials.items()
+        }
         self.keep_exchange = bool(settings.warc_dir)
         self.session.max_redirects = 5
         # Looking up proxy settings in the environment costs more than a
@@ -307,15 +312,22 @@ class HttpDownloader(Downloader):
         cookies and hooks directly, and sent.  With proxies from the
         environment, the full path (it finds them)."""
         session = self.session
+        headers = dict(session.headers)
+        if self.authorization and (auth := self.authorization.get(host_key(url))):
+            headers["Authorization"] = auth  # requests drops it on a redirect to another host
         if session.trust_env:
             return session.get(
-                url, stream=True, timeout=self.timeout, allow_redirects=follow_redirects
+                url,
+                headers=headers,
+                stream=True,
+                timeout=self.timeout,
+                allow_redirects=follow_redirects,
             )
         prepared = requests.PreparedRequest()
         prepared.prepare(
             method="GET",
             url=url,
-            headers=dict(session.headers),
+            headers=headers,
             cookies=session.cookies,
             hooks=session.hooks,
         )

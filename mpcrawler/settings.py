@@ -84,6 +84,10 @@ class Settings:
     node: str | None = None  # this node's id (default: hostname-pid)
     lease_timeout: float = 30.0  # a dead node's work goes back after this
     redis_timeout: float = 300.0  # give up after Redis is unreachable this long
+    # host (scheme://host[:port]) -> [user, password], sent as its Basic
+    # Authorization header: from the seeds' own user:password@ and --http-user.
+    # A secret: to_dict() writes the password as *** (only the workers get it).
+    credentials: dict[str, list[str]] = field(default_factory=dict)
 
     def apply_scope_defaults(self) -> None:
         """The trap guards a crawl that follows links anywhere needs, where
@@ -99,12 +103,16 @@ class Settings:
             return Path(self.out)
         return Path(self.job_dir) / "pages.jsonl" if self.job_dir else Path("pages.jsonl")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, secrets: bool = False) -> dict[str, Any]:
         """The settings as plain data, as job.json keeps them: no secret
-        (the Redis URL's password is ``***``)."""
+        (the Redis URL's and the hosts' passwords are ``***``) unless
+        ``secrets`` (for the workers, over their pipes, never to a file)."""
         data = dataclasses.asdict(self)
+        if secrets:
+            return data
         if self.redis:
             data["redis"] = redact_url(self.redis)
+        data["credentials"] = {host: [user, "***"] for host, (user, _) in self.credentials.items()}
         return data
 
     @classmethod

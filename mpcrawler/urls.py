@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ada_url import join_url, normalize_url
 
@@ -33,6 +33,7 @@ __all__ = [
     "is_subdomain",
     "registered_domain",
     "resolve",
+    "split_credentials",
 ]
 
 _FETCHABLE_PREFIXES = ("http://", "https://")  # the parser lower-cases the scheme
@@ -87,6 +88,10 @@ def canonicalize(url: str, base: str | None = None) -> str:
     - Only http and https are accepted: any other scheme, valid or not, is
       :class:`InvalidURL` ("not an http(s) URL"), since nothing else can be
       fetched.
+    - Credentials (``user:password@``) are dropped: they are not part of a
+      resource's identity, and must never be written anywhere.  A seed's
+      are taken at the door by :func:`split_credentials` and sent as its
+      host's ``Authorization`` header.
 
     Raises :class:`InvalidURL` for anything a browser refuses (including an
     invalid ``base``) and for other schemes.
@@ -97,7 +102,32 @@ def canonicalize(url: str, base: str | None = None) -> str:
     hash_at = href.find("#")  # every other "#" is escaped by the parser
     if hash_at >= 0:
         href = href[:hash_at]
+    start, at = _userinfo_span(href)
+    if start:
+        href = href[:start] + href[at + 1 :]
     return _ESCAPE.sub(_escape, href) if "%" in href else href
+
+
+def _userinfo_span(href: str) -> tuple[int, int]:
+    """(start, index of "@") of the credentials in a serialised http(s) URL,
+    or (0, 0).  In the serialisation "@" stands only there: one in a name or
+    password is escaped, and a special URL's path always starts with "/"."""
+    start = href.find("://") + 3
+    end = href.find("/", start)
+    at = href.rfind("@", start, end if end >= 0 else len(href))
+    return (start, at) if at >= 0 else (0, 0)
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(the canonical URL, its (user, password) decoded, or None).  Raises
+    InvalidURL as canonicalize does."""
+    href = resolve(url)
+    start, at = _userinfo_span(href)
+    creds = None
+    if start:
+        user, _, password = href[start:at].partition(":")
+        creds = (unquote(user), unquote(password))
+    return canonicalize(href), creds
 
 
 def host_key(url: str) -> str:

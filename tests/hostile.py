@@ -49,6 +49,7 @@ class Hit:
     start: float
     end: float = 0.0
     agent: str = ""  # the User-Agent header
+    authorization: str = ""  # the Authorization header
 
 
 @dataclass
@@ -103,7 +104,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         log = self.server.log
-        hit = Hit(self.path, time.monotonic(), agent=self.headers.get("User-Agent", ""))
+        hit = Hit(
+            self.path,
+            time.monotonic(),
+            agent=self.headers.get("User-Agent", ""),
+            authorization=self.headers.get("Authorization", ""),
+        )
         with log.lock:
             n = sum(1 for h in log.hits if h.path == self.path)
             log.hits.append(hit)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpcrawler.urls import InvalidURL, Scope, canonicalize
+from mpcrawler.urls import InvalidURL, Scope, canonicalize, split_credentials
 
 # web-platform-tests' url/resources/urltestdata.json (source and licence: data/README.md).
 WPT = Path(__file__).resolve().parent / "data" / "urltestdata.json"
@@ -23,13 +23,15 @@ UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 
 def with_listed_exceptions(href: str) -> str:
     """A browser's href with canonicalize's documented differences applied:
-    no fragment; escapes of unreserved characters decoded, others upper-case."""
+    no fragment; no credentials; escapes of unreserved characters decoded,
+    others upper-case."""
 
     def escape(match: re.Match[str]) -> str:
         char = chr(int(match.group(1), 16))
         return char if char in UNRESERVED else match.group().upper()
 
-    return re.sub(r"%([0-9A-Fa-f]{2})", escape, href.partition("#")[0])
+    href = re.sub(r"^(https?://)[^/]*@", r"\1", href.partition("#")[0])
+    return re.sub(r"%([0-9A-Fa-f]{2})", escape, href)
 
 
 def wpt_id(case: dict[str, Any]) -> str:
@@ -58,7 +60,7 @@ def test_agrees_with_the_whatwg_url_standard(case: dict[str, Any]) -> None:
         got = canonicalize(url, base)
         assert got == with_listed_exceptions(case["href"])
         if got != case["href"]:  # only by the listed exceptions
-            assert "#" in case["href"] or "%" in case["href"]
+            assert "#" in case["href"] or "%" in case["href"] or "@" in case["href"]
         assert canonicalize(got) == got  # a fixed point
 
 
@@ -232,3 +234,20 @@ def test_link_resolver_memo_never_changes_answers(pairs: list[tuple[str, str]]) 
         except InvalidURL:
             expected = None
         assert resolver.canonical(href, base) == expected, (href, base)
+
+
+@pytest.mark.parametrize(
+    "raw, canonical, creds",
+    [
+        ("http://alice:PASSWORD@h.test/a", "http://h.test/a", ("alice", "PASSWORD")),
+        ("http://alice@h.test:8080/", "http://h.test:8080/", ("alice", "")),
+        ("https://a%40b:p%3Aw@h.test", "https://h.test/", ("a@b", "p:w")),
+        ("http://h.test/a@b", "http://h.test/a@b", None),
+        ("http://h.test/", "http://h.test/", None),
+    ],
+)
+def test_credentials_are_taken_at_the_door(
+    raw: str, canonical: str, creds: tuple[str, str] | None
+) -> None:
+    assert split_credentials(raw) == (canonical, creds)
+    assert canonicalize(raw) == canonical
