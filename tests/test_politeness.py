@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from conftest import Lines, crawl_records, start_cli
-from hostile import html, in_groups, links, serve
+from hostile import Handler, Reply, html, in_groups, links, serve
 
 ROBOTS = """
 User-agent: *
@@ -215,3 +215,34 @@ def test_a_struggling_host_is_slowed_then_regains_its_pace(tmp_path: Path) -> No
     assert f"pace of {other.url}" not in text
     stats = json.loads((tmp_path / "job" / "stats.json").read_text())
     assert stats["pace_changes"] == 3  # 0 -> 0.5 -> 0.25 -> its own
+
+
+def test_one_moment_of_overload_slows_a_host_once(tmp_path: Path) -> None:
+    """The host answers 429 (no Retry-After) to everything for 2 s while 8
+    requests are in flight: their 8 answers are one event, one cut; only
+    answers to requests sent after a cut cut again.  (Each answer used to
+    halve the rate: 0.5 s to 60 s in one burst, then minutes of recovery.)"""
+    overloaded: list[float] = []
+
+    def route(handler: Handler, n: int) -> Reply:
+        if handler.path == "/":
+            return links(*(f"/p{i}" for i in range(60)))
+        if not overloaded:
+            overloaded.append(time.monotonic())
+        if time.monotonic() - overloaded[0] < 2.0:
+            return html("slow down", status=429)
+        return links()
+
+    with serve({"/robots.txt": lambda h, n: (404, {}, b"")}, default=route) as site:
+        log = tmp_path / "crawl.log"
+        crawl(site.url + "/", tmp_path, "--retries", "20", "--log-file", str(log))
+        during = [
+            h for h in site.log.hits if h.path.startswith("/p") and h.start < overloaded[0] + 2.0
+        ]
+    cuts = [line for line in log.read_text().splitlines() if "(HTTP 429)" in line]
+    paces = [float(line.split("every ")[1].split(" s")[0]) for line in cuts]
+    assert paces == [0.5 * 2**i for i in range(len(paces))], paces
+    assert paces[-1] <= 2.0, paces  # not 60 s: one cut per moment, not per answer
+    assert len(during) <= 30, len(during)
+    records = [json.loads(line) for line in (tmp_path / "job" / "pages.jsonl").open()]
+    assert len(records) == 61 and {r["status"] for r in records} == {200}
