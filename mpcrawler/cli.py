@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,14 @@ from . import stopsignals
 from .__version__ import __version__
 from .errors import FrontierError, MpcrawlerError, UsageError
 from .redact import redact_url
-from .settings import DEFAULT_USER_AGENT, SCOPES, Settings
+from .settings import (
+    DEFAULT_USER_AGENT,
+    MAX_SLOTS,
+    SCOPES,
+    UPPER_BOUNDS,
+    Settings,
+    check_redis_url,
+)
 from .urls import InvalidURL, host_key, split_credentials
 
 __all__ = ["main"]
@@ -38,7 +46,14 @@ EPILOG = """exit codes:
   1    internal error
   2    usage or configuration error
   130  interrupted by SIGINT, SIGTERM or SIGHUP (rerun the same command to resume)
-"""
+
+limits (checked before anything is written):
+  """ + textwrap.fill(
+    ", ".join(f"--{name.replace('_', '-')} {most:g}" for name, most in UPPER_BOUNDS.items())
+    + f" (seconds for times); --workers x --threads {MAX_SLOTS}",
+    width=76,
+    subsequent_indent="  ",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -754,6 +769,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if getattr(args, "crawl", None) and not getattr(args, "redis", None):
             args.redis = os.environ.get("REDIS_URL") or None  # a password off the command line
+        if args.command in ("status", "reset") and args.redis:
+            try:
+                check_redis_url(args.redis)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
         if args.command == "crawl":
             return run_crawl(settings_from_args(args))
         if args.command == "demo":

@@ -8,11 +8,14 @@ that a resumed crawl can check it runs with the same scope.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .__version__ import __version__
 from .redact import redact_url
@@ -28,6 +31,44 @@ SCOPES = ("hosts", "domains", "any")
 # a depth limit (wget's default for -r), and a cap on the hosts whose state
 # the scheduler keeps in memory (idle ones beyond it are forgotten, robots.txt
 # included, and fetched again if they come back).
+# The most of each that a real machine can honour (checked before anything is
+# written): processes and threads to fork, and times a person means.
+UPPER_BOUNDS: dict[str, float] = {
+    "workers": 256,
+    "threads": 256,
+    "host_concurrency": 1024,
+    "max_redirects": 100,
+    "max_url_length": 1 << 16,
+    "delay": 3600,
+    "timeout": 3600,
+    "grace": 3600,
+    "retry_delay": 3600,
+    "max_retry_after": 86400,
+    "robots_retry_delay": 86400,
+    "hang_timeout": 86400,
+    "lease_timeout": 86400,
+    "redis_timeout": 7 * 86400,
+}
+MAX_SLOTS = 4096  # workers x threads
+
+
+def check_redis_url(url: str) -> None:
+    """ValueError (one line, the password hidden) unless ``url`` is a
+    redis://, rediss:// or unix:// URL whose database, if given, is a number."""
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"--redis {redact_url(url)}: not a redis:// URL")
+    if url.startswith("unix://"):
+        return
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise ValueError(f"--redis {redact_url(url)}: {exc}") from None
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ValueError(f"--redis {redact_url(url)}: the database must be a number, not {db!r}")
+
+
 BROAD_CRAWL_DEFAULTS: dict[str, int] = {
     "max_pages_per_host": 10_000,
     "max_depth": 5,
@@ -38,7 +79,7 @@ BROAD_CRAWL_DEFAULTS: dict[str, int] = {
 @dataclass
 class Settings:
     seeds: list[str] = field(default_factory=list)
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    workers: int = field(default_factory=lambda: min(os.cpu_count() or 1, 256))
     threads: int = 4
     out: str | None = None
     job_dir: str | None = None
@@ -145,16 +186,22 @@ class Settings:
                 raise ValueError(f"--{name} must not be negative")
         if self.timeout == 0:
             raise ValueError("--timeout must be more than 0")
+        for name, most in UPPER_BOUNDS.items():
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value <= most):
+                raise ValueError(f"--{name.replace('_', '-')} must be at most {most:g}")
+        if self.workers * self.threads > MAX_SLOTS:
+            raise ValueError(f"--workers x --threads must be at most {MAX_SLOTS}")
+        if self.hang_timeout is not None and self.hang_timeout <= 0:
+            raise ValueError("--hang-timeout must be more than 0")
         if self.scope not in SCOPES:
             raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
         if self.max_active_hosts is not None and self.max_active_hosts < 1:
             raise ValueError("--max-active-hosts must be at least 1")
         if (self.redis is None) != (self.crawl is None):
             raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
-        if self.redis is not None and not self.redis.startswith(
-            ("redis://", "rediss://", "unix://")
-        ):
-            raise ValueError(f"--redis {self.redis}: not a redis:// URL")
+        if self.redis is not None:
+            check_redis_url(self.redis)
         if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):
             raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
         for name in ("lease_timeout", "redis_timeout"):
@@ -162,3 +209,11 @@ class Settings:
                 raise ValueError(f"--{name.replace('_', '-')} must be more than 0")
         if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
+        if self.ca_bundle is not None:
+            try:
+                ssl.create_default_context().load_verify_locations(cafile=self.ca_bundle)
+            except (ssl.SSLError, ValueError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                raise ValueError(
+                    f"--ca-bundle {self.ca_bundle}: no PEM certificates in it ({reason})"
+                ) from None

@@ -278,3 +278,34 @@ def test_master_waits_while_a_blocked_host_has_nothing_left(tmp_path: Path) -> N
     assert len(records) == 2
     master = json.loads((job / "stats.json").read_text())["processes"]["master"]
     assert master["loop_turns"] <= 40, master  # about 3 a half-second wait; a spin is thousands
+
+
+U = "http://127.0.0.1:9/"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["crawl", U, "--workers", "100000"], "--workers must be at most 256"),
+        (["crawl", U, "--threads", "1000000"], "--threads must be at most 256"),
+        (["crawl", U, "--workers", "64", "--threads", "100"], "must be at most 4096"),
+        (["crawl", U, "--delay", "inf"], "--delay must be at most 3600"),
+        (["crawl", U, "--timeout", "inf"], "--timeout must be at most 3600"),
+        (["crawl", U, "--hang-timeout", "0"], "--hang-timeout must be more than 0"),
+        (["crawl", U, "--ca-bundle", "BAD_PEM"], "no PEM certificates"),
+        (["crawl", U, "--redis", "redis://127.0.0.1:1/abc", "--crawl", "x"], "a number"),
+        (["crawl", U, "--out", "/proc/nope/x", "--job-dir", "job"], "cannot write output"),
+        (["crawl", U, "--log-file", "/proc/nope/x", "--job-dir", "job"], "cannot write log"),
+        (["status", "--redis", "notaurl", "--crawl", "x"], "not a redis:// URL"),
+        (["reset", "--redis", "notaurl", "--crawl", "x"], "not a redis:// URL"),
+    ],
+)
+def test_options_have_bounds_checked_before_anything_is_written(
+    args: list[str], message: str, tmp_path: Path
+) -> None:
+    (tmp_path / "BAD_PEM").write_text("not a certificate\n")
+    proc = run_cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["BAD_PEM"]  # nothing written

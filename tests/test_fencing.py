@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 import redis
 import redis_server
 from conftest import read_records, run_cli
@@ -190,3 +191,19 @@ def test_a_redis_password_reaches_no_output(tmp_path: Path, crawl: str) -> None:
     assert f"redis://:***@127.0.0.1:{port}/0" in down.stderr, down.stderr
     leaks = [text for text in outputs if secret in text]
     assert not leaks, leaks[0][:500]
+
+
+@pytest.mark.parametrize("given", ["", ":wrong@"])
+def test_a_refused_redis_password_is_a_usage_error(tmp_path: Path, given: str) -> None:
+    port = redis_server.free_port()
+    proc = redis_server.start(port, str(tmp_path), "--save", "", "--requirepass", "right")
+    try:
+        url = f"redis://{given}127.0.0.1:{port}/0"
+        done = run_cli("crawl", "http://127.0.0.1:9/", "--redis", url, "--crawl", "x")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused the connection with" in lines[0], lines
+    assert "wrong" not in lines[0]

@@ -212,6 +212,14 @@ def _prefix(crawl: str) -> str:
     return f"mpc:{{{crawl}}}:"
 
 
+def _password_refused(url: str, exc: BaseException) -> str:
+    given = "the password in the URL" if ":***@" in redact_url(url) else "no password"
+    return (
+        f"Redis at {redact_url(url)} refused the connection with {given} ({exc}); "
+        "give it as redis://:PASSWORD@HOST:PORT/DB, in REDIS_URL"
+    )
+
+
 def connect(url: str, timeout: float = 10.0) -> Any:
     """A redis-py client for ``url`` that does not retry on its own (a call
     that leases must not be sent twice): a cluster client if the server is
@@ -234,6 +242,12 @@ def connect(url: str, timeout: float = 10.0) -> Any:
             client.close()
             client = redis.cluster.RedisCluster.from_url(url, **options)
         client.ping()
+    except redis.AuthenticationError as exc:
+        raise UsageError(_password_refused(url, exc)) from None
+    except redis.ResponseError as exc:
+        if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
+            raise UsageError(_password_refused(url, exc)) from None
+        raise FrontierError(f"cannot reach Redis at {redact_url(url)}: {exc}") from None
     except (redis.RedisError, OSError, ValueError) as exc:
         raise FrontierError(f"cannot reach Redis at {redact_url(url)}: {exc}") from None
     return client
