@@ -54,12 +54,12 @@ from pathlib import Path
 from typing import Any
 
 from . import outcome, sitemaps, stopsignals
-from .errors import CrawlError, FrontierError, FrontierUnavailable, JobConflict
+from .errors import ArchiveError, CrawlError, FrontierError, FrontierUnavailable, JobConflict
 from .frontier import Frontier, LocalFrontier
 from .frontier.base import Admission
 from .frontier.redis_frontier import RedisFrontier
 from .jobdir import JobDir, JobState, count_record, recount, write_atomically
-from .messages import EXPIRED, PageResult
+from .messages import EXPIRED, WARC_FAILED, PageResult
 from .modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path, process_usage
 from .pipelines import JsonLinesPipeline, Pipeline
 from .pool import PoolError, WorkerPool
@@ -270,7 +270,7 @@ class Crawler:
                 raise
             failure = exc  # said once, on stderr, by the command; the log has it too
             log.info("out of disk space: %s; stopping (the job can be resumed)", exc)
-        except (PoolError, FrontierError) as exc:
+        except (PoolError, ArchiveError, FrontierError) as exc:
             failure = exc
         finally:
             self._shutdown(failure)
@@ -472,6 +472,14 @@ class Crawler:
         request.downloaded = False  # a retry or a redirect hop downloads again
         if self._lease_lost(request):
             return
+        if result.error_kind == WARC_FAILED:  # a page recorded without its archive is lost
+            error = result.warc_errno or errno.EIO
+            if error in _DISK_FULL:
+                raise OSError(error, result.error)  # as a full job dir: exit 1, resumable
+            raise ArchiveError(
+                f"{result.error} (for {result.url}); nothing of that page was recorded: "
+                "mend the cause and rerun the same command to resume"
+            )
         if result.error_kind == EXPIRED:  # not started in time (see fetch_deadline): again
             self.scheduler.submit(request)
             return

@@ -12,6 +12,7 @@ branch of it at the level you need::
     |   +-- FrontierUnavailable  Redis cannot be reached now; try again later
     +-- CrawlError        the crawl cannot go on (the job stays resumable)
     |   +-- PoolError     worker processes cannot be started, or one failed
+    |   +-- ArchiveError  the WARC archive cannot be written (the page is not recorded)
     +-- DownloadError     one fetch failed; becomes that page's record (downloader.py
                           has a subclass per kind)
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ArchiveError",
     "CrawlError",
     "DownloadError",
     "FrontierError",
@@ -80,6 +82,11 @@ class CrawlError(MpcrawlerError):
 
 class PoolError(CrawlError):
     """Workers cannot be started, or one failed in a way a restart cannot mend."""
+
+
+class ArchiveError(CrawlError):
+    """A page's WARC records could not be written: the crawl stops and the
+    page is not recorded, so a rerun fetches and archives it again."""
 
 
 class DownloadError(MpcrawlerError):

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "EXPIRED",
+    "WARC_FAILED",
     "Bye",
     "Failed",
     "Fetch",
@@ -81,11 +82,15 @@ class PageResult:
     lastmods: dict[str, str] = field(default_factory=dict)  # a sitemap's <lastmod> by URL
     warc_file: str | None = None  # --warc: the file and offset of its response record
     warc_offset: int | None = None
+    warc_errno: int | None = None  # why the archive could not be written (errno)
 
 
 # The error_kind of a request a worker did not start because its deadline
 # had passed (the master fetches it again, or drops it if no longer its own).
 EXPIRED = "expired"
+# The error_kind of a page whose WARC records could not be written: the
+# master stops the crawl and records nothing of it (see Crawler._on_result).
+WARC_FAILED = "warc"
 
 
 # Master -> worker

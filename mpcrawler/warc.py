@@ -22,6 +22,7 @@ file's torn last record off.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
@@ -113,8 +114,14 @@ class WarcFiles:
         with self._lock:
             f = self._open()
             offset = f.tell()
-            f.write(members)
-            f.flush()
+            try:
+                f.write(members)
+                f.flush()
+            except OSError:  # a torn record may be left: repair() cuts it on the next run
+                with contextlib.suppress(OSError):
+                    f.close()
+                self._file = None
+                raise
             name = self._name
             if f.tell() >= self.max_size:
                 self._close_file()

@@ -49,6 +49,7 @@ from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .messages import (
     EXPIRED,
+    WARC_FAILED,
     Bye,
     Failed,
     Fetch,
@@ -223,6 +224,7 @@ class _Worker:
             from .warc import WarcFiles  # warcio only when archiving
 
             self.warc = WarcFiles(settings.warc_dir, settings.warc_size, settings.to_dict())
+        self.warc_failed: OSError | None = None
         self.inbox: queue.SimpleQueue[Fetch | None] = queue.SimpleQueue()
         # A thread per download slot, and one parser: parsing is Python under
         # the GIL, so parsing threads would only take turns, and every thread
@@ -330,7 +332,8 @@ class _Worker:
         for downloader in self.downloaders:
             downloader.close()
         if self.warc is not None:
-            self.warc.close()
+            with contextlib.suppress(OSError):  # after a failure it may not flush
+                self.warc.close()
         self.conn.send(Bye(self.index, self.summaries()))
 
     # ------------------------------------------------------------- requests
@@ -384,16 +387,24 @@ class _Worker:
         """Write the fetch to the WARC files, if on, before its result leaves."""
         if self.warc is None or exchange is None:
             return
+        if self.warc_failed is not None:  # after a failure nothing more is written
+            self._archive_failed(result, self.warc_failed)
+            return
         try:
             result.warc_file, result.warc_offset = self.warc.write_fetch(url, exchange)
         except OSError as exc:
             self._archive_failed(result, exc)
 
-    @staticmethod
-    def _archive_failed(result: PageResult, exc: OSError) -> None:
-        """A full disk: this page's error, not a dead worker thread."""
-        result.error = f"warc: cannot write the archive: {exc}"
-        result.error_kind = "warc"
+    def _archive_failed(self, result: PageResult, exc: OSError) -> None:
+        """The archive cannot be written (a full disk, an I/O error): the
+        page's result says so, and the master stops the crawl without
+        recording it (a page recorded without its archive would be lost for
+        good).  Nothing more is written to the archive."""
+        self.warc_failed = exc
+        result.error = f"cannot write the WARC archive: {exc}"
+        result.error_kind = WARC_FAILED
+        result.warc_errno = exc.errno
+        result.warc_file = result.warc_offset = None
 
     def analyze(self, result: PageResult, response: Response, depth: int) -> None:
         """Add the Analyzer's links (those of ``depth``) and item to
@@ -410,7 +421,7 @@ class _Worker:
             if self.settings.record_links:
                 result.all_links = links
             result.item = analysis.item
-            if self.warc is not None and response.exchange is not None:
+            if self.warc is not None and response.exchange is not None and not self.warc_failed:
                 try:
                     self.warc.write_outlinks(response.url, [url for url, _, _ in links])
                 except OSError as exc:

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -649,3 +650,44 @@ def test_a_pipeline_that_is_not_one_is_a_usage_error(tmp_path: Path, spec: str) 
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "not a" in lines[0], lines
     assert not list(tmp_path.iterdir())
+
+
+def test_a_full_warc_disk_stops_the_crawl_and_resumes(
+    slow_site: SiteServer, tmp_path: Path
+) -> None:
+    """--warc on a disk that fills up: the crawl stops like a full job dir
+    (exit 1, one line), records no page whose archive is missing, and a
+    rerun once there is room completes it; every WARC file passes
+    ``warcio check`` and every record points at its response record."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    job = tmp_path / "job"
+    with small_disk(tmp_path / "warc", "96k") as warc:
+        first = crawl_to_end(slow_site.url, job, "--warc", str(warc))
+        assert first.returncode == 1, first.stderr
+        lines = first.stderr.strip().splitlines()
+        assert len(lines) == 1 and "out of disk space" in lines[0], lines
+        before = read_records(job / "pages.jsonl")
+        assert 0 < len(before) < PAGES
+        assert not [r for r in before if r["error_kind"] == "warc"]
+        assert all(r["warc_file"] for r in before if r["status"] == 200)
+        subprocess.run(["mount", "-o", "remount,size=16m", str(warc)], check=True)
+        again = crawl_to_end(slow_site.url, job, "--warc", str(warc))
+        assert again.returncode == 0, again.stderr
+        records = read_records(job / "pages.jsonl")
+        urls = assert_all_recorded(records, slow_site)
+        assert sum(urls.values()) - len(urls) <= 8  # repeated: at most what was in flight
+        files = sorted(warc.glob("*.warc.gz"))
+        check = subprocess.run(
+            [sys.executable, "-m", "warcio.cli", "check", *map(str, files)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
+        for record in records:
+            with open(warc / record["warc_file"], "rb") as f:
+                f.seek(record["warc_offset"])
+                found = next(iter(ArchiveIterator(f)))
+            assert found.rec_type == "response"
+            assert found.rec_headers.get_header("WARC-Target-URI") == record["url"]
