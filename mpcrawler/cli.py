@@ -1,4 +1,4 @@
-"""The command line: ``python -m mpcrawler crawl|demo|status|report|reset|serve-site``.
+"""The command line: ``python -m mpcrawler crawl|demo|status|verify|report|reset|serve-site``.
 
 Parses and checks everything before anything is crawled: a usage error
 prints one line on stderr and exits 2.  Then it builds a Settings, runs a
@@ -364,6 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
         "report", help="write DIR/report.html: charts and tables of how a crawl went"
     )
     report.add_argument("job_dir", metavar="DIR")
+    verify = sub.add_parser(
+        "verify", help="check every file of a job dir; exit 1 and say what is damaged"
+    )
+    verify.add_argument("job_dir", metavar="DIR")
     reset = sub.add_parser(
         "reset",
         help="delete a shared crawl's state in Redis, for a fresh start (no node may be running)",
@@ -655,6 +659,36 @@ def run_shared_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_verify(args: argparse.Namespace) -> int:
+    """``verify DIR``: job.json, the frontier, its journal, the seen set and
+    the records checked against each other (reads only); exit 1 on damage."""
+    from .jobdir import JobDir
+
+    job = JobDir(args.job_dir)
+    if not job.exists():
+        raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
+    settings, state = job.read()  # JobDamaged: exit 1
+    out = Path(settings["out"]) if settings.get("out") else None
+    reasons = job.damage(state, out)
+    records = out or job.path / "pages.jsonl"
+    if records.exists():
+        with open(records, "rb") as f:
+            lines = f.read().split(b"\n")
+        for number, line in enumerate(lines[:-2], 1):  # the last may be torn by a kill
+            try:
+                if not isinstance(json.loads(line), dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                reasons.append(f"{records} line {number} is not a JSON record")
+                break
+    for reason in reasons:
+        print(f"damaged: {reason}")
+    if reasons:
+        return EXIT_ERROR
+    print(f"{args.job_dir}: ok ({state.pages} pages, state {state.state})")
+    return EXIT_OK
+
+
 def run_reset(args: argparse.Namespace) -> int:
     """``reset --redis URL --crawl NAME``: delete the crawl's keys (a fresh start)."""
     from .frontier.redis_frontier import reset_crawl
@@ -786,6 +820,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_report(args)
         if args.command == "reset":
             return run_reset(args)
+        if args.command == "verify":
+            return run_verify(args)
         raise UsageError(f"unknown command {args.command!r}")  # pragma: no cover
     except UsageError as exc:
         print(f"mpcrawler: error: {exc}", file=sys.stderr)

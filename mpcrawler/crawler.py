@@ -54,7 +54,14 @@ from pathlib import Path
 from typing import Any
 
 from . import outcome, sitemaps, stopsignals
-from .errors import ArchiveError, CrawlError, FrontierError, FrontierUnavailable, JobConflict
+from .errors import (
+    ArchiveError,
+    CrawlError,
+    FrontierError,
+    FrontierUnavailable,
+    JobConflict,
+    JobDamaged,
+)
 from .frontier import Frontier, LocalFrontier
 from .frontier.base import Admission
 from .frontier.redis_frontier import RedisFrontier
@@ -182,6 +189,13 @@ class Crawler:
             self.jobdir.check_compatible(stored, s.to_dict())
             if self.job.state == "finished" and not self._budget_raised() and shared is None:
                 return self._finished_before()
+            if shared is None and (reasons := self.jobdir.damage(self.job, self.out)):
+                raise JobDamaged(
+                    f"{self.job_dir} is damaged: {reasons[0]}"
+                    + (f" (and {len(reasons) - 1} more: mpcrawler verify)" if reasons[1:] else "")
+                    + "; it cannot be resumed without losing or repeating pages: start a new "
+                    "--job-dir (the records so far stay where they are)"
+                )
         unclean = self.job.state == "running"
         if shared is not None:
             self.job.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it

@@ -197,6 +197,22 @@ class JobDir:
         with contextlib.suppress(OSError):
             (self.path / "reserve").unlink()
 
+    def damage(
+        self, state: JobState, out: Path | None = None, in_flight: int | None = None
+    ) -> list[str]:
+        """What is damaged here (see :mod:`mpcrawler.integrity`); reads
+        only.  ``in_flight``: the requests the crawl had at once (workers x
+        threads), the most a kill can leave recorded and not acked; by
+        default as job.json's settings say."""
+        from .integrity import damage
+
+        if in_flight is None:
+            with contextlib.suppress(JobConflict, JobDamaged, TypeError, ValueError):
+                settings = self.read()[0]
+                in_flight = int(settings.get("workers", 0)) * int(settings.get("threads", 0))
+        slack = 2 * (in_flight or 128) + 16  # two turns' results
+        return damage(self.path, state.pages, state.runs, out or self.path / "pages.jsonl", slack)
+
     def running_pid(self) -> int | None:
         """The pid of the crawl holding this job dir, if that process lives
         (read from the lock file; no lock is taken)."""
@@ -233,7 +249,10 @@ class JobDir:
         settings, state = self.read()
         counts = LocalFrontier.inspect(self.path)
         shown = state.state
-        if state.state == "running" and self.running_pid() is None:
+        reasons = self.damage(state, Path(settings["out"]) if settings.get("out") else None)
+        if reasons:
+            shown = "damaged: " + "; ".join(reasons)
+        elif state.state == "running" and self.running_pid() is None:
             shown = "stopped: not running (killed?); rerun the same command to resume"
         elif state.state == "failed" and (state.message or "").startswith("out of disk space"):
             shown = "stopped: out of disk space; free some and rerun the same command"

@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -691,3 +692,54 @@ def test_a_full_warc_disk_stops_the_crawl_and_resumes(
                 found = next(iter(ArchiveIterator(f)))
             assert found.rec_type == "response"
             assert found.rec_headers.get_header("WARC-Target-URI") == record["url"]
+
+
+def _journal(job: Path) -> Path:
+    return job / "frontier" / json.loads((job / "frontier" / "state.json").read_text())["journal"]
+
+
+def _garble_journal(job: Path) -> None:
+    path = _journal(job)
+    data = bytearray(path.read_bytes())
+    data[20:40] = bytes(b ^ 0xFF for b in data[20:40])
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda job: (job / "frontier" / "state.json").unlink(), "state.json is missing"),
+        (lambda job: _journal(job).write_bytes(b""), "emptied or cut short"),
+        (lambda job: shutil.rmtree(job / "seen"), "cache.db is missing"),
+        (_garble_journal, "a corrupt frame at byte 0"),
+    ],
+    ids=["state-removed", "journal-emptied", "seen-removed", "journal-garbled"],
+)
+def test_damaged_state_is_refused_not_resumed_as_if_whole(
+    slow_site: SiteServer, tmp_path: Path, damage: Callable[[Path], None], said: str
+) -> None:
+    """A job killed mid-crawl resumes whole; with one of its stores lost or
+    cut (each of these once resumed to 'finished' with hundreds of pages
+    lost or recorded twice), verify and status say what is damaged, and a
+    resume refuses with one line and exit 1, crawling nothing."""
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job)
+    wait_for_records(job / "pages.jsonl", 120, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert json.loads((job / "job.json").read_text())["job"]["state"] == "running"
+    assert run_cli("verify", str(job)).returncode == 0  # a kill alone is no damage
+    if _journal(job).stat().st_size == 0:
+        pytest.skip("killed right after a checkpoint: nothing in the journal to damage")
+    damage(job)
+    verify = run_cli("verify", str(job))
+    assert verify.returncode == 1 and said in verify.stdout, verify.stdout
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert status["state"].startswith("damaged: ") and said in status["state"], status
+    before = (job / "pages.jsonl").read_bytes()
+    resumed = crawl_to_end(slow_site.url, job)
+    assert resumed.returncode == 1
+    lines = resumed.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is damaged" in lines[0] and said in lines[0], lines
+    assert "start a new --job-dir" in lines[0]
+    assert (job / "pages.jsonl").read_bytes() == before  # nothing crawled

@@ -76,7 +76,7 @@ def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
         return {"queued": 0, "taken": 0}
     if journal:
         try:
-            for op, _ in parse_journal(read_frames(root / journal, journal), journal):
+            for op, _ in parse_journal(read_frames(root / journal, journal, quiet=True), journal):
                 if op == PUT:
                     queued += 1
                 elif op == LEASE:

@@ -85,7 +85,9 @@ def decode_items(payloads: list[bytes], name: str) -> list[UrlInfo]:
         return items
 
 
-def split_frames(data: bytes, limit: int, name: str) -> tuple[list[bytes], int, bool]:
+def split_frames(
+    data: bytes, limit: int, name: str, quiet: bool = False
+) -> tuple[list[bytes], int, bool]:
     """Split up to ``limit`` framed payloads off the front of ``data``.
 
     Returns the payloads, the bytes consumed, and whether a corrupt record was
@@ -99,28 +101,32 @@ def split_frames(data: bytes, limit: int, name: str) -> tuple[list[bytes], int, 
         length, crc = HEADER.unpack_from(data, pos)
         start = pos + header_size
         if length > MAX_RECORD:
-            log.warning("frontier: corrupt record length in %s at byte %d; skipped", name, pos)
+            if not quiet:
+                log.warning("frontier: corrupt record length in %s at byte %d; skipped", name, pos)
             return payloads, pos, True
         if start + length > end:
             break
         payload = data[start : start + length]
         if zlib.crc32(payload) != crc:
-            log.warning("frontier: checksum mismatch in %s at byte %d; skipped", name, pos)
+            if not quiet:
+                log.warning("frontier: checksum mismatch in %s at byte %d; skipped", name, pos)
             return payloads, pos, True
         payloads.append(payload)
         pos = start + length
     return payloads, pos, False
 
 
-def read_frames(path: Path, name: str) -> list[bytes]:
-    """Every frame of a whole file (a missing or unreadable one: none, logged)."""
+def read_frames(path: Path, name: str, quiet: bool = False) -> list[bytes]:
+    """Every frame of a whole file (a missing or unreadable one: none, logged
+    unless ``quiet``)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
-        log.warning("frontier: cannot read %s: %s", name, exc)
+        if not quiet:
+            log.warning("frontier: cannot read %s: %s", name, exc)
         return []
-    payloads, used, corrupt = split_frames(data, 1 << 62, name)
-    if not corrupt and used != len(data):
+    payloads, used, corrupt = split_frames(data, 1 << 62, name, quiet)
+    if not corrupt and used != len(data) and not quiet:
         log.warning("frontier: torn record at the end of %s; skipped", name)
     return payloads
 

@@ -1,0 +1,127 @@
+"""Is a job directory whole?  The checks behind ``verify``, ``status`` and a resume.
+
+A crawl resumes from three stores that must agree: the frontier
+(``frontier/state.json``, its files and its journal), the seen set
+(``seen/cache.db``) and the records (``pages.jsonl``), with ``job.json``
+counting what the last checkpoint saw.  A store that is gone or cut short
+does not fail loudly by itself: the frontier starts empty, the seen set
+forgets, a journal's replay stops at a bad frame, and the crawl "finishes"
+having lost or repeated pages.  :func:`damage` reads all of them (writing
+nothing) and says, one line each, what does not add up:
+
+* ``frontier/state.json`` is missing, though a crawl ran in the directory;
+* a file ``state.json`` names is missing;
+* a journal frame is corrupt with more frames after it (a torn *last* frame
+  is what a kill leaves, and is fine);
+* the journal holds fewer acks than the pages recorded since the last
+  checkpoint, by more than a kill can explain (it was emptied or cut);
+* the seen set is missing, unreadable, or holds fewer URLs than the pages
+  the last checkpoint counted (it flushed the seen set first, and every
+  recorded page was seen before it was fetched).
+
+Used by :mod:`mpcrawler.crawler` (a damaged job is refused, exit 1), by
+``status`` (``damaged: ...``) and by ``verify``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import struct
+from pathlib import Path
+from typing import Any
+
+from .frontier.journal import ACK, STATE_FILE, parse_journal
+from .frontier.storage import HEADER, MAX_RECORD, split_frames
+
+__all__ = ["damage", "journal_damage"]
+
+
+def journal_damage(data: bytes) -> str | None:
+    """Why the journal bytes ``data`` are damaged, or None: a corrupt frame
+    with more data after it than one torn frame can explain."""
+    _, used, corrupt = split_frames(data, 1 << 62, "journal", quiet=True)
+    if not corrupt:
+        return None
+    length, _ = HEADER.unpack_from(data, used)
+    frame_end = used + HEADER.size + (length if length <= MAX_RECORD else 0)
+    if length <= MAX_RECORD and frame_end >= len(data):
+        return None  # the last frame, torn by a kill
+    return f"a corrupt frame at byte {used} with {len(data) - used} bytes after it"
+
+
+def _count_lines(path: Path) -> int:
+    count = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            count += chunk.count(b"\n")
+    return count
+
+
+def _seen_count(seen_dir: Path) -> int | str:
+    """URLs in the seen set, or why it cannot be read."""
+    db = seen_dir / "cache.db"
+    if not db.exists():
+        return f"{db} is missing"
+    # With no write-ahead log beside it (a seen set closed cleanly) the file
+    # is read as immutable: nothing is created or changed, not even -shm.
+    wal = db.with_name(db.name + "-wal").exists()
+    uri = f"file:{db}?mode=ro" if wal else f"file:{db}?mode=ro&immutable=1"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM Cache").fetchone()[0])
+    except sqlite3.Error as exc:
+        return f"{db} is unreadable ({exc})"
+
+
+def damage(job_dir: Path, pages: int, runs: int, out: Path, slack: int) -> list[str]:
+    """What is damaged in ``job_dir`` (empty: nothing), for a job whose
+    ``job.json`` counts ``pages`` records and ``runs`` runs, with its records
+    in ``out``.  ``slack``: the records a kill can leave written and not yet
+    acked in the journal (the results of the master's last turn)."""
+    if runs < 1:
+        return []  # nothing was crawled here yet
+    reasons: list[str] = []
+    frontier = job_dir / "frontier"
+    state_path = frontier / STATE_FILE
+    acks: int | None = None
+    try:
+        state: dict[str, Any] = json.loads(state_path.read_text("utf-8"))
+    except FileNotFoundError:
+        reasons.append(f"{state_path} is missing (the queue of URLs still to fetch)")
+        state = {}
+    except (OSError, ValueError) as exc:
+        reasons.append(f"{state_path} is unreadable ({exc})")
+        state = {}
+    for key in ("snapshot", "journal"):
+        name = state.get(key)
+        if isinstance(name, str) and not (frontier / name).exists():
+            reasons.append(f"{frontier / name} is missing ({key} of the frontier)")
+    journal = state.get("journal")
+    if isinstance(journal, str) and (frontier / journal).exists():
+        data = (frontier / journal).read_bytes()
+        why = journal_damage(data)
+        if why:
+            reasons.append(f"{frontier / journal} is damaged: {why}")
+        try:
+            payloads = split_frames(data, 1 << 62, journal, quiet=True)[0]
+            acks = sum(1 for op, _ in parse_journal(payloads, journal) if op == ACK)
+        except (ValueError, struct.error, UnicodeDecodeError):
+            acks = None  # reported above
+    recorded = _count_lines(out) if out.exists() else 0
+    since = recorded - pages  # records written after the last checkpoint
+    if acks is not None and since - acks > slack:
+        reasons.append(
+            f"{frontier / str(journal)} holds {acks} acks, but {since} pages were recorded "
+            "since the last checkpoint: it was emptied or cut short"
+        )
+    seen = _seen_count(job_dir / "seen")
+    if isinstance(seen, str):
+        reasons.append(f"the seen set: {seen}")
+    elif seen < pages:  # the checkpoint that counted them had flushed the seen set
+        reasons.append(
+            f"the seen set holds {seen} URLs, fewer than the {pages} pages recorded: "
+            "it was removed or replaced"
+        )
+    return reasons
