@@ -172,6 +172,11 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--max-active-hosts", type=_positive_int, help="hosts kept in memory")
     p.add_argument(
+        "--repair",
+        action="store_true",
+        help="go on from a damaged job dir with what can be trusted, and say what was lost",
+    )
+    p.add_argument(
         "--record-links",
         action="store_true",
         help="list each page's links in its record (out-of-scope ones marked), for the link graph",
@@ -513,6 +518,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         ca_bundle=args.ca_bundle,
         insecure=args.insecure,
         record_links=args.record_links,
+        repair=args.repair,
         sitemaps=args.sitemaps,
         warc_dir=args.warc,
         warc_size=args.warc_size,

@@ -71,6 +71,7 @@ from .modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_pat
 from .pipelines import JsonLinesPipeline, Pipeline
 from .pool import PoolError, WorkerPool
 from .progress import Progress
+from .repair import Repair
 from .scheduler import Request, Scheduler
 from .settings import Settings
 from .urls import InvalidURL, Scope, canonicalize, host_key, split_credentials
@@ -184,18 +185,26 @@ class Crawler:
             self.job_dir / "stats.json" if self.job_dir else self.out.with_name("stats.json")
         )
         self.job = JobState()
+        repaired: Repair | None = None
         if self.job_dir and self.jobdir.exists():
             stored, self.job = self.jobdir.read()
             self.jobdir.check_compatible(stored, s.to_dict())
             if self.job.state == "finished" and not self._budget_raised() and shared is None:
                 return self._finished_before()
             if shared is None and (reasons := self.jobdir.damage(self.job, self.out)):
-                raise JobDamaged(
-                    f"{self.job_dir} is damaged: {reasons[0]}"
-                    + (f" (and {len(reasons) - 1} more: mpcrawler verify)" if reasons[1:] else "")
-                    + "; it cannot be resumed without losing or repeating pages: start a new "
-                    "--job-dir (the records so far stay where they are)"
-                )
+                if not s.repair:
+                    raise JobDamaged(
+                        f"{self.job_dir} is damaged: {reasons[0]}"
+                        + (
+                            f" (and {len(reasons) - 1} more: mpcrawler verify)"
+                            if reasons[1:]
+                            else ""
+                        )
+                        + "; resuming it as it is would lose or repeat pages: rerun with --repair "
+                        "to go on with what can be trusted (the records, what the queue still "
+                        "holds), or start a new --job-dir"
+                    )
+                repaired = self._repair(reasons)
         unclean = self.job.state == "running"
         if shared is not None:
             self.job.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
@@ -203,7 +212,11 @@ class Crawler:
         self.job.run_starts.append(round(time.time(), 3))
         self.job.state = "running"
         self.frontier: Frontier = (
-            shared if shared is not None else LocalFrontier(state_dir, cache_size=s.cache_size)
+            shared
+            if shared is not None
+            else repaired.frontier
+            if repaired is not None
+            else LocalFrontier(state_dir, cache_size=s.cache_size)
         )
         self.pipelines = [self._make_pipeline(p) for p in self._pipeline_specs]
         self.output = JsonLinesPipeline(self.out)
@@ -260,6 +273,10 @@ class Crawler:
             self.pages_started = self._pages_at_start = self.pages_done
             priorities = s.seed_priorities
             self._admit_all([(u, 0, priorities.get(u, 0), "page", None) for u in s.seeds])
+            if repaired is not None:  # what was queued once and lost, found again
+                self._admit_all(
+                    [(u, d, 0, "page", None) for u, d in repaired.links if self.scope.allows(u)]
+                )
             self._checkpoint()
             log.info(
                 "crawl started (run %d): seeds %s, %d workers x %d slots, job dir %s, output %s",
@@ -299,6 +316,18 @@ class Crawler:
             ) from failure
         interrupted = not self._finished
         return CrawlResult(self.final_stats, self.out, self.job_dir, interrupted=interrupted)
+
+    def _repair(self, reasons: list[str]) -> Repair:
+        """--repair: the damage, and what the repair did and lost, said on stderr."""
+        from .repair import repair
+
+        for reason in reasons:
+            log.warning("repair: %s is damaged: %s", self.job_dir, reason)
+        assert self.job_dir is not None
+        repaired = repair(self.job_dir, self.out, self.settings.cache_size, self.settings.max_depth)
+        for line in repaired.report:
+            log.warning("repair: %s", line)
+        return repaired
 
     def _open_shared_frontier(self) -> RedisFrontier | None:
         """The crawl's RedisFrontier with --redis (FrontierError if unreachable)."""

@@ -111,6 +111,7 @@ class Settings:
     grace: float = 10.0
     hang_timeout: float | None = None  # default: 4 x timeout + 10 s
     log_file: str | None = None
+    repair: bool = False  # go on from a damaged job dir with what can be trusted
     checkpoint_interval: float = 2.0
     robots_retry_delay: float = 30.0
     scope: str = "hosts"  # hosts | domains | any (see urls.Scope)

@@ -720,10 +720,11 @@ def test_damaged_state_is_refused_not_resumed_as_if_whole(
 ) -> None:
     """A job killed mid-crawl resumes whole; with one of its stores lost or
     cut (each of these once resumed to 'finished' with hundreds of pages
-    lost or recorded twice), verify and status say what is damaged, and a
-    resume refuses with one line and exit 1, crawling nothing."""
+    lost or recorded twice), verify and status say what is damaged, a
+    resume refuses with one line and exit 1, crawling nothing, and --repair
+    completes the crawl with no page missing."""
     job = tmp_path / "job"
-    proc = start_crawl(slow_site.url, job)
+    proc = start_crawl(slow_site.url, job, "--record-links")
     wait_for_records(job / "pages.jsonl", 120, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=30)
@@ -741,5 +742,13 @@ def test_damaged_state_is_refused_not_resumed_as_if_whole(
     assert resumed.returncode == 1
     lines = resumed.stderr.strip().splitlines()
     assert len(lines) == 1 and "is damaged" in lines[0] and said in lines[0], lines
-    assert "start a new --job-dir" in lines[0]
+    assert "--repair" in lines[0] and "start a new --job-dir" in lines[0]
     assert (job / "pages.jsonl").read_bytes() == before  # nothing crawled
+    # --repair goes on with the records and what the queue still holds, finds
+    # again what was lost through the links the records kept, and says so.
+    repaired = crawl_to_end(slow_site.url, job, "--record-links", "--repair")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "repair: " in repaired.stderr and "rebuilt" in repaired.stderr, repaired.stderr
+    urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)  # none missing
+    assert sum(urls.values()) - len(urls) <= 8, urls.most_common(3)  # at most the kill's
+    assert run_cli("verify", str(job)).returncode == 0

@@ -1,0 +1,117 @@
+"""``--repair``: go on from a damaged job dir with what can be trusted, and say what was lost.
+
+Called by the crawler (:mod:`mpcrawler.crawler`) in place of the refusal
+when :func:`mpcrawler.integrity.damage` found damage and ``--repair`` was
+given, before the frontier is opened.  What can be trusted are the records
+(``pages.jsonl``: they are what the crawl delivered) and whatever the queue
+can still replay; the seen set is rebuilt from those two, because after a
+loss it holds URLs that are neither queued nor recorded, and those would
+never be fetched.  Step by step:
+
+1. Damaged stores are moved aside, never deleted: ``frontier/`` (if its
+   ``state.json`` is gone: nothing can read its files) and ``seen/``, as
+   ``NAME.damaged-STAMP``.
+2. The queue is opened: a journal cut or garbled replays up to the damage.
+3. Every URL still queued is read out (leased, then released in place, or
+   acked if it was recorded already: its ack was what got lost).
+4. A new seen set holds the records' URLs (``url`` and ``final_url``) and
+   the queued ones.
+5. The caller admits again the seeds and, where the records kept them
+   (``--record-links``), their in-scope links, one level deeper: what was
+   queued once and lost is found again that way.
+
+It returns the lines to log and print: what was moved aside, how many URLs
+were recorded, queued and re-admitted, and what cannot be found again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .frontier import LocalFrontier
+from .frontier.journal import STATE_FILE
+
+__all__ = ["Repair", "repair"]
+
+
+class Repair:
+    """What a repair did: ``frontier`` to crawl on, ``links`` to admit again
+    as (url, depth), and ``report`` lines."""
+
+    def __init__(self, frontier: LocalFrontier) -> None:
+        self.frontier = frontier
+        self.links: list[tuple[str, int]] = []
+        self.report: list[str] = []
+
+
+def _records(out: Path) -> Iterator[dict[str, Any]]:
+    if not out.exists():
+        return
+    with open(out, "rb") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a torn last line
+            if isinstance(record, dict) and isinstance(record.get("url"), str):
+                yield record
+
+
+def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> Repair:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    report: list[str] = []
+    frontier_dir, seen_dir = job_dir / "frontier", job_dir / "seen"
+    if frontier_dir.exists() and not (frontier_dir / STATE_FILE).exists():
+        aside = frontier_dir.with_name(f"frontier.damaged-{stamp}")
+        frontier_dir.rename(aside)
+        report.append(f"the queue could not be read: moved aside to {aside.name}")
+    if seen_dir.exists():
+        seen_dir.rename(seen_dir.with_name(f"seen.damaged-{stamp}"))
+    frontier = LocalFrontier(job_dir, cache_size=cache_size)  # a cut journal replays to the cut
+    taken = []
+    while (item := frontier.lease(float("inf"))) is not None:
+        taken.append(item)
+    recorded: set[str] = set()
+    links: dict[str, int] = {}
+    without_links = 0
+    for record in _records(out):
+        recorded.update(u for u in (record["url"], record.get("final_url")) if isinstance(u, str))
+        outlinks = record.get("outlinks")
+        if outlinks is None:
+            without_links += 1
+            continue
+        depth = int(record.get("depth") or 0) + 1
+        if max_depth is not None and depth > max_depth:
+            continue
+        for link in outlinks:
+            if isinstance(link, dict) and link.get("in_scope") and isinstance(link.get("url"), str):
+                links.setdefault(link["url"], depth)
+    done = 0
+    for item in taken:  # queued again by a lost ack, but recorded: done
+        if item.url in recorded:
+            frontier.ack(item)
+            done += 1
+        else:
+            frontier.release(item)
+    for url in recorded | {item.url for item in taken}:
+        frontier.seen.add(url)
+    frontier.checkpoint()
+    result = Repair(frontier)
+    result.links = [(url, depth) for url, depth in links.items() if url not in recorded]
+    report.append(
+        f"the seen set was rebuilt from {len(recorded)} recorded URLs and {len(taken) - done} "
+        f"still queued ({done} queued ones were recorded already: dropped); "
+        f"{len(result.links)} links of recorded pages are admitted again"
+    )
+    if without_links:
+        report.append(
+            f"{without_links} records kept no links (crawled without --record-links): "
+            "pages that only they linked to, and that were queued when the damage happened, "
+            "are lost"
+        )
+    result.report = report
+    return result
