@@ -620,7 +620,7 @@ def run_status(args: argparse.Namespace) -> int:
     if args.job_dir is None:
         raise UsageError("status needs a job directory, or --redis URL --crawl NAME")
     job = JobDir(args.job_dir)
-    if not job.exists():
+    if not job.exists() and not job.started():
         raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
     try:
         status = job.status()

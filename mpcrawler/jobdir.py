@@ -130,6 +130,11 @@ class JobDir:
     def exists(self) -> bool:
         return self.file.exists()
 
+    def started(self) -> bool:
+        """A crawl began here, even if its first job.json was never written
+        (a disk already full): it holds a lock or a frontier."""
+        return (self.path / "lock").exists() or (self.path / "frontier").is_dir()
+
     def lock(self) -> int:
         """Hold the job dir for this process until the returned descriptor
         is closed (or the process ends, however it ends).  A job dir held
@@ -246,6 +251,17 @@ class JobDir:
 
     def status(self) -> dict[str, Any]:
         """A read-only view for ``mpcrawler status``; never writes."""
+        if not self.exists():  # started, but its first job.json was never written
+            running = self.running_pid() is not None
+            return {
+                "job_dir": str(self.path),
+                "state": "running (no job.json yet)"
+                if running
+                else "stopped before its first checkpoint: job.json was never written (a full "
+                "disk?); rerun the same command to resume",
+                "pages": 0,
+                **LocalFrontier.inspect(self.path),
+            }
         settings, state = self.read()
         counts = LocalFrontier.inspect(self.path)
         shown = state.state

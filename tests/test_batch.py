@@ -752,3 +752,26 @@ def test_damaged_state_is_refused_not_resumed_as_if_whole(
     urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)  # none missing
     assert sum(urls.values()) - len(urls) <= 8, urls.most_common(3)  # at most the kill's
     assert run_cli("verify", str(job)).returncode == 0
+
+
+def test_a_job_dir_on_a_disk_full_from_the_start_is_recognised(
+    slow_site: SiteServer, tmp_path: Path
+) -> None:
+    """The disk is full before the first job.json: one line, exit 1; status
+    still knows the dir for a job's, and once there is room the same command
+    crawls everything."""
+    with small_disk(tmp_path / "small", "1m") as disk:
+        job = disk / "job"
+        filler = fill(disk)
+        first = crawl_to_end(slow_site.url, job)
+        assert first.returncode == 1, first.stderr
+        lines = first.stderr.strip().splitlines()
+        assert len(lines) == 1 and "out of disk space" in lines[0], lines
+        assert not (job / "job.json").exists()
+        status = run_cli("status", str(job))
+        assert status.returncode == 0, status.stderr
+        assert "job.json was never written" in status.stdout, status.stdout
+        filler.unlink()
+        done = crawl_to_end(slow_site.url, job)
+        assert done.returncode == 0, done.stderr
+        assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
