@@ -294,7 +294,7 @@ class Crawler:
 
                 repair(s.warc_dir)
             if not self._stop_requested:  # a signal during start-up starts nothing
-                self.pool.start()
+                self.pool.start(lambda: self._stop_requested)  # a signal stops the forking
                 self._loop()
         except (OSError, sqlite3.OperationalError) as exc:
             if not is_disk_full(exc):

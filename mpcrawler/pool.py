@@ -99,8 +99,12 @@ class WorkerPool:
         self.stopping = False  # once set, a worker that exits is not replaced
         self._selector = selectors.DefaultSelector()
 
-    def start(self) -> None:
+    def start(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Start the workers, one by one; none more once ``stop()`` is true
+        (a stop signal during start-up)."""
         for _ in range(self.size):
+            if stop():
+                return
             self._start_one()
 
     def _start_one(self) -> None:
