@@ -460,15 +460,17 @@ def http_credentials(
 
 def _check_writable(path: Path, what: str) -> None:
     """Fail now, not after the crawl, if ``path`` cannot be appended to.
-    Leaves nothing behind that was not there."""
+    Leaves nothing behind that was not there, and never makes ``path`` itself
+    appear, even for a moment (a reader of the job dir would see it come and go)."""
     existed = path.exists()
     new_dir = next((p for p in reversed(path.parents) if not p.exists()), None)
+    probe = path if existed else path.with_name(f".{path.name}.{os.getpid()}.write-test")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8"):
+        with open(probe, "a", encoding="utf-8"):
             pass
         if not existed:
-            path.unlink()
+            probe.unlink()
     except OSError as exc:
         raise UsageError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
     finally:

@@ -123,8 +123,10 @@ class Node:
         self.lines = Lines(self.proc)
 
     def records(self) -> list[dict[str, Any]]:
-        path = self.job / "pages.jsonl"
-        return read_records(path) if path.exists() else []
+        try:
+            return read_records(self.job / "pages.jsonl")
+        except FileNotFoundError:  # not yet written
+            return []
 
     def finish(self, timeout: float = 90) -> int:
         self.lines.finish(timeout=timeout)
