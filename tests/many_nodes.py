@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import redis_server
-from conftest import Lines, read_records, start_cli
+from conftest import Lines, start_cli
 from hostile import Handler, Reply, Server, links, serve
 
 # A request's way from dispatch to the server (pipe, thread, socket) varies by
@@ -123,10 +124,13 @@ class Node:
         self.lines = Lines(self.proc)
 
     def records(self) -> list[dict[str, Any]]:
+        """The node's records so far (read while it writes: a last line
+        without its newline yet is left for the next read)."""
         try:
-            return read_records(self.job / "pages.jsonl")
+            data = (self.job / "pages.jsonl").read_bytes()
         except FileNotFoundError:  # not yet written
             return []
+        return [json.loads(line) for line in data.split(b"\n")[:-1]]
 
     def finish(self, timeout: float = 90) -> int:
         self.lines.finish(timeout=timeout)
