@@ -371,16 +371,18 @@ class SharedFrontierContract(RuleBasedStateMachine):
 
         name = data.draw(st.sampled_from(sorted(self.fenced)))
         f = self.fenced.pop(name)
-        held = list(f._items.values())
+        held = [lease.item for lease in f._held.values()]
         fenced_before = f.fenced
         late_before = int(self.client.get(f"mpc:{{{self.crawl}}}:late") or 0)
         elsewhere = 0
+        # Leased ahead by a live node (not yet handed out): taken all the same.
+        prefetched = {i.url for node in self.nodes.values() for i in node._prefetch}
         for item in held:
             f.ack(item)
-            if item.url in self.queued:  # nobody took it: done now
+            if item.url in self.queued and item.url not in prefetched:  # nobody took it: done
                 self.queued.discard(item.url)
                 self.done.add(item.url)
-            elif item.url in self.leased or item.url in self.done:
+            elif item.url in self.leased or item.url in self.done or item.url in prefetched:
                 elsewhere += 1
         url = f"{SHARED_HOSTS[0]}/late-{self.counter}"
         self.counter += 1
