@@ -38,10 +38,10 @@ from .frontier.storage import HEADER, MAX_RECORD, split_frames
 __all__ = ["damage", "journal_damage"]
 
 
-def journal_damage(data: bytes) -> str | None:
-    """Why the journal bytes ``data`` are damaged, or None: a corrupt frame
-    with more data after it than one torn frame can explain."""
-    _, used, corrupt = split_frames(data, 1 << 62, "journal", quiet=True)
+def journal_damage(data: bytes, used: int, corrupt: bool) -> str | None:
+    """Why the journal bytes ``data`` are damaged, or None, given what
+    ``split_frames`` made of them (``used`` bytes read, ``corrupt``): a
+    corrupt frame with more data after it than one torn frame can explain."""
     if not corrupt:
         return None
     length, _ = HEADER.unpack_from(data, used)
@@ -101,11 +101,11 @@ def damage(job_dir: Path, pages: int, runs: int, out: Path, slack: int) -> list[
     journal = state.get("journal")
     if isinstance(journal, str) and (frontier / journal).exists():
         data = (frontier / journal).read_bytes()
-        why = journal_damage(data)
+        payloads, used, corrupt = split_frames(data, 1 << 62, journal, quiet=True)
+        why = journal_damage(data, used, corrupt)
         if why:
             reasons.append(f"{frontier / journal} is damaged: {why}")
         try:
-            payloads = split_frames(data, 1 << 62, journal, quiet=True)[0]
             acks = sum(1 for op, _ in parse_journal(payloads, journal) if op == ACK)
         except (ValueError, struct.error, UnicodeDecodeError):
             acks = None  # reported above

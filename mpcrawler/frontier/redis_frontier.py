@@ -93,7 +93,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import FrontierError, FrontierUnavailable, UsageError
 from ..redact import redact_url
@@ -167,6 +167,15 @@ class _Step:
     admitted: list[bool]
     leased: list[UrlInfo]
     checked: list[bool]
+
+
+class _Lease(NamedTuple):
+    """A lease this node holds: its host, its queue member as Redis has it,
+    and the UrlInfo handed out for it (``holds`` compares by identity)."""
+
+    host: str
+    member: str
+    item: UrlInfo
 
 
 class _Taken(Exception):
@@ -298,8 +307,7 @@ class RedisFrontier:
         self._step_script = self.r.register_script(_SCRIPT)
         self._ops: list[list[Any]] = []
         self._ops_since = 0.0
-        self._held: dict[int, tuple[str, str]] = {}  # seq -> (host, member): leases held here
-        self._items: dict[int, UrlInfo] = {}  # seq -> the UrlInfo of each lease held here
+        self._held: dict[int, _Lease] = {}  # seq -> each lease held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
         self._dry_until = 0.0
         self._blocked: dict[str, float] = {}
@@ -382,18 +390,17 @@ class RedisFrontier:
     def ack(
         self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
     ) -> None:
-        host, member = self._held.pop(item.seq, (host_key(item.url), ""))
-        self._items.pop(item.seq, None)
+        lease = self._held.pop(item.seq, None)
+        host, member = (lease.host, lease.member) if lease else (host_key(item.url), "")
         op: list[Any] = ["A", item.seq, host, member, self._wait_ms(host), int(error), len(seen)]
         for url in seen:
             op.extend(_seen_slot(url))
         self._queue_op(op)
-        if host in self._draining and all(h != host for h, _ in self._held.values()):
+        if host in self._draining and all(held.host != host for held in self._held.values()):
             self._queue_op(["G", host, self._wait_ms(host)])  # shed: it goes once idle
 
     def release(self, item: UrlInfo) -> None:
         self._held.pop(item.seq, None)
-        self._items.pop(item.seq, None)
         self._queue_op(["R", item.seq])
         self._dry_until = 0.0
 
@@ -468,7 +475,8 @@ class RedisFrontier:
 
     def holds(self, item: UrlInfo) -> bool:
         """``item``'s lease is still this node's (False once it was fenced)."""
-        return self._items.get(item.seq) is item
+        lease = self._held.get(item.seq)
+        return lease is not None and lease.item is item
 
     def stats(self) -> dict[str, Any]:
         up = self._down_since is None and self._lost is None
@@ -524,7 +532,6 @@ class RedisFrontier:
                 for seq in list(self._held):
                     self._queue_op(["R", seq])
                 self._held.clear()
-                self._items.clear()
                 self._prefetch.clear()
                 for host in self._owned:
                     self._queue_op(["G", host, self._wait_ms(host)])
@@ -633,8 +640,7 @@ class RedisFrontier:
         leased = []
         for member in leased_raw:
             item = _item(member)
-            self._held[item.seq] = (host_key(item.url), member.decode())
-            self._items[item.seq] = item
+            self._held[item.seq] = _Lease(host_key(item.url), member.decode(), item)
             leased.append(item)
         if self._down_since is not None:
             log.warning("Redis at %s is back after %.1f s", self.url, now - self._down_since)
@@ -682,7 +688,6 @@ class RedisFrontier:
             dropped,
         )
         self._held.clear()
-        self._items.clear()
         self._prefetch.clear()
         self._draining.clear()
         self._owned = []
@@ -705,7 +710,7 @@ class RedisFrontier:
         if reaped:
             log.info("gave back %d leases of nodes whose heartbeat ran out", reaped)
         self._owned = sorted(h.decode() for h in held)
-        busy = {host for host, _ in self._held.values()}
+        busy = {lease.host for lease in self._held.values()}
         shed = hosts_to_shed(self._owned, busy, fair_share(int(hosts), int(alive)))
         # Exactly the hosts to shed now: a host marked at an earlier beat and
         # no longer over the share is leased from again (kept marked, it
