@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 
 from benchmarks.common import ROOT, machine, start_redis
-from mpcrawler.testsite import SiteServer, TestSite, serve_site
+from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
 
 def hits(server: SiteServer) -> int:

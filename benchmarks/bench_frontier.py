@@ -61,7 +61,7 @@ def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict
     peak = end_rss = 0
     if impl.startswith("mpcrawler"):
         from mpcrawler.frontier import FOREVER, UrlQueueManager
-        from mpcrawler.urls import host_key
+        from mpcrawler.web.urls import host_key
 
         q = UrlQueueManager(directory, cache_size=10_000)
         every = 10_000 if impl == "mpcrawler-ckpt" else 0

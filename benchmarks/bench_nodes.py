@@ -48,7 +48,7 @@ def serve(hosts: int, pages: int, latency: float, size: int, ports_file: str) ->
     import signal
     from contextlib import ExitStack
 
-    from mpcrawler.testsite import TestSite, serve_site
+    from mpcrawler.testing.site import TestSite, serve_site
 
     site = TestSite(pages=pages, size=size, offsite_host="127.0.0.250")
     with ExitStack() as stack:

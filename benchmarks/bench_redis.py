@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 
 from benchmarks.common import start_redis
-from mpcrawler.frontier.redis_frontier import RedisFrontier
+from mpcrawler.frontier.redis.frontier import RedisFrontier
 
 
 def url(i: int, hosts: int) -> str:

@@ -151,7 +151,7 @@ def nginx_site(pages: int, size: int, latency: float = 0.0) -> Iterator[str]:
     yields the site's URL.  (``apt-get install nginx``; with ``latency``,
     each page is answered after that many seconds by the echo module's
     ``echo_sleep``: ``apt-get install libnginx-mod-http-echo``.)"""
-    from mpcrawler.testsite import TestSite
+    from mpcrawler.testing.site import TestSite
 
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     with socket.socket() as probe:

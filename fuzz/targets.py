@@ -21,16 +21,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from mpcrawler import sitemaps
-from mpcrawler.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
-from mpcrawler.downloader import Response
+from mpcrawler.web import sitemaps
 from mpcrawler.frontier import FrontierError, UrlInfo, UrlQueueManager, frame_payload
-from mpcrawler.jobdir import recount
-from mpcrawler.pipelines import JsonLinesPipeline
-from mpcrawler.robots import RobotsRules
+from mpcrawler.output.jobdir import recount
+from mpcrawler.output.pipelines import JsonLinesPipeline
 from mpcrawler.settings import Settings
-from mpcrawler.urls import InvalidURL, Scope, canonicalize
-from mpcrawler.worker import LinkResolver, document_base
+from mpcrawler.web.robots import RobotsRules
+from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
+from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
+from mpcrawler.worker.downloader import Response
+from mpcrawler.worker.process import LinkResolver, document_base
 
 __all__ = ["TARGETS"]
 

@@ -12,24 +12,24 @@ from typing import TYPE_CHECKING, Any
 from .__version__ import __version__
 
 _EXPORTS = {
-    "Analysis": "analyzer",
-    "Analyzer": "analyzer",
-    "HtmlAnalyzer": "analyzer",
-    "CrawlResult": "crawler",
-    "Crawler": "crawler",
+    "Analysis": "worker.analyzer",
+    "Analyzer": "worker.analyzer",
+    "HtmlAnalyzer": "worker.analyzer",
+    "CrawlResult": "master.crawler",
+    "Crawler": "master.crawler",
     "DownloadError": "errors",
     "MpcrawlerError": "errors",
-    "Downloader": "downloader",
-    "HttpDownloader": "downloader",
-    "Response": "downloader",
+    "Downloader": "worker.downloader",
+    "HttpDownloader": "worker.downloader",
+    "Response": "worker.downloader",
     "Frontier": "frontier",
     "Link": "messages",
     "LocalFrontier": "frontier",
     "SeenSet": "frontier",
     "UrlInfo": "frontier",
     "UrlQueueManager": "frontier",
-    "JsonLinesPipeline": "pipelines",
-    "Pipeline": "pipelines",
+    "JsonLinesPipeline": "output.pipelines",
+    "Pipeline": "output.pipelines",
     "Settings": "settings",
 }
 
@@ -57,14 +57,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .analyzer import Analysis, Analyzer, HtmlAnalyzer
-    from .crawler import Crawler, CrawlResult
-    from .downloader import Downloader, HttpDownloader, Response
     from .errors import DownloadError, MpcrawlerError
     from .frontier import Frontier, LocalFrontier, SeenSet, UrlInfo, UrlQueueManager
+    from .master.crawler import Crawler, CrawlResult
     from .messages import Link
-    from .pipelines import JsonLinesPipeline, Pipeline
+    from .output.pipelines import JsonLinesPipeline, Pipeline
     from .settings import Settings
+    from .worker.analyzer import Analysis, Analyzer, HtmlAnalyzer
+    from .worker.downloader import Downloader, HttpDownloader, Response
 
 
 def __getattr__(name: str) -> Any:

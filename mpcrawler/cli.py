@@ -26,7 +26,6 @@ from typing import Any, NoReturn
 from . import stopsignals
 from .__version__ import __version__
 from .errors import FrontierError, MpcrawlerError, UsageError
-from .redact import redact_url
 from .settings import (
     DEFAULT_USER_AGENT,
     MAX_SLOTS,
@@ -35,7 +34,8 @@ from .settings import (
     Settings,
     check_redis_url,
 )
-from .urls import InvalidURL, host_key, split_credentials
+from .web.redact import redact_url
+from .web.urls import InvalidURL, host_key, split_credentials
 
 __all__ = ["main"]
 
@@ -580,14 +580,14 @@ def format_summary(stats: dict[str, Any]) -> str:
 
 
 def run_crawl(settings: Settings) -> int:
-    from .crawler import Crawler, configure_logging
+    from .master.crawler import Crawler, configure_logging
 
     try:
         crawler = Crawler(settings)  # checks the settings and imports the plug-ins
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if settings.redis:  # unreachable: one line, exit 1, nothing written
-        from .frontier.redis_frontier import connect
+        from .frontier.redis.frontier import connect
 
         connect(settings.redis).close()
     check_paths(settings)
@@ -615,7 +615,7 @@ def run_crawl(settings: Settings) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from .jobdir import JobConflict, JobDir
+    from .output.jobdir import JobConflict, JobDir
 
     if args.redis or args.crawl:
         return run_shared_status(args)
@@ -638,7 +638,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_shared_status(args: argparse.Namespace) -> int:
     """``status --redis URL --crawl NAME``: crawl-wide totals, a row per node."""
-    from .frontier.redis_frontier import crawl_status
+    from .frontier.redis.frontier import crawl_status
 
     if not (args.redis and args.crawl) or args.job_dir:
         raise UsageError("status of a shared crawl takes --redis URL --crawl NAME, no DIR")
@@ -670,7 +670,7 @@ def run_shared_status(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     """``verify DIR``: job.json, the frontier, its journal, the seen set and
     the records checked against each other (reads only); exit 1 on damage."""
-    from .jobdir import JobDir
+    from .output.jobdir import JobDir
 
     job = JobDir(args.job_dir)
     if not job.exists():
@@ -699,7 +699,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_reset(args: argparse.Namespace) -> int:
     """``reset --redis URL --crawl NAME``: delete the crawl's keys (a fresh start)."""
-    from .frontier.redis_frontier import reset_crawl
+    from .frontier.redis.frontier import reset_crawl
 
     if not args.redis:
         raise UsageError("reset needs --redis URL (or REDIS_URL) and --crawl NAME")
@@ -709,8 +709,8 @@ def run_reset(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from .jobdir import JobConflict, JobDir
-    from .report import write_report
+    from .output.jobdir import JobConflict, JobDir
+    from .output.report import write_report
 
     if not JobDir(args.job_dir).exists():
         raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
@@ -786,7 +786,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def run_site(args: argparse.Namespace) -> int:
-    from .testsite import SiteServer, TestSite
+    from .testing.site import SiteServer, TestSite
 
     site = TestSite(pages=args.pages, size=args.size, fanout=args.fanout)
     try:
@@ -841,7 +841,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mpcrawler: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:
-        from .crawler import is_disk_full
+        from .master.crawler import is_disk_full
 
         if is_disk_full(exc):
             print(

@@ -1,7 +1,7 @@
 """What crosses a process boundary, and what analyzers hand back: small named
 types of plain data (picklable by value, no behaviour beyond validation).
 
-Between the master (:mod:`mpcrawler.pool`) and a worker (:mod:`mpcrawler.worker`),
+Between the master (:mod:`mpcrawler.master.pool`) and a worker (:mod:`mpcrawler.worker.process`),
 over one pipe each way::
 
     master --FetchBatch([Fetch, ...]) / Stop--> worker

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 __all__ = [
     "BUILTIN_ANALYZERS",
     "BUILTIN_MODULES",
+    "MOVED_MODULES",
     "Module",
     "Refused",
     "SerialGenerator",
@@ -31,12 +32,22 @@ __all__ = [
 
 # Short names for --analyzer.
 BUILTIN_ANALYZERS = {
-    "bs4": "mpcrawler.analyzer:HtmlAnalyzer",
-    "lxml": "mpcrawler.analyzer:LxmlAnalyzer",
+    "bs4": "mpcrawler.worker.analyzer:HtmlAnalyzer",
+    "lxml": "mpcrawler.worker.analyzer:LxmlAnalyzer",
 }
 # The built-in modules: known to load, so the master need not import them
 # (and bs4 or requests with them) to check a crawl's settings.
-BUILTIN_MODULES = frozenset({*BUILTIN_ANALYZERS.values(), "mpcrawler.downloader:HttpDownloader"})
+# Where the plug-in base classes and built-in modules lived before the
+# packages worker/ and output/: a path written so (in a script, a command or
+# a job dir) still loads.
+MOVED_MODULES = {
+    "mpcrawler.analyzer": "mpcrawler.worker.analyzer",
+    "mpcrawler.downloader": "mpcrawler.worker.downloader",
+    "mpcrawler.pipelines": "mpcrawler.output.pipelines",
+}
+BUILTIN_MODULES = frozenset(
+    {*BUILTIN_ANALYZERS.values(), "mpcrawler.worker.downloader:HttpDownloader"}
+)
 
 
 class Refused(Exception):
@@ -133,6 +144,7 @@ def load_object(path: str) -> Any:
     module_name, sep, name = path.partition(":")
     if not sep or not module_name or not name:
         raise ValueError(f"expected pkg.module:Name, got {path!r}")
+    module_name = MOVED_MODULES.get(module_name, module_name)
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .__version__ import __version__
-from .redact import redact_url
+from .web.redact import redact_url
 
 __all__ = ["BROAD_CRAWL_DEFAULTS", "DEFAULT_USER_AGENT", "SCOPES", "Settings"]
 
@@ -91,8 +91,8 @@ class Settings:
     user_agent: str = DEFAULT_USER_AGENT
     quiet: bool = False
     cache_size: int = 10_000
-    downloader: str = "mpcrawler.downloader:HttpDownloader"
-    analyzer: str = "mpcrawler.analyzer:HtmlAnalyzer"
+    downloader: str = "mpcrawler.worker.downloader:HttpDownloader"
+    analyzer: str = "mpcrawler.worker.analyzer:HtmlAnalyzer"
     pipelines: list[str] = field(default_factory=list)
     robots: bool = True
     host_concurrency: int = 8

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from mpcrawler.testsite import SiteServer, TestSite, serve_site
+from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
 # No wall-clock deadline on a hypothesis example: a busy machine (CI, other
 # tests' processes) makes any time limit fail tests that are correct.

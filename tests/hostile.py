@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mpcrawler.testsite import serving
+from mpcrawler.testing.site import serving
 
 Reply = tuple[int, dict[str, str], bytes | Iterable[bytes]]
 Route = Callable[["Handler", int], Reply]

@@ -10,7 +10,7 @@ import pytest
 from conftest import crawl_records
 from hostile import links, redirect, serve
 
-from mpcrawler.addresses import AddressGuard, blocked_network
+from mpcrawler.web.addresses import AddressGuard, blocked_network
 
 
 @pytest.mark.parametrize(
@@ -125,8 +125,8 @@ def test_the_connection_checks_where_the_name_led(
     at connect time, before a byte is sent; no connection is opened here."""
     import urllib3.util.connection
 
-    from mpcrawler.downloader import BlockedAddress, HttpDownloader
     from mpcrawler.settings import Settings
+    from mpcrawler.worker.downloader import BlockedAddress, HttpDownloader
 
     sock = FakeSocket(peer)
     monkeypatch.setattr(urllib3.util.connection, "create_connection", lambda *a, **k: sock)
@@ -149,7 +149,7 @@ def test_a_name_that_does_not_resolve_is_final() -> None:
     import requests
     import urllib3
 
-    from mpcrawler.downloader import _name_not_found
+    from mpcrawler.worker.downloader import _name_not_found
 
     def chain(errno: int) -> requests.ConnectionError:
         gai = socket.gaierror(errno, "lookup failed")

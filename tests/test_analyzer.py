@@ -10,8 +10,11 @@ import responses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpcrawler.analyzer import HtmlAnalyzer, LxmlAnalyzer
-from mpcrawler.downloader import (
+from mpcrawler.settings import Settings
+from mpcrawler.testing.site import TestSite
+from mpcrawler.web.urls import Scope
+from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer
+from mpcrawler.worker.downloader import (
     BodyTooLarge,
     ConnectFailed,
     HttpDownloader,
@@ -19,10 +22,7 @@ from mpcrawler.downloader import (
     TimedOut,
     parse_content_type,
 )
-from mpcrawler.settings import Settings
-from mpcrawler.testsite import TestSite
-from mpcrawler.urls import Scope
-from mpcrawler.worker import LinkResolver, document_base
+from mpcrawler.worker.process import LinkResolver, document_base
 
 BASE = "http://site.test/dir/page.html"
 
@@ -286,7 +286,7 @@ def test_the_analyzers_agree_on_any_token_soup(body: bytes) -> None:
 
 
 def test_a_worker_sends_each_link_once_unless_from_a_shallower_page() -> None:
-    from mpcrawler.worker import SentLinks
+    from mpcrawler.worker.process import SentLinks
 
     sent = SentLinks(size=3)
     assert sent.first_times([("a", 0), ("b", 5)], depth=3) == [("a", 0), ("b", 5)]

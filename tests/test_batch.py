@@ -22,7 +22,7 @@ import pytest
 from conftest import Lines, read_records, run_cli, start_cli
 from hostile import serve
 
-from mpcrawler.testsite import SiteServer, TestSite, serve_site
+from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
 PAGES = 300
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import crawl_records, read_records, run_cli
 from hostile import links, serve
 
-from mpcrawler.testsite import SiteServer, TestSite
+from mpcrawler.testing.site import SiteServer, TestSite
 
 
 def page_hits(server: SiteServer) -> dict[str, int]:

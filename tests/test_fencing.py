@@ -136,7 +136,7 @@ def test_redis_restarted_without_its_data_stops_every_node(tmp_path: Path, crawl
 
 
 def test_reset_deletes_a_crawl_but_not_a_live_one(crawl: str) -> None:
-    from mpcrawler.frontier.redis_frontier import RedisFrontier
+    from mpcrawler.frontier.redis.frontier import RedisFrontier
 
     node = RedisFrontier(redis_server.url(), crawl, "live")
     node.admit("http://h.test/")

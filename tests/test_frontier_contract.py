@@ -53,7 +53,7 @@ class Implementation:
 
 
 def _open_redis(directory: str, cache_size: int) -> Any:
-    from mpcrawler.frontier.redis_frontier import RedisFrontier
+    from mpcrawler.frontier.redis.frontier import RedisFrontier
 
     return RedisFrontier(redis_server.url(), crawl=Path(directory).name, node="node-1")
 
@@ -255,7 +255,7 @@ SHARED_HOSTS = ["http://a.test", "http://b.test", "http://c.test", "http://d.tes
 class SharedFrontierContract(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        from mpcrawler.frontier.redis_frontier import RedisFrontier
+        from mpcrawler.frontier.redis.frontier import RedisFrontier
 
         self.open = RedisFrontier
         self.crawl = f"contract-shared-{uuid.uuid4().hex[:8]}"

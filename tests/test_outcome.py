@@ -6,9 +6,9 @@ import email.utils
 
 import pytest
 
-from mpcrawler import outcome
+from mpcrawler.master import outcome
+from mpcrawler.master.scheduler import Request
 from mpcrawler.messages import Link, PageResult, link_parts
-from mpcrawler.scheduler import Request
 
 LIMITS = outcome.Redirect(max_redirects=2, max_url_length=40)
 

@@ -9,7 +9,7 @@ from conftest import crawl_records, read_records
 from plugins import CountingAnalyzer, TaggingPipeline
 
 from mpcrawler import Crawler, Settings
-from mpcrawler.testsite import SiteServer
+from mpcrawler.testing.site import SiteServer
 
 
 def test_cli_plugins(site_300: SiteServer, tmp_path: Path) -> None:

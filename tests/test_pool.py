@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mpcrawler.pool import WorkerPool
+from mpcrawler.master.pool import WorkerPool
 from mpcrawler.settings import Settings
-from mpcrawler.urls import Scope
+from mpcrawler.web.urls import Scope
 
 
 def test_a_stop_during_start_up_forks_no_more_workers() -> None:

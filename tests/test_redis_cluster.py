@@ -20,7 +20,7 @@ import redis_server
 from many_nodes import Node, serve_site, wait_until
 from redis.crc import key_slot
 
-from mpcrawler.frontier.redis_frontier import RedisFrontier
+from mpcrawler.frontier.redis.frontier import RedisFrontier
 
 RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
 

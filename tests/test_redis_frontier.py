@@ -13,8 +13,8 @@ import redis_server
 from redis.crc import key_slot
 
 from mpcrawler.frontier import FrontierError
-from mpcrawler.frontier.redis_frontier import RedisFrontier, fair_share, hosts_to_shed
-from mpcrawler.urls import host_key
+from mpcrawler.frontier.redis.frontier import RedisFrontier, fair_share, hosts_to_shed
+from mpcrawler.web.urls import host_key
 
 
 def test_every_key_is_under_the_prefix_in_one_slot_and_not_pickle(crawl: str) -> None:

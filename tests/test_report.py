@@ -13,7 +13,7 @@ import pytest
 from conftest import Lines, crawl_records, run_cli, start_cli
 from hostile import html, links, redirect, serve
 
-from mpcrawler.testsite import TestSite, serve_site
+from mpcrawler.testing.site import TestSite, serve_site
 
 CHARTS = ("rate", "statuses", "errors", "depths", "sizes", "download")
 TABLES = ("overview", "top-hosts", "error-hosts", "slowest", "runs", "settings")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mpcrawler.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
+from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import crawl_records
 from hostile import html, links, serve
 
-from mpcrawler import sitemaps
+from mpcrawler.web import sitemaps
 
 URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpcrawler.urls import InvalidURL, Scope, canonicalize, split_credentials
+from mpcrawler.web.urls import InvalidURL, Scope, canonicalize, split_credentials
 
 # web-platform-tests' url/resources/urltestdata.json (source and licence: data/README.md).
 WPT = Path(__file__).resolve().parent / "data" / "urltestdata.json"
@@ -225,7 +225,7 @@ _bases = st.sampled_from(
 
 @given(st.lists(st.tuples(_hrefs, _bases), max_size=30))
 def test_link_resolver_memo_never_changes_answers(pairs: list[tuple[str, str]]) -> None:
-    from mpcrawler.worker import LinkResolver
+    from mpcrawler.worker.process import LinkResolver
 
     resolver = LinkResolver(Scope.from_seeds(["http://h.test/"]), 2048)
     for href, base in pairs * 2:  # the second pass is served from the memo

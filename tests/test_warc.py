@@ -18,7 +18,7 @@ from conftest import Lines, crawl_args, crawl_records, read_records, run_cli, st
 from hostile import html, links, serve
 from warcio.archiveiterator import ArchiveIterator
 
-from mpcrawler.testsite import SiteServer, TestSite
+from mpcrawler.testing.site import SiteServer, TestSite
 
 
 def warc_files(directory: Path) -> list[Path]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from ..errors import FrontierError
 from .base import FOREVER, Frontier, UrlInfo
-from .local import LocalFrontier
-from .queue import FORMAT_VERSION, UrlQueueManager, inspect
-from .seen import SeenSet
-from .storage import frame_payload
+from .local.frontier import LocalFrontier
+from .local.queue import FORMAT_VERSION, UrlQueueManager, inspect
+from .local.seen import SeenSet
+from .local.storage import frame_payload
 
 __all__ = [
     "FOREVER",

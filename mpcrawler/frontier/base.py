@@ -28,9 +28,9 @@ A frontier shared by several processes (nodes) adds three promises:
   not counted as done;
 * ``available()`` is False while the node's leases may have passed on
   (its heartbeat is too old): the master starts no fetch and writes no
-  record then.  Implementations: :class:`mpcrawler.frontier.local.LocalFrontier`
+  record then.  Implementations: :class:`mpcrawler.frontier.local.frontier.LocalFrontier`
 (files in the job directory; the default) and
-:class:`mpcrawler.frontier.redis_frontier.RedisFrontier` (shared by the nodes
+:class:`mpcrawler.frontier.redis.frontier.RedisFrontier` (shared by the nodes
 of one crawl).  The contract test
 (``tests/test_frontier_contract.py``) runs against every implementation.
 """
@@ -108,7 +108,7 @@ class Frontier(Protocol):
         """Give a leased ``item`` back, to its place in its host's queue."""
 
     def block(self, host: str, until: float) -> None:
-        """``host`` (see :func:`mpcrawler.urls.host_key`) may not be leased
+        """``host`` (see :func:`mpcrawler.web.urls.host_key`) may not be leased
         from before ``until`` (monotonic seconds; ``FOREVER`` until blocked
         again; 0 to unblock).  Not persisted: a reopened frontier has every
         host ready."""

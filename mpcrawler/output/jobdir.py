@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .__version__ import __version__
-from .errors import JobConflict, JobDamaged, UsageError
-from .frontier import LocalFrontier
+from ..__version__ import __version__
+from ..errors import JobConflict, JobDamaged, UsageError
+from ..frontier import LocalFrontier
 
 __all__ = [
     "JOB_FORMAT",
@@ -205,7 +205,7 @@ class JobDir:
     def damage(
         self, state: JobState, out: Path | None = None, in_flight: int | None = None
     ) -> list[str]:
-        """What is damaged here (see :mod:`mpcrawler.integrity`); reads
+        """What is damaged here (see :mod:`mpcrawler.output.integrity`); reads
         only.  ``in_flight``: the requests the crawl had at once (workers x
         threads), the most a kill can leave recorded and not acked; by
         default as job.json's settings say."""

@@ -1,6 +1,6 @@
 """The frontier's on-disk records: framing, item encoding, append-only files.
 
-Used by :mod:`mpcrawler.frontier.queue` only.  Every frontier file is a run
+Used by :mod:`mpcrawler.frontier.local.queue` only.  Every frontier file is a run
 of *frames*: payload length, CRC32 of the payload, payload.  A torn or
 corrupt frame is detected, logged and skipped.  Nothing here is pickle: items
 are ``struct``-packed, state is JSON.
@@ -14,8 +14,8 @@ import struct
 import zlib
 from pathlib import Path
 
-from ..errors import FrontierError
-from .base import KINDS, UrlInfo
+from ...errors import FrontierError
+from ..base import KINDS, UrlInfo
 
 log = logging.getLogger("mpcrawler.frontier")
 

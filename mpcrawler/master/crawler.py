@@ -19,7 +19,7 @@ its lease) no longer ``holds`` what it leased before: the master then sends
 none of those requests, records none of their results (``discarded``), and
 starts no fetch and writes no record while the frontier is not
 ``available``.  What to do with a result (retry, follow, record) is decided by the
-pure functions of :mod:`mpcrawler.outcome`; this module carries it out.
+pure functions of :mod:`mpcrawler.master.outcome`; this module carries it out.
 
 Durability, in order: the JSON Lines output is line-buffered, so a record is
 in the OS once written; the frontier's journal is synced to the OS after
@@ -53,8 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import outcome, sitemaps, stopsignals
-from .errors import (
+from .. import stopsignals
+from ..errors import (
     ArchiveError,
     CrawlError,
     FrontierError,
@@ -62,19 +62,21 @@ from .errors import (
     JobConflict,
     JobDamaged,
 )
-from .frontier import Frontier, LocalFrontier
-from .frontier.base import Admission
-from .frontier.redis_frontier import RedisFrontier
-from .jobdir import JobDir, JobState, count_record, recount, write_atomically
-from .messages import EXPIRED, WARC_FAILED, PageResult
-from .modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path, process_usage
-from .pipelines import JsonLinesPipeline, Pipeline
+from ..frontier import Frontier, LocalFrontier
+from ..frontier.base import Admission
+from ..frontier.redis.frontier import RedisFrontier
+from ..messages import EXPIRED, WARC_FAILED, PageResult
+from ..modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path, process_usage
+from ..output.jobdir import JobDir, JobState, count_record, recount, write_atomically
+from ..output.pipelines import JsonLinesPipeline, Pipeline
+from ..output.progress import Progress
+from ..output.repair import Repair
+from ..settings import Settings
+from ..web import sitemaps
+from ..web.urls import InvalidURL, Scope, canonicalize, host_key, split_credentials
+from . import outcome
 from .pool import PoolError, WorkerPool
-from .progress import Progress
-from .repair import Repair
 from .scheduler import Request, Scheduler
-from .settings import Settings
-from .urls import InvalidURL, Scope, canonicalize, host_key, split_credentials
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -290,7 +292,7 @@ class Crawler:
             if s.insecure:
                 log.warning("TLS certificates are not verified (--insecure)")
             if s.warc_dir:  # a killed worker may have left a torn last record
-                from .warc import repair
+                from ..worker.warc import repair
 
                 repair(s.warc_dir)
             if not self._stop_requested:  # a signal during start-up starts nothing
@@ -319,7 +321,7 @@ class Crawler:
 
     def _repair(self, reasons: list[str]) -> Repair:
         """--repair: the damage, and what the repair did and lost, said on stderr."""
-        from .repair import repair
+        from ..output.repair import repair
 
         for reason in reasons:
             log.warning("repair: %s is damaged: %s", self.job_dir, reason)

@@ -3,7 +3,8 @@
 Owned by the master only.  Stores a fixed-size digest of each URL in
 diskcache, so memory is bounded by diskcache's (SQLite's) own cache and the
 RECENT_SIZE digests last found on disk (most links point to pages linked
-before), not by the number of URLs.  Part of the local frontier (:mod:`mpcrawler.frontier.local`).
+before), not by the number of URLs.  Part of the local frontier
+(:mod:`mpcrawler.frontier.local`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import diskcache
 
-from ..errors import JobDamaged
+from ...errors import JobDamaged
 
 __all__ = ["RECENT_SIZE", "SeenSet"]
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .modules import Module
-from .settings import Settings
+from ..modules import Module
+from ..settings import Settings
 
 __all__ = ["JsonLinesPipeline", "Pipeline"]
 

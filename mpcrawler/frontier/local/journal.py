@@ -1,6 +1,6 @@
 """The frontier's on-disk state format: ``state.json``'s version and the journal.
 
-Used by :mod:`mpcrawler.frontier.queue`, which writes both, and by the job
+Used by :mod:`mpcrawler.frontier.local.queue`, which writes both, and by the job
 directory's ``status`` through :func:`inspect`, which reads them without
 opening the queue.  The journal is a run of frames (:mod:`.storage`), each a
 batch of operations: ``P`` a put (the item follows), ``G`` a lease, ``A`` an
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import FrontierError
-from .base import KINDS, UrlInfo
+from ...errors import FrontierError
+from ..base import KINDS, UrlInfo
 from .storage import read_frames
 
 __all__ = ["FORMAT_VERSION", "STATE_FILE", "inspect", "parse_journal"]

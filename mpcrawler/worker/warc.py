@@ -37,7 +37,7 @@ from typing import Any, BinaryIO
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from .__version__ import __version__
+from ..__version__ import __version__
 from .downloader import Exchange
 
 __all__ = ["WarcFiles", "repair"]

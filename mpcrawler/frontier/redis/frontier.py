@@ -1,7 +1,7 @@
 """RedisFrontier: the Frontier protocol on a Redis server, shared by the nodes of one crawl.
 
 Used by the master of each node in place of
-:class:`~mpcrawler.frontier.local.LocalFrontier`; redis-py talks to the
+:class:`~mpcrawler.frontier.local.frontier.LocalFrontier`; redis-py talks to the
 server.  Redis is the source of truth for every URL not yet recorded: what a
 node discovers is admitted to Redis before the page that found it is
 recorded, and what it fetches stays leased under its node id until acked.
@@ -39,7 +39,7 @@ stops (exit 1) and ``status --redis`` says so.  ``reset_crawl`` deletes the
 crawl's keys, for a deliberate fresh start.
 
 **One round trip.**  Everything a node says to Redis goes through one Lua
-script, ``redis_step.lua``: the acks and releases waiting in the outbox, the
+script, ``step.lua``: the acks and releases waiting in the outbox, the
 URLs to admit, the seen checks, a batch of leases and the heartbeat, in one
 call.  Acks wait in the outbox for the next call (at most ``FLUSH_AFTER``
 seconds), so a busy node makes about one call per turn of its loop.
@@ -95,10 +95,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, NamedTuple
 
-from ..errors import FrontierError, FrontierUnavailable, UsageError
-from ..redact import redact_url
-from ..urls import host_key
-from .base import FOREVER, KINDS, Admission, UrlInfo
+from ...errors import FrontierError, FrontierUnavailable, UsageError
+from ...web.redact import redact_url
+from ...web.urls import host_key
+from ..base import FOREVER, KINDS, Admission, UrlInfo
 
 __all__ = [
     "CrawlLost",
@@ -140,7 +140,7 @@ def _lost_message(crawl: str, url: str, why: str) -> str:
     )
 
 
-_SCRIPT = resources.files(__package__).joinpath("redis_step.lua").read_text(encoding="utf-8")
+_SCRIPT = resources.files(__package__).joinpath("step.lua").read_text(encoding="utf-8")
 
 
 def fair_share(hosts: int, nodes: int) -> int:

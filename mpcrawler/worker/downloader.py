@@ -27,12 +27,12 @@ import requests.adapters
 import urllib3
 import urllib3.connection
 
-from .addresses import AddressGuard
-from .codings import ACCEPT_ENCODING, BoundedDecoder
-from .errors import DownloadError
-from .modules import Module
-from .settings import Settings
-from .urls import host_key, hostname_of
+from ..errors import DownloadError
+from ..modules import Module
+from ..settings import Settings
+from ..web.addresses import AddressGuard
+from ..web.codings import ACCEPT_ENCODING, BoundedDecoder
+from ..web.urls import host_key, hostname_of
 
 __all__ = [
     "BlockedAddress",
@@ -239,7 +239,7 @@ class HttpDownloader(Downloader):
     """The default: requests, streaming, with timeouts and a byte cap.
 
     Every connection's address is checked against the private-network rule
-    (:mod:`mpcrawler.addresses`) once it is made, so a name that resolves to a
+    (:mod:`mpcrawler.web.addresses`) once it is made, so a name that resolves to a
     public address for one lookup and a private one for the next gains
     nothing.  (Through a proxy, the proxy makes the connections: no check.)
     """

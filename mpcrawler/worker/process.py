@@ -44,10 +44,8 @@ import warnings
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from . import sitemaps, stopsignals
-from .analyzer import Analyzer
-from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
-from .messages import (
+from .. import stopsignals
+from ..messages import (
     EXPIRED,
     WARC_FAILED,
     Bye,
@@ -61,10 +59,13 @@ from .messages import (
     Stop,
     link_parts,
 )
-from .modules import load_object, process_usage
-from .robots import decode_robots
-from .settings import Settings
-from .urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
+from ..modules import load_object, process_usage
+from ..settings import Settings
+from ..web import sitemaps
+from ..web.robots import decode_robots
+from ..web.urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
+from .analyzer import Analyzer
+from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 
 if TYPE_CHECKING:
     from .warc import WarcFiles

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from ada_url import join_url, normalize_url
 
-from .errors import InvalidURL
+from ..errors import InvalidURL
 
 __all__ = [
     "C0_AND_SPACE",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import Admission, UrlInfo
+from ..base import Admission, UrlInfo
 from .queue import UrlQueueManager, inspect
 from .seen import SeenSet
 

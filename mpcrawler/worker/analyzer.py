@@ -24,10 +24,10 @@ from bs4 import (
 from bs4.dammit import EncodingDetector
 from lxml import etree
 
+from ..messages import Link
+from ..modules import BUILTIN_ANALYZERS, Module
+from ..settings import Settings
 from .downloader import Response
-from .messages import Link
-from .modules import BUILTIN_ANALYZERS, Module
-from .settings import Settings
 
 __all__ = [
     "BUILTIN_ANALYZERS",

@@ -35,9 +35,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .frontier import FOREVER, UrlInfo
-from .robots import RobotsRules
-from .urls import host_key
+from ..frontier import FOREVER, UrlInfo
+from ..web.robots import RobotsRules
+from ..web.urls import host_key
 
 __all__ = ["MAX_CRAWL_DELAY", "Host", "Request", "Scheduler"]
 

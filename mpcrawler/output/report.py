@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..web.urls import host_of
 from .jobdir import JobDir, JobState
 from .pipelines import JsonLinesPipeline
-from .urls import host_of
 
 __all__ = ["Summary", "render", "summarize", "write_report"]
 

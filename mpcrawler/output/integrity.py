@@ -19,7 +19,7 @@ nothing) and says, one line each, what does not add up:
   the last checkpoint counted (it flushed the seen set first, and every
   recorded page was seen before it was fetched).
 
-Used by :mod:`mpcrawler.crawler` (a damaged job is refused, exit 1), by
+Used by :mod:`mpcrawler.master.crawler` (a damaged job is refused, exit 1), by
 ``status`` (``damaged: ...``) and by ``verify``.
 """
 
@@ -32,8 +32,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from .frontier.journal import ACK, STATE_FILE, parse_journal
-from .frontier.storage import HEADER, MAX_RECORD, split_frames
+from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
+from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
 __all__ = ["damage", "journal_damage"]
 

@@ -1,7 +1,7 @@
 """``--repair``: go on from a damaged job dir with what can be trusted, and say what was lost.
 
-Called by the crawler (:mod:`mpcrawler.crawler`) in place of the refusal
-when :func:`mpcrawler.integrity.damage` found damage and ``--repair`` was
+Called by the crawler (:mod:`mpcrawler.master.crawler`) in place of the refusal
+when :func:`mpcrawler.output.integrity.damage` found damage and ``--repair`` was
 given, before the frontier is opened.  What can be trusted are the records
 (``pages.jsonl``: they are what the crawl delivered) and whatever the queue
 can still replay; the seen set is rebuilt from those two, because after a
@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .frontier import LocalFrontier
-from .frontier.journal import STATE_FILE
+from ..frontier import LocalFrontier
+from ..frontier.local.journal import STATE_FILE
 
 __all__ = ["Repair", "repair"]
 

@@ -2,7 +2,7 @@
 
 Small pure functions of a request, its result and the settings, unit-tested
 without any process (tests/test_outcome.py).  The master's loop
-(:mod:`mpcrawler.crawler`) asks them and carries out the answer; nothing here
+(:mod:`mpcrawler.master.crawler`) asks them and carries out the answer; nothing here
 touches the frontier, the scheduler or a file.
 """
 
@@ -12,7 +12,7 @@ import email.utils
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import PageResult
+from ..messages import PageResult
 from .scheduler import Request
 
 __all__ = [

@@ -1,6 +1,6 @@
 """UrlQueueManager: per-host, priority-ordered URL queues; bounded memory, crash-safe.
 
-Owned by the master process only, through :class:`mpcrawler.frontier.local.LocalFrontier`.
+Owned by the master process only, through :class:`mpcrawler.frontier.local.frontier.LocalFrontier`.
 ``lease()`` answers "the best URL of a host that may be fetched now" (the
 order is written down in :mod:`mpcrawler.frontier.base`); ``block()`` is how
 the scheduler says a host must wait.  Three tiers, after the classic
@@ -56,9 +56,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FrontierError
-from ..urls import host_key
-from .base import FOREVER, UrlInfo
+from ...errors import FrontierError
+from ...web.urls import host_key
+from ..base import FOREVER, UrlInfo
 from .journal import (
     ACK,
     BLOCK,

@@ -2,7 +2,7 @@
 
 The pool knows which request is in which worker, because scheduling is
 pull-based: a worker's ``hello`` announces its free slots and each result
-frees one (see :mod:`mpcrawler.worker` for the messages).  One call to
+frees one (see :mod:`mpcrawler.worker.process` for the messages).  One call to
 ``wait()`` blocks on every worker's pipe and process sentinel at once (one
 selector for the pool's life), so a result or a death is seen the moment it
 happens.  A dead worker's requests
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from . import stopsignals
-from .errors import PoolError
-from .messages import Bye, Failed, Fetch, FetchBatch, FromWorker, Hello, PageResult, Results, Stop
+from .. import stopsignals
+from ..errors import PoolError
+from ..messages import Bye, Failed, Fetch, FetchBatch, FromWorker, Hello, PageResult, Results, Stop
 from .scheduler import Request
 
 __all__ = ["PoolError", "WorkerPool"]
@@ -42,7 +42,7 @@ MAX_STARTUP_FAILURES = 3
 def _worker_main(*args: Any) -> None:
     """A worker process's entry point (the master does not import the worker
     module, nor bs4 and requests with it; the forkserver has them preloaded)."""
-    from .worker import run_worker
+    from ..worker.process import run_worker
 
     run_worker(*args)
 
@@ -89,7 +89,7 @@ class WorkerPool:
         self._on_downloaded = on_downloaded
         self._on_lost, self._on_gone, self._on_summaries = on_lost, on_gone, on_summaries
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(["mpcrawler.worker", "mpcrawler.pool"])
+        self._ctx.set_forkserver_preload(["mpcrawler.worker.process", "mpcrawler.master.pool"])
         self.workers: dict[int, _Worker] = {}
         self.in_flight: dict[int, Request] = {}
         self.restarts = 0

@@ -1,0 +1,1 @@
+"""Servers for tests, demos and benchmarks: the built-in site and a Redis starter."""
