@@ -21,11 +21,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from mpcrawler.web import sitemaps
 from mpcrawler.frontier import FrontierError, UrlInfo, UrlQueueManager, frame_payload
 from mpcrawler.output.jobdir import recount
 from mpcrawler.output.pipelines import JsonLinesPipeline
 from mpcrawler.settings import Settings
+from mpcrawler.web import sitemaps
 from mpcrawler.web.robots import RobotsRules
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
 from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer

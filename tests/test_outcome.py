@@ -7,7 +7,7 @@ import email.utils
 import pytest
 
 from mpcrawler.master import outcome
-from mpcrawler.master.scheduler import Request
+from mpcrawler.master.request import Request
 from mpcrawler.messages import Link, PageResult, link_parts
 
 LIMITS = outcome.Redirect(max_redirects=2, max_url_length=40)

@@ -12,16 +12,7 @@ def test_a_stop_during_start_up_forks_no_more_workers() -> None:
     forked (--workers 100000 went on forking for 7 minutes after SIGTERM)."""
     settings = Settings(seeds=["http://127.0.0.1:9/"], workers=6, threads=1)
     scope = Scope.from_seeds(settings.seeds, [], "hosts", [])
-    pool = WorkerPool(
-        settings.workers,
-        (settings.to_dict(secrets=True), scope.to_dict()),
-        on_slots=lambda worker, count: None,
-        on_downloaded=lambda request: None,
-        on_result=lambda request, result: None,
-        on_lost=lambda request: None,
-        on_gone=lambda worker: None,
-        on_summaries=lambda summaries: None,
-    )
+    pool = WorkerPool(settings.workers, (settings.to_dict(secrets=True), scope.to_dict()))
     asked: list[int] = []
 
     def stop() -> bool:  # the signal comes while the third worker is asked for
@@ -32,5 +23,5 @@ def test_a_stop_during_start_up_forks_no_more_workers() -> None:
         pool.start(stop)
         assert len(pool.workers) == 2 and len(asked) == 3
     finally:
-        pool.stop(wait=10.0)
+        pool.close()
     assert not any(w.process.is_alive() for w in pool.workers.values())

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
+from mpcrawler.messages import PageResult
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
+
+
+def answer(**fields: object) -> PageResult:
+    return PageResult(0, "http://h.test/", **fields)  # type: ignore[arg-type]
 
 
 def drain(scheduler: Scheduler) -> list[tuple[str, str, str]]:
@@ -14,12 +19,11 @@ def drain(scheduler: Scheduler) -> list[tuple[str, str, str]]:
     finish every page at once.  The refusals, as (url, reason, kind)."""
     refusals = []
     while True:
-        scheduler.add_slots(0, 4)
-        assigned, refused = scheduler.dispatch()
+        assigned, refused = scheduler.dispatch(4)
         refusals += [(r.url, reason, kind) for r, reason, kind in refused]
         if not assigned and not refused:
             return refusals
-        for _, request in assigned:
+        for request in assigned:
             scheduler.finished(request)
             if request.kind == "robots":
                 scheduler.robots_result(request, 200, "", False)
@@ -45,13 +49,11 @@ def test_a_permanent_robots_failure_gives_the_host_up_at_once() -> None:
     now = [0.0]
     scheduler = Scheduler(clock=lambda: now[0])
     scheduler.submit(scheduler.new_request("https://h.test/a"))
-    scheduler.add_slots(0, 1)
-    [(_, robots)], _ = scheduler.dispatch()
+    [robots], _ = scheduler.dispatch(1)
     scheduler.finished(robots)
     reason = "tls: certificate verify failed: self-signed certificate"
     scheduler.robots_result(robots, None, None, True, reason, "tls")
-    scheduler.add_slots(0, 1)
-    assigned, refused = scheduler.dispatch()
+    assigned, refused = scheduler.dispatch(1)
     assert not assigned
     assert [(r.url, why, kind) for r, why, kind in refused] == [
         ("https://h.test/a", f"robots.txt unavailable: {reason}", "tls")
@@ -63,19 +65,17 @@ def test_a_refused_connection_is_tried_soon_then_given_up() -> None:
     scheduler = Scheduler(clock=lambda: now[0], retries=2, retry_delay=1.0)
     scheduler.submit(scheduler.new_request("http://h.test/a"))
     for attempt in range(3):
-        scheduler.add_slots(0, 1)
-        assigned, refused = scheduler.dispatch()
+        assigned, refused = scheduler.dispatch(1)
         if attempt:
             assert not assigned and not refused  # waiting its retry delay
             now[0] += 2.0 ** (attempt - 1)  # 1 s, then 2 s
-            assigned, refused = scheduler.dispatch()
-        [(_, robots)] = assigned
+            assigned, refused = scheduler.dispatch(1)
+        [robots] = assigned
         scheduler.finished(robots)
         scheduler.robots_result(
             robots, None, None, True, "connection failed: refused", "connection"
         )
-    scheduler.add_slots(0, 1)
-    _, refused = scheduler.dispatch()
+    _, refused = scheduler.dispatch(1)
     assert [kind for _, _, kind in refused] == ["connection"]
     assert now[0] == 3.0  # not the 30 s + 60 s of robots.txt's slow retries
 
@@ -95,8 +95,7 @@ def test_hosts_waiting_for_robots_are_counted() -> None:
     now = [0.0]
     scheduler = Scheduler(clock=lambda: now[0], robots_retry_delay=30.0)
     scheduler.submit(scheduler.new_request("http://h.test/a"))
-    scheduler.add_slots(0, 1)
-    [(_, robots)], _ = scheduler.dispatch()
+    [robots], _ = scheduler.dispatch(1)
     scheduler.finished(robots)
     scheduler.robots_result(robots, 503, None, True, "HTTP 503", "http_5xx")
     assert scheduler.hosts_waiting() == 1  # for 30 s: the progress line shows it
@@ -131,14 +130,14 @@ def test_retry_after_and_timeouts_slow_the_host() -> None:
     request = scheduler.new_request("http://h.test/a")
     scheduler.submit(request)
     host = scheduler.hosts["http://h.test"]
-    scheduler.answered(request, 429, False, 300.0)
+    scheduler.answered(request, answer(status=429, retry_after="300"))
     assert host.pace == FIRST_PACE and host.next_start == 130.0  # Retry-After, capped
     now[0], request.sent_at = 101.0, 100.5  # a request sent after that cut
-    scheduler.answered(request, None, True, None)
+    scheduler.answered(request, answer(error_kind="timeout"))
     assert host.pace == FIRST_PACE  # one timeout is not a pattern
-    scheduler.answered(request, None, True, None)
+    scheduler.answered(request, answer(error_kind="timeout"))
     assert host.pace == 2 * FIRST_PACE
-    scheduler.answered(request, None, False, None)  # refused: says nothing
+    scheduler.answered(request, answer(error_kind="connection"))  # refused: says nothing
     assert host.pace == 2 * FIRST_PACE and scheduler.pace_changes == 2
 
 
@@ -148,18 +147,17 @@ def test_answers_to_one_moment_of_overload_cut_the_pace_once() -> None:
     A request sent after the cut may cut again."""
     now = [100.0]
     scheduler = Scheduler(clock=lambda: now[0], robots=False)
-    scheduler.add_slots(1, 8)
     for i in range(8):
         scheduler.submit(scheduler.new_request(f"http://h.test/{i}"))
-    assigned, _ = scheduler.dispatch()
+    assigned, _ = scheduler.dispatch(8)
     assert len(assigned) == 8
     now[0] = 100.1
-    for _, request in assigned:
-        scheduler.answered(request, 429, False, None)
+    for request in assigned:
+        scheduler.answered(request, answer(status=429))
     host = scheduler.hosts["http://h.test"]
     assert host.pace == FIRST_PACE and scheduler.pace_changes == 1
     later = scheduler.new_request("http://h.test/later")
     later.sent_at = 100.2  # after the cut
     now[0] = 100.3
-    scheduler.answered(later, 429, False, None)
+    scheduler.answered(later, answer(status=429))
     assert host.pace == 2 * FIRST_PACE and scheduler.pace_changes == 2

@@ -38,7 +38,7 @@ of one crawl).  The contract test
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
@@ -150,9 +150,30 @@ class Frontier(Protocol):
         """URLs leased by other processes and not yet acked (a shared
         frontier's crawl is over only when none are)."""
 
+    def set_budget(
+        self,
+        max_pages: int | None,
+        max_pages_per_host: int | None,
+        *,
+        done: int = 0,
+        host_pages: Mapping[str, int] | None = None,
+    ) -> None:
+        """The crawl's page budgets: ``max_pages`` leases in all (``done``:
+        pages recorded before), ``max_pages_per_host`` URLs queued per host
+        (``host_pages``: counted before).  A shared frontier keeps the counts
+        crawl-wide itself and ignores ``done`` and ``host_pages``."""
+
     def budget_left(self) -> bool:
-        """A crawl-wide page budget kept by the frontier is not spent (True
-        for a frontier that keeps none)."""
+        """The page budget (``set_budget``) is not spent."""
+
+    def take_over_budget(self) -> int:
+        """URLs refused by the per-host budget since the last call (not
+        queued, and not marked seen: another run with a larger budget
+        queues them)."""
+
+    def budget_counts(self) -> dict[str, int]:
+        """URLs queued per host against the per-host budget, for the job to
+        keep (a shared frontier keeps them itself: empty)."""
 
     def close(self) -> None:
         """Checkpoint and release everything; taken URLs are queued again on reopening."""

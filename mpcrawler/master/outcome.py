@@ -1,8 +1,8 @@
 """What becomes of a result: retry it, follow its redirect, or record it.
 
 Small pure functions of a request, its result and the settings, unit-tested
-without any process (tests/test_outcome.py).  The master's loop
-(:mod:`mpcrawler.master.crawler`) asks them and carries out the answer; nothing here
+without any process (tests/test_outcome.py).  The result handling
+(:mod:`mpcrawler.master.results`) asks them and the engine carries out the answer; nothing here
 touches the frontier, the scheduler or a file.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import PageResult
-from .scheduler import Request
+from .request import Request
 
 __all__ = [
     "MAX_WORKER_CRASHES",

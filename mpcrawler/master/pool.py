@@ -1,15 +1,21 @@
 """The master's side of the worker processes: start, feed, watch, replace, stop.
 
-The pool knows which request is in which worker, because scheduling is
-pull-based: a worker's ``hello`` announces its free slots and each result
-frees one (see :mod:`mpcrawler.worker.process` for the messages).  One call to
-``wait()`` blocks on every worker's pipe and process sentinel at once (one
-selector for the pool's life), so a result or a death is seen the moment it
-happens.  A dead worker's requests
-are handed back to the master (``on_lost``) and a replacement is started; a
-worker holding a request past the hang limit is killed and handled the same
-way.  Workers start through the ``forkserver`` method, so they never inherit
-the master's threads or open files.
+Data flow::
+
+    engine --send([Request])--> pool --FetchBatch--> worker (slots: threads)
+    engine <--wait(): [Downloaded | Done | Lost]-- pool <--Hello/Results/Bye-- worker
+
+The pool owns the free slots: a worker's ``Hello`` announces its slots, and
+each download that ends frees one (see :mod:`mpcrawler.messages`).
+``send()`` puts each request in a free slot, so the pool knows which request
+is in which worker.  One call to ``wait()`` blocks on every worker's pipe
+and process sentinel at once (one selector for the pool's life), and returns
+what happened as events, in order.  One rule for failure: a worker that
+exits, or is killed for holding a request past the hang limit, loses its
+slots, its requests come back as ``Lost`` events, and a replacement starts
+(unless the pool is stopping; three in a row that die before their Hello
+are a PoolError).  Workers start through the ``forkserver`` method, so they
+never inherit the master's threads or open files.
 """
 
 from __future__ import annotations
@@ -21,18 +27,18 @@ import multiprocessing.connection
 import select
 import selectors
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import stopsignals
 from ..errors import PoolError
 from ..messages import Bye, Failed, Fetch, FetchBatch, FromWorker, Hello, PageResult, Results, Stop
-from .scheduler import Request
+from .request import Request
 
-__all__ = ["PoolError", "WorkerPool"]
+__all__ = ["Done", "Downloaded", "Event", "Lost", "PoolError", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +53,37 @@ def _worker_main(*args: Any) -> None:
     run_worker(*args)
 
 
+class Downloaded(NamedTuple):
+    """The download of ``request`` is over (its slot is free; its result follows)."""
+
+    request: Request
+
+
+class Done(NamedTuple):
+    """``request`` came back with ``result``."""
+
+    request: Request
+    result: PageResult
+
+
+class Lost(NamedTuple):
+    """``request`` died with its worker (``request.downloaded``: its download was over)."""
+
+    request: Request
+
+
+Event = Downloaded | Done | Lost
+
+
 @dataclass
-class _Worker:
+class WorkerProcess:
+    """One worker as the pool sees it: its process, its pipe, what it holds."""
+
     index: int
     process: BaseProcess
     conn: multiprocessing.connection.Connection
     pid: int = 0
-    requests: dict[int, Request] = field(default_factory=dict)
+    requests: dict[int, Request] = field(default_factory=dict)  # by id
     poller: select.poll = field(default_factory=select.poll)
 
     def __post_init__(self) -> None:
@@ -61,37 +91,19 @@ class _Worker:
 
 
 class WorkerPool:
-    """``size`` worker processes; callbacks tell the master what happened.
+    """``size`` worker processes, started with ``args`` (settings and scope);
+    ``wait()`` says what happened, ``free`` how many requests may be sent."""
 
-    * ``on_slots(worker, n)``: the worker has ``n`` more free slots;
-    * ``on_downloaded(request)``: its download is over (its result follows);
-    * ``on_result(request, result)``: a request came back;
-    * ``on_lost(request)``: a request died with its worker;
-    * ``on_gone(worker)``: a worker exited; its free slots are gone with it;
-    * ``on_summaries(list)``: module counters from a worker.
-    """
-
-    def __init__(
-        self,
-        size: int,
-        args: tuple[dict[str, Any], dict[str, Any]],
-        *,
-        on_slots: Callable[[int, int], None],
-        on_downloaded: Callable[[Request], None],
-        on_result: Callable[[Request, PageResult], None],
-        on_lost: Callable[[Request], None],
-        on_gone: Callable[[int], None],
-        on_summaries: Callable[[list[dict[str, Any]]], None],
-    ) -> None:
+    def __init__(self, size: int, args: tuple[dict[str, Any], dict[str, Any]]) -> None:
         self.size = size
         self._args = args
-        self._on_slots, self._on_result = on_slots, on_result
-        self._on_downloaded = on_downloaded
-        self._on_lost, self._on_gone, self._on_summaries = on_lost, on_gone, on_summaries
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(["mpcrawler.worker.process", "mpcrawler.master.pool"])
-        self.workers: dict[int, _Worker] = {}
+        self.workers: dict[int, WorkerProcess] = {}
         self.in_flight: dict[int, Request] = {}
+        self.slots: deque[int] = deque()  # a worker's index per free slot
+        self.summaries: dict[str, dict[str, Any]] = {}  # the workers' module counters, by id
+        self._events: list[Event] = []
         self.restarts = 0
         self._next_index = 0
         self._startup_failures = 0
@@ -125,7 +137,7 @@ class WorkerPool:
         except Exception as exc:
             raise PoolError(f"cannot start a worker process: {type(exc).__name__}: {exc}") from exc
         child.close()
-        worker = self.workers[index] = _Worker(index, process, parent)
+        worker = self.workers[index] = WorkerProcess(index, process, parent)
         self._selector.register(parent, selectors.EVENT_READ, (worker, True))
         self._selector.register(process.sentinel, selectors.EVENT_READ, (worker, False))
 
@@ -134,12 +146,19 @@ class WorkerPool:
         parsing = sum(r.downloaded for r in self.in_flight.values())
         return len(self.in_flight) - parsing, parsing
 
+    @property
+    def free(self) -> int:
+        """Requests that may be sent now: the free slots."""
+        return len(self.slots)
+
     # ------------------------------------------------------------- traffic
-    def send(self, assigned: list[tuple[int, Request]], deadline: float = 0.0) -> None:
-        """Send each request to its worker; one not started by ``deadline``
-        (monotonic, 0: none) comes back as ``expired``, not fetched."""
+    def send(self, requests: list[Request], deadline: float = 0.0) -> None:
+        """Send each request to a free slot (``free`` at least as many); one
+        not started by ``deadline`` (monotonic, 0: none) comes back as
+        ``expired``, not fetched."""
         batches: dict[int, list[Fetch]] = defaultdict(list)
-        for index, request in assigned:
+        for request in requests:
+            index = request.worker = self.slots.popleft()
             self.in_flight[request.id] = request
             self.workers[index].requests[request.id] = request
             due = deadline if request.info is not None else 0.0  # a lease, not robots.txt
@@ -150,13 +169,13 @@ class WorkerPool:
             with contextlib.suppress(OSError):
                 self.workers[index].conn.send(FetchBatch(batch))
 
-    def wait(self, timeout: float) -> None:
-        """Handle whatever happens within ``timeout`` seconds: block on every
+    def wait(self, timeout: float) -> list[Event]:
+        """What happened within ``timeout`` seconds, in order: block on every
         worker's pipe and process sentinel at once (one selector for the
         pool's life, each worker registered while it lives)."""
         if not self.workers:
             time.sleep(timeout)
-            return
+            return self._take_events()
         for key, _ in self._selector.select(timeout):
             worker, is_pipe = key.data
             if self.workers.get(worker.index) is not worker:
@@ -168,8 +187,13 @@ class WorkerPool:
                     self._on_message(worker, message)
             else:
                 self._on_exit(worker)
+        return self._take_events()
 
-    def _receive(self, worker: _Worker) -> FromWorker | None:
+    def _take_events(self) -> list[Event]:
+        events, self._events = self._events, []
+        return events
+
+    def _receive(self, worker: WorkerProcess) -> FromWorker | None:
         """The next waiting message, or None (nothing waiting, or the worker is gone)."""
         try:
             # The worker's own poll object: Connection.poll() builds a new
@@ -181,7 +205,7 @@ class WorkerPool:
             self._on_exit(worker)
         return None
 
-    def _on_message(self, worker: _Worker, message: FromWorker) -> None:
+    def _on_message(self, worker: WorkerProcess, message: FromWorker) -> None:
         if isinstance(message, Hello):
             worker.pid = message.pid
             log.info(
@@ -189,29 +213,32 @@ class WorkerPool:
             )
             self._startup_failures = 0
             if not self.stopping:
-                self._on_slots(worker.index, message.slots)
+                self.slots.extend([worker.index] * message.slots)
         elif isinstance(message, Results):
             downloaded = message.downloaded
             for request_id in downloaded:
                 request = worker.requests.get(request_id)
                 if request is not None and not request.downloaded:
                     request.downloaded = True
-                    self._on_downloaded(request)
+                    self._events.append(Downloaded(request))
             if downloaded and not self.stopping:
-                self._on_slots(worker.index, len(downloaded))
+                self.slots.extend([worker.index] * len(downloaded))
             for result in message.results:
                 request = worker.requests.pop(result.id, None)
                 if request is not None:
                     self.in_flight.pop(request.id, None)
-                    self._on_result(request, result)
-            if message.summaries:
-                self._on_summaries(message.summaries)
+                    self._events.append(Done(request, result))
+            self._keep_summaries(message.summaries or [])
         elif isinstance(message, Bye):
-            self._on_summaries(message.summaries)
+            self._keep_summaries(message.summaries)
         elif isinstance(message, Failed):  # it could not start; its exit follows
             self._startup_error = message.error
 
-    def _on_exit(self, worker: _Worker) -> None:
+    def _keep_summaries(self, summaries: list[dict[str, Any]]) -> None:
+        for summary in summaries:
+            self.summaries[summary["id"]] = summary
+
+    def _on_exit(self, worker: WorkerProcess) -> None:
         if self.workers.pop(worker.index, None) is None:
             return
         self._forget(worker)
@@ -221,7 +248,7 @@ class WorkerPool:
             self._on_message(worker, message)
         worker.conn.close()
         worker.process.join(timeout=1)
-        self._on_gone(worker.index)
+        self.slots = deque(w for w in self.slots if w != worker.index)  # gone with it
         lost = list(worker.requests.values())
         for request in lost:
             self.in_flight.pop(request.id, None)
@@ -253,8 +280,7 @@ class WorkerPool:
         )
         self.restarts += 1
         self._start_one()
-        for request in lost:
-            self._on_lost(request)
+        self._events.extend(Lost(request) for request in lost)
 
     def kill_hung(self, limit: float) -> None:
         """Kill every worker holding a request for longer than ``limit`` seconds."""
@@ -270,16 +296,18 @@ class WorkerPool:
                 worker.process.kill()
 
     # ----------------------------------------------------------------- stop
-    def stop(self, *, wait: float) -> None:
-        """Ask every worker to finish what it holds and exit; after ``wait``
-        seconds, kill what is left.  Results that arrive meanwhile count."""
+    def stop(self) -> None:
+        """Ask every worker to finish what it holds and exit (``wait()``
+        reports their last results; ``close()`` kills what is left)."""
         self.stopping = True
+        self.slots.clear()
         for worker in self.workers.values():
             with contextlib.suppress(OSError):
                 worker.conn.send(Stop())
-        deadline = time.monotonic() + wait
-        while self.workers and time.monotonic() < deadline:
-            self.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        """Kill the workers left, and let go of everything."""
+        self.stopping = True
         for worker in list(self.workers.values()):
             worker.process.kill()
             worker.process.join(timeout=5)
@@ -288,7 +316,7 @@ class WorkerPool:
             self.workers.pop(worker.index, None)
         self._selector.close()
 
-    def _forget(self, worker: _Worker) -> None:
+    def _forget(self, worker: WorkerProcess) -> None:
         for fileobj in (worker.conn, worker.process.sentinel):
             with contextlib.suppress(KeyError, ValueError):
                 self._selector.unregister(fileobj)

@@ -1,13 +1,13 @@
-"""The scheduler: per-host politeness, in the master.
+"""The scheduler: per-host politeness over the frontier, in the master.
 
-Two queues meet here, after the classic queued-scheduler design: requests,
-and idle worker slots (one entry per free slot, announced by the workers).
-``dispatch()`` fills free slots.  New work comes from the frontier, leased
-one URL at a time, and the frontier only hands out URLs of hosts that may be
-fetched now: the scheduler tells it, through the ``block`` callback, which
-hosts must wait (delay, Crawl-delay, Retry-After, pacing, the concurrency
-limit, robots.txt not yet known) and until when.  So no host's backlog can
-delay another host.
+``dispatch(free)`` picks up to ``free`` requests to start now (the pool owns
+the free slots and says how many there are).  New work comes from the
+frontier the scheduler holds, leased one URL at a time, and the frontier
+only hands out URLs of hosts that may be fetched now: the scheduler tells it
+(``Frontier.block``) which hosts must wait (delay, Crawl-delay,
+Retry-After, pacing, the concurrency limit, robots.txt not yet known) and
+until when.  So no host's backlog can delay another host, and a page budget
+the frontier keeps ends the leasing by itself.
 
 What the scheduler itself holds is only work already leased: requests that
 wait for their host's robots.txt, redirect hops, requests given back by a
@@ -21,8 +21,9 @@ as a request of kind ``robots`` that goes through the same slots.  The master
 feeds the answer back with ``robots_result()``; ``robots.RobotsRules`` parses
 and matches it (RFC 9309).
 
-The scheduler owns no I/O: the master moves requests from the frontier into
-it and sends what it dispatches to the workers.
+The scheduler owns no I/O of its own: the engine sends what it dispatches
+to the workers and feeds back how each host answered (``answered``,
+``robots_result``, ``finished``).
 """
 
 from __future__ import annotations
@@ -35,11 +36,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..frontier import FOREVER, UrlInfo
+from ..frontier import FOREVER, Frontier
+from ..messages import PageResult
 from ..web.robots import RobotsRules
-from ..web.urls import host_key
+from .outcome import parse_retry_after
+from .request import Request
 
-__all__ = ["MAX_CRAWL_DELAY", "Host", "Request", "Scheduler"]
+__all__ = ["MAX_CRAWL_DELAY", "Host", "Refusal", "Request", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
@@ -78,31 +81,6 @@ def next_pace(pace: float, good_run: int, throttled: bool, cap: float) -> tuple[
 
 
 @dataclass(slots=True)
-class Request:
-    """One fetch the master tracks, from the frontier (or a redirect) to its result."""
-
-    id: int
-    url: str
-    host: str  # scheme://host[:port], the unit of politeness
-    depth: int = 0
-    priority: int = 0
-    kind: str = "page"  # "page", "sitemap" or "robots"
-    lastmod: str | None = None  # what a sitemap said of it
-    info: UrlInfo | None = None  # the frontier item to ack when the chain ends
-    origin: str | None = None  # the first URL of a redirect chain
-    hops: list[str] = field(default_factory=list)  # URLs this chain redirected through
-    attempts: int = 0
-    worker: int = -1
-    sent_at: float = 0.0
-    crashes: int = 0
-    downloaded: bool = False  # its download is over (the host is free of it)
-
-    @property
-    def first_url(self) -> str:
-        return self.origin or self.url
-
-
-@dataclass(slots=True)
 class Host:
     key: str
     queue: deque[Request] = field(default_factory=deque)
@@ -124,8 +102,11 @@ class Host:
     blocked_until: float = 0.0  # what the frontier was last told
 
 
+Refusal = tuple[Request, str, str]  # a request never to be fetched: (request, why, error kind)
+
+
 class Scheduler:
-    """Matches requests to free worker slots, politely.
+    """Picks the requests to start now, politely.
 
     ``host_concurrency`` requests in flight per host; ``delay`` seconds at
     least between the starts of two requests to one host.  A robots.txt
@@ -145,7 +126,7 @@ class Scheduler:
         retry_delay: float = 1.0,
         max_hosts: int | None = None,
         max_pace: float = 60.0,
-        block: Callable[[str, float], None] | None = None,
+        frontier: Frontier | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host_concurrency = host_concurrency
@@ -157,19 +138,17 @@ class Scheduler:
         self.clock = clock
         self.max_hosts = max_hosts
         self.max_pace = max_pace
-        self.block = block or (lambda host, until: None)
+        self.frontier = frontier  # None: only what is submitted is dispatched
         self.pace_changes = 0
         self.hosts: dict[str, Host] = {}  # least recently given work first
-        self.slots: deque[int] = deque()
         self._ready: list[tuple[float, int, str]] = []
         self._delayed: list[tuple[float, int, Request]] = []
         self._order = itertools.count()
-        self._ids = itertools.count(1)
         self.queued = 0  # requests in host queues and the retry heap
 
     # ------------------------------------------------------------- requests
     def new_request(self, url: str, **fields: object) -> Request:
-        return Request(next(self._ids), url, host_key(url), **fields)  # type: ignore[arg-type]
+        return Request.new(url, **fields)
 
     def submit(self, request: Request, now: float | None = None) -> None:
         """Hold ``request`` until its host may be hit (ahead of the host's
@@ -203,16 +182,16 @@ class Scheduler:
         failed: bool,
         error: str | None = None,
         error_kind: str | None = None,
-    ) -> None:
-        """Feed a robots.txt answer back.  4xx allows everything; 5xx or a
-        network failure disallows the host for now and retries later; after
-        ROBOTS_ATTEMPTS failures the host is given up, and at once after a
-        failure no retry can mend (PERMANENT_FAILURES: TLS, a name that does
-        not resolve, a blocked address).  A connection that fails (refused,
-        reset, unreachable) is tried again soon, as a page would be
-        (``retries`` times, from ``retry_delay`` doubling); failing every time,
-        the host is given up.  The URLs of a host given up are refused with
-        the cause."""
+    ) -> list[str]:
+        """Feed a robots.txt answer back; returns its ``Sitemap:`` lines. 4xx allows
+        everything; 5xx or a network failure disallows the host for now and
+        retries later; after ROBOTS_ATTEMPTS failures the host is given up,
+        and at once after a failure no retry can mend (PERMANENT_FAILURES:
+        TLS, a name that does not resolve, a blocked address). A connection
+        that fails (refused, reset, unreachable) is tried again soon, as a
+        page would be (``retries`` times, from ``retry_delay`` doubling);
+        failing every time, the host is given up. The URLs of a host given
+        up are refused with the cause."""
         host = self.hosts[request.host]
         now = self.clock()
         if status is not None and 200 <= status < 300 and body is not None:
@@ -253,34 +232,25 @@ class Scheduler:
             host.robots_state = "ready"
         self._schedule(host, now)
         self._sync(host, now)
-
-    # ---------------------------------------------------------------- slots
-    def add_slots(self, worker: int, count: int = 1) -> None:
-        self.slots.extend(itertools.repeat(worker, count))
-
-    def remove_worker(self, worker: int) -> None:
-        self.slots = deque(w for w in self.slots if w != worker)
+        return list(host.robots.sitemaps) if host.robots is not None else []
 
     # ------------------------------------------------------------- dispatch
-    def dispatch(
-        self, lease: Callable[[float], Request | None] | None = None
-    ) -> tuple[list[tuple[int, Request]], list[tuple[Request, str, str]]]:
-        """Match ready requests to free slots: those held here first, then
-        new ones from ``lease`` (the frontier's next URL of a host not
-        blocked, as a Request, or None).
+    def dispatch(self, free: int) -> tuple[list[Request], list[Refusal]]:
+        """Up to ``free`` requests to start now: those held here first, then
+        new ones leased from the frontier (its best URL of a host not
+        blocked).
 
-        Returns ``(assigned, refused)``: ``(worker, request)`` pairs to send,
-        and requests that will never be fetched, with the reason and its
-        error kind.
+        Returns ``(assigned, refused)``: the requests to send, and requests
+        that will never be fetched, with the reason and its error kind.
         """
         now = self.clock()
         self._release_delayed(now)
-        assigned: list[tuple[int, Request]] = []
-        refused: list[tuple[Request, str, str]] = []
+        assigned: list[Request] = []
+        refused: list[Refusal] = []
         ready = self._ready
-        while self.slots and len(refused) < MAX_REFUSED_PER_DISPATCH:
+        while len(assigned) < free and len(refused) < MAX_REFUSED_PER_DISPATCH:
             if not (ready and ready[0][0] <= now):
-                leased = lease(now) if lease is not None else None
+                leased = self._lease(now, 2 * (free - len(assigned)))  # and for the next turn
                 if leased is None:
                     break
                 self.submit(leased, now)
@@ -304,7 +274,8 @@ class Scheduler:
                     robots = self.new_request(host.key + "/robots.txt", kind="robots")
                     host.robots_state = "fetching"
                     host.in_flight += 1
-                    assigned.append((self._take_slot(robots, now), robots))
+                    robots.sent_at = now
+                    assigned.append(robots)
                     self._sync(host, now)
                 continue
             if now < host.next_start:
@@ -319,20 +290,36 @@ class Scheduler:
                 continue
             host.in_flight += 1
             host.next_start = now + max(host.delay, host.pace)
-            assigned.append((self._take_slot(request, now), request))
+            request.sent_at = now
+            assigned.append(request)
             self._schedule(host, max(now, host.next_start))
             self._sync(host, now)
         return assigned, refused
 
-    def answered(
-        self, request: Request, status: int | None, timed_out: bool, retry_after: float | None
-    ) -> None:
+    def _lease(self, now: float, want: int) -> Request | None:
+        """The frontier's best URL of a host that may be fetched now, as a
+        request (None: none, or the frontier's page budget is spent)."""
+        item = self.frontier.lease(now, want) if self.frontier is not None else None
+        if item is None:
+            return None
+        return self.new_request(
+            item.url,
+            depth=item.depth,
+            priority=item.priority,
+            kind=item.kind,
+            lastmod=item.lastmod,
+            info=item,
+        )
+
+    def answered(self, request: Request, result: PageResult) -> None:
         """How a host answered a page: a 429 or a 503, or TIMEOUTS_IN_A_ROW
         timeouts, slows the whole host down (``next_pace``); Retry-After also
         holds it back until then.  Other answers are good ones."""
         host = self.hosts.get(request.host)
         if host is None:
             return
+        status, timed_out = result.status, result.error_kind == "timeout"
+        retry_after = parse_retry_after(result.retry_after, time.time())
         host.timeouts = host.timeouts + 1 if timed_out else 0
         throttled = status in (429, 503) or host.timeouts >= TIMEOUTS_IN_A_ROW
         if status is None and not timed_out:
@@ -370,11 +357,11 @@ class Scheduler:
             if h.robots_state == "unknown" and h.robots_retry_at > now and h.queue
         )
 
-    def next_event(self) -> float | None:
+    def next_event(self, free: int) -> float | None:
         """Seconds until a request may become dispatchable (None: nothing waits
-        for a time).  With no free slot nothing can be dispatched before a
+        for a time).  With no ``free`` slot nothing can be dispatched before a
         worker frees one, which the master hears as a message: None."""
-        if not self.slots:
+        if not free:
             return None
         times = []
         if self._ready:
@@ -416,7 +403,8 @@ class Scheduler:
         until = self.ready_at(host, now)
         if until != host.blocked_until:
             host.blocked_until = until
-            self.block(host.key, until)
+            if self.frontier is not None:
+                self.frontier.block(host.key, until)
 
     def ready_at(self, host: Host, now: float) -> float:
         """When the frontier may hand out ``host``'s next URL: 0 (now), a
@@ -436,12 +424,6 @@ class Scheduler:
             return
         host.scheduled = True
         heapq.heappush(self._ready, (when, next(self._order), host.key))
-
-    def _take_slot(self, request: Request, now: float) -> int:
-        worker = self.slots.popleft()
-        request.worker = worker
-        request.sent_at = now
-        return worker
 
     def _release_delayed(self, now: float) -> None:
         while self._delayed and self._delayed[0][0] <= now:

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..modules import Module
+from ..modules import Module, load_object
 from ..settings import Settings
 
-__all__ = ["JsonLinesPipeline", "Pipeline"]
+__all__ = ["JsonLinesPipeline", "Pipeline", "Pipelines"]
+
+log = logging.getLogger(__name__)
 
 
 class Pipeline(Module):
@@ -124,3 +127,58 @@ class JsonLinesPipeline(Pipeline):
             self.flush()
             self._file.close()
             self._file = None
+
+
+class Pipelines:
+    """The chain a record goes through: the user pipelines made from
+    ``specs`` (instances, classes or ``pkg.mod:Class`` paths, constructed
+    with the settings), then the JSON Lines writer of ``out``."""
+
+    def __init__(
+        self, specs: Sequence[Pipeline | type | str], settings: Settings, out: Path
+    ) -> None:
+        self.output = JsonLinesPipeline(out)
+        self.chain = [self._make(spec, settings) for spec in specs] + [self.output]
+
+    @staticmethod
+    def _make(spec: Pipeline | type | str, settings: Settings) -> Pipeline:
+        if isinstance(spec, Pipeline):
+            return spec
+        cls = load_object(spec) if isinstance(spec, str) else spec
+        pipeline: Pipeline = cls(settings)
+        return pipeline
+
+    def open(self) -> None:
+        for pipeline in self.chain:
+            pipeline.open()
+
+    def emit(self, record: dict[str, Any]) -> None:
+        """Through every pipeline: a user pipeline that fails adds its error
+        to the record (kind ``pipeline``), which goes on; one that returns
+        None drops it; the output's own failure (a full disk) is raised."""
+        for pipeline in self.chain:
+            try:
+                result = pipeline.process(record)
+            except Exception as exc:
+                if pipeline is self.output:
+                    raise
+                message = f"pipeline {pipeline.id}: {type(exc).__name__}: {exc}"
+                log.warning("%s (%s)", message, record["url"])
+                record["error"] = (record["error"] + "; " if record["error"] else "") + message
+                record["error_kind"] = record["error_kind"] or "pipeline"
+                continue
+            if result is None:
+                return  # dropped on purpose by a user pipeline
+            record = result
+
+    def flush(self) -> None:
+        for pipeline in self.chain:
+            pipeline.flush()
+
+    def closers(self) -> list[Any]:
+        """Each pipeline's ``close``, to call one by one (one failing does not
+        keep the others open)."""
+        return [pipeline.close for pipeline in self.chain]
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [pipeline.summary() for pipeline in self.chain]

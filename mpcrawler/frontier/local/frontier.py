@@ -6,15 +6,21 @@ the per-host queues (:class:`UrlQueueManager`, in ``DIR/frontier``) behind
 one interface, kept consistent here.  A URL is durably seen only once its
 put is durable: ``checkpoint()`` makes the queue durable first and the seen
 set second, and after a crash the queue's replayed puts are marked seen again.
+
+It keeps the crawl's page budgets (``set_budget``), as the shared frontier
+does in Redis: no lease past ``max_pages`` (pages recorded before this run
+plus leases in it), no URL queued past ``max_pages_per_host`` of its host.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...web.urls import host_key
 from ..base import Admission, UrlInfo
 from .queue import UrlQueueManager, inspect
 from .seen import SeenSet
@@ -37,6 +43,25 @@ class LocalFrontier:
             self.seen.add(item.url)
         self.queue.recovered.clear()
         self.seen.flush()  # the queue checkpointed them on opening: no journal holds them now
+        self.max_pages: int | None = None
+        self.max_pages_per_host: int | None = None
+        self.started = 0  # pages recorded before this run, plus leases in it
+        self.host_pages: Counter[str] = Counter()  # URLs queued per host, with a per-host budget
+        self.over_budget = 0  # URLs not queued since the last take: their host's budget was spent
+
+    def set_budget(
+        self,
+        max_pages: int | None,
+        max_pages_per_host: int | None,
+        *,
+        done: int = 0,
+        host_pages: Mapping[str, int] | None = None,
+    ) -> None:
+        """The crawl's limits, and what counts against them already: ``done``
+        pages recorded, ``host_pages`` URLs queued per host (in job.json)."""
+        self.max_pages, self.max_pages_per_host = max_pages, max_pages_per_host
+        self.started = done
+        self.host_pages = Counter(host_pages or {})
 
     def admit(
         self,
@@ -46,19 +71,40 @@ class LocalFrontier:
         kind: str = "page",
         lastmod: str | None = None,
     ) -> bool:
+        budget = self.max_pages_per_host
+        if budget is not None:
+            host = host_key(url)
+            if self.host_pages[host] >= budget:
+                if url not in self.seen:
+                    self.over_budget += 1
+                return False
         if not self.seen.add(url):
             return False
+        if budget is not None:
+            self.host_pages[host] += 1
         self.queue.put(url, depth, priority, kind, lastmod)
         return True
 
     def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
         return [self.admit(*item) for item in items]
 
+    def take_over_budget(self) -> int:
+        taken, self.over_budget = self.over_budget, 0
+        return taken
+
+    def budget_counts(self) -> dict[str, int]:
+        return dict(self.host_pages)
+
     def is_seen(self, url: str) -> bool:
         return url in self.seen
 
     def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
-        return self.queue.lease(now)
+        if not self.budget_left():
+            return None
+        item = self.queue.lease(now)
+        if item is not None:
+            self.started += 1
+        return item
 
     def ack(
         self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
@@ -109,7 +155,7 @@ class LocalFrontier:
         return 0  # only this process leases from it
 
     def budget_left(self) -> bool:
-        return True  # the master keeps the budget of a local crawl
+        return self.max_pages is None or self.started < self.max_pages
 
     def close(self) -> None:
         try:

@@ -90,7 +90,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, NamedTuple
@@ -511,6 +511,23 @@ class RedisFrontier:
     def leased_elsewhere(self) -> int:
         """URLs leased and not yet acked by other nodes (as of the last call)."""
         return max(0, self.taken - len(self._held))
+
+    def set_budget(
+        self,
+        max_pages: int | None,
+        max_pages_per_host: int | None,
+        *,
+        done: int = 0,
+        host_pages: Mapping[str, int] | None = None,
+    ) -> None:
+        self.max_pages, self.max_pages_per_host = max_pages, max_pages_per_host
+
+    def take_over_budget(self) -> int:
+        taken, self.over_budget = self.over_budget, 0
+        return taken
+
+    def budget_counts(self) -> dict[str, int]:
+        return {}  # kept crawl-wide in Redis (hostpages)
 
     def budget_left(self) -> bool:
         """The crawl-wide page budget (records plus leases) is not spent, or

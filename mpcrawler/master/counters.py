@@ -1,0 +1,130 @@
+"""The crawl's counters, and the stats built from them.
+
+``Counters`` is what the master counts: pages recorded, errors and statuses
+by kind, links dropped by rule, results discarded, turns of the loop.  It is
+read from and written to the job's state (job.json) by the job, counted
+record by record by the settling, and turned into ``stats.json`` and the
+progress line here.  No I/O.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..modules import process_usage
+from ..output.jobdir import JobState, count_record, recount
+
+__all__ = ["Counters", "crawl_stats"]
+
+
+@dataclass
+class Counters:
+    """What this crawl has done, across its runs (``pages``, ``errors``...)
+    and in this run (``discarded``, ``loop_turns``, ``pages_at_start``)."""
+
+    pages: int = 0
+    errors: collections.Counter[str] = field(default_factory=collections.Counter)
+    statuses: collections.Counter[str] = field(default_factory=collections.Counter)
+    links_dropped: collections.Counter[str] = field(default_factory=collections.Counter)
+    discarded: int = 0  # results of leases that had passed to another node
+    loop_turns: int = 0  # turns of the master loop: a spinning loop shows here
+    pages_at_start: int = 0
+    restarts_before: int = 0
+    elapsed_before: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def from_job(cls, job: JobState) -> Counters:
+        return cls(
+            pages=job.pages,
+            errors=collections.Counter(job.errors),
+            statuses=collections.Counter(job.statuses),
+            links_dropped=collections.Counter(job.links_dropped),
+            pages_at_start=job.pages,
+            restarts_before=job.worker_restarts,
+            elapsed_before=job.elapsed_s,
+        )
+
+    def recount(self, records: Any) -> None:
+        """After an unclean stop, job.json lags the output: count the records."""
+        tally = recount(records)
+        self.pages = self.pages_at_start = tally.pages
+        self.statuses, self.errors = tally.statuses, tally.errors
+
+    def count(self, record: dict[str, Any]) -> None:
+        self.pages += 1
+        count_record(record, self.statuses, self.errors)
+
+    def save(self, job: JobState, restarts: int) -> None:
+        """Into ``job``, with the worker restarts of this run."""
+        job.pages = self.pages
+        job.errors, job.statuses = dict(self.errors), dict(self.statuses)
+        job.links_dropped = dict(self.links_dropped)
+        job.worker_restarts = self.restarts_before + restarts
+        job.elapsed_s = self.elapsed_before + self.run_elapsed()
+
+    def run_elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def rate(self) -> float:
+        """Pages a second in this run."""
+        elapsed = self.run_elapsed()
+        return round((self.pages - self.pages_at_start) / elapsed, 2) if elapsed > 0 else 0.0
+
+    def node_info(self, job_dir: str | None) -> dict[str, Any]:
+        """This node's figures, for ``status --redis``."""
+        return {
+            "pages": self.pages,
+            "errors": sum(self.errors.values()),
+            "pages_per_s": self.rate(),
+            "discarded": self.discarded,
+            "job_dir": job_dir,
+        }
+
+
+def crawl_stats(
+    counters: Counters,
+    job: JobState,
+    *,
+    states: dict[str, Any],
+    frontier: dict[str, Any],
+    modules: list[dict[str, Any]],
+    worker_summaries: list[dict[str, Any]],
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """What stats.json holds: ``states`` are the URLs by state (as in the
+    progress line), ``frontier`` the frontier's own stats, ``modules`` the
+    master's pipelines' summaries, ``worker_summaries`` the workers' modules."""
+    summaries = sorted(worker_summaries, key=lambda m: m["id"])
+    processes = {
+        "master": {
+            "id": f"master|pid-{os.getpid()}",
+            "loop_turns": counters.loop_turns,
+            **process_usage(),
+        },
+        "workers": [m for m in summaries if m["type"] == "Worker"],
+    }
+    return {
+        "state": job.state,
+        "pages": counters.pages,
+        "errors": sum(counters.errors.values()),
+        "errors_by_kind": dict(sorted(counters.errors.items())),
+        "statuses": dict(sorted(counters.statuses.items())),
+        "elapsed_s": round(counters.run_elapsed(), 3),
+        "pages_per_s": counters.rate(),
+        "total_elapsed_s": round(job.elapsed_s, 3),
+        "runs": job.runs,
+        "frontier": {k: v for k, v in frontier.items() if k != "seen"},
+        **{k: v for k, v in states.items() if k != "errors"},
+        "seen": frontier["seen"],
+        "links_dropped": dict(counters.links_dropped),
+        **{k: v for k, v in extra.items() if k not in ("modules", "out")},
+        "discarded": counters.discarded,
+        "modules": [m for m in summaries if m["type"] != "Worker"] + modules,
+        "processes": processes,
+        "out": extra["out"],
+    }

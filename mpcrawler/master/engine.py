@@ -1,0 +1,266 @@
+"""The engine: one turn of the master's loop, routing and nothing else.
+
+Data flow (the master is the only writer of crawl state)::
+
+    Frontier --lease--> Scheduler --dispatch(free)--> engine --send--> WorkerPool --> workers
+       ^  ^  block(host, until)  ^                      |                 |
+       |  |                      +-- answered, finished-+<-- wait(): events
+       |  +-- admit links, ack ---- Settling <-- Finish -+-- ResultHandling decides
+       +-------------------------------------------------+   (Submit, RetryAt, Robots, Finish)
+
+One turn: if the frontier can be used, settle what ended, dispatch to the
+free slots and send; then wait once, on every worker at once, for at most
+the time until something is due (a host's next start, a retry, a batch
+window); route each event the pool returns; settle; let the frontier do its
+upkeep; kill a hung worker; checkpoint when due.
+
+One failure rule for leases: a request whose lease passed to another node
+(a shared frontier's node that was declared dead; ``Frontier.holds``) is
+dropped wherever it is met, counted as ``discarded``, and never sent or
+recorded.
+
+A stop (``request_stop``: a signal) ends the dispatching and lets in-flight
+requests finish for ``grace`` seconds; a second stops at once.  ``drain``
+then asks the workers to exit and routes their last results.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from ..frontier import Frontier
+from ..output.progress import Progress
+from ..settings import Settings
+from .counters import Counters
+from .pool import Done, Downloaded, Event, Lost, WorkerPool
+from .request import Request
+from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
+from .scheduler import Scheduler
+from .settle import Settling
+
+__all__ = ["MAX_ROBOTS_SITEMAPS", "Engine"]
+
+log = logging.getLogger(__name__)
+
+MAX_ROBOTS_SITEMAPS = 50  # Sitemap: lines read from one robots.txt
+IDLE_WAIT = 0.5  # seconds a turn waits at most when nothing is due
+
+
+class Engine:
+    """Routes between the frontier, the scheduler, the pool, the result
+    handling and the settling; ``checkpoint`` is the job's."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        frontier: Frontier,
+        scheduler: Scheduler,
+        pool: WorkerPool,
+        results: ResultHandling,
+        settling: Settling,
+        counters: Counters,
+        progress: Progress,
+        checkpoint: Callable[[], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.frontier, self.scheduler, self.pool = frontier, scheduler, pool
+        self.results, self.settling = results, settling
+        self.counters, self.progress = counters, progress
+        self.checkpoint = checkpoint
+        self.clock = clock
+        self.stop_requested = self.abort = self.finished = False
+        self.hang_limit = settings.hang_timeout or 4 * settings.timeout + 10
+
+    # ----------------------------------------------------------------- run
+    def run(self) -> None:
+        """Turn until the crawl is done (``finished``) or stopped."""
+        grace_deadline: float | None = None
+        last_checkpoint = last_hang_check = self.clock()
+        while not self.abort:
+            self.counters.loop_turns += 1
+            now = self.clock()
+            if self.stop_requested:
+                if grace_deadline is None:
+                    self.pool.stopping = True  # from now on a worker that exits is not replaced
+                    grace_deadline = now + self.settings.grace
+                    log.warning(
+                        "stopping: waiting for %d downloads and %d pages being parsed "
+                        "(up to %.0f s)",
+                        *self.in_flight_states(),
+                        self.settings.grace,
+                    )
+                if not self.pool.in_flight or now >= grace_deadline:
+                    return
+            elif self.frontier.available():  # a shared frontier's Redis may be down
+                self.dispatch(now)
+                if self.all_done():
+                    self.finished = True
+                    return
+            self.route(self.pool.wait(self.wait_time()))
+            self.settle(self.clock())
+            self.frontier.tick()
+            now = self.clock()
+            if now - last_hang_check >= 1.0:
+                last_hang_check = now
+                self.pool.kill_hung(self.hang_limit)
+            if now - last_checkpoint >= self.settings.checkpoint_interval:
+                self.checkpoint()
+                last_checkpoint = now
+            self.progress.update(self.counters.pages, self.states)
+
+    def dispatch(self, now: float) -> None:
+        """Settle first (its step of the frontier also leases for the free
+        slots), then fill the free slots and send."""
+        self.settle(now)
+        assigned, refused = self.scheduler.dispatch(self.pool.free)
+        for request, reason, kind in refused:
+            if not self.lease_lost(request):
+                self.settling.finish(Finish(request, failure(request, reason, kind)))
+        kept = []
+        for request in assigned:
+            if self.lease_lost(request):
+                self.scheduler.finished(request)  # its host is free of it
+            else:
+                kept.append(request)
+        self.pool.send(kept, self.frontier.fetch_deadline())
+
+    def settle(self, now: float | None = None) -> None:
+        want = self.pool.free + self.settings.workers * self.settings.threads
+        self.settling.settle(self.lease_lost, now, want)
+
+    def all_done(self) -> bool:
+        """Nothing in flight, held or settling here, nothing this node may
+        lease, and (a shared crawl) nothing leased by other nodes."""
+        return (
+            not self.pool.in_flight
+            and not self.scheduler.queued
+            and not self.settling
+            and not self.can_lease()
+            and not self.frontier.leased_elsewhere()
+        )
+
+    def can_lease(self) -> bool:
+        return bool(len(self.frontier)) and self.frontier.budget_left()
+
+    def wait_time(self) -> float:
+        """Seconds until something is due: a request held for its host, a
+        host blocked in the frontier, chains to settle (IDLE_WAIT at most)."""
+        held = self.scheduler.next_event(self.pool.free)
+        wait = min(IDLE_WAIT if held is None else held, self.settling.wait())
+        if self.pool.free and self.can_lease():
+            now = self.clock()
+            when = self.frontier.next_ready(now)
+            if when is not None:
+                wait = min(wait, max(0.0, when - now))
+        return wait
+
+    # -------------------------------------------------------------- events
+    def route(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, Downloaded):
+                self.scheduler.finished(event.request)  # its host is free of it
+            elif isinstance(event, Done):
+                self.on_done(event.request, event)
+            elif isinstance(event, Lost):
+                self.on_lost(event.request)
+
+    def on_done(self, request: Request, event: Done) -> None:
+        request.downloaded = False  # a retry or a redirect hop downloads again
+        if self.lease_lost(request):
+            return
+        result = event.result
+        if request.kind != "robots" and result.error_kind != "expired":
+            self.scheduler.answered(request, result)  # how the host is doing
+        action = self.results.on_result(request, result, now=self.clock(), stopping=self.stopping)
+        self.carry_out(action)
+
+    def on_lost(self, request: Request) -> None:
+        if not request.downloaded:
+            self.scheduler.finished(request)
+        request.downloaded = False
+        if not self.lease_lost(request):
+            self.carry_out(self.results.on_lost(request))
+
+    def carry_out(self, action: Action) -> None:
+        if isinstance(action, Finish):
+            self.settling.finish(action)
+        elif isinstance(action, Submit):
+            self.scheduler.submit(action.request)
+        elif isinstance(action, RetryAt):
+            self.scheduler.retry_later(action.request, action.at)
+        elif isinstance(action, Robots):
+            request, result = action.request, action.result
+            if result is None:
+                lines = self.scheduler.robots_result(request, None, None, True)
+            else:
+                lines = self.scheduler.robots_result(
+                    request,
+                    result.status,
+                    result.body,
+                    action.failed,
+                    result.error,
+                    result.error_kind,
+                )
+            self.settling.add_sitemaps(self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS))
+
+    def lease_lost(self, request: Request) -> bool:
+        """The lease of ``request`` passed to another node (this one was
+        declared dead): the request is dropped, and counted."""
+        if request.info is None or self.frontier.holds(request.info):
+            return False
+        self.counters.discarded += 1
+        self.results.chains.end(request)
+        return True
+
+    # ---------------------------------------------------------------- stop
+    @property
+    def stopping(self) -> bool:
+        return self.stop_requested
+
+    def request_stop(self) -> bool:
+        """A stop signal: the first stops the dispatching, a second stops at
+        once.  True if this one stops at once."""
+        if self.stop_requested:
+            self.abort = True
+            return True
+        self.stop_requested = True
+        return False
+
+    def drain(self, wait: float) -> None:
+        """Ask the workers to exit, routing their last results for up to
+        ``wait`` seconds, then settle what ended."""
+        self.settle()  # chains that ended in the last turn
+        self.pool.stop()
+        deadline = self.clock() + wait
+        while self.pool.workers and self.clock() < deadline:
+            self.route(self.pool.wait(min(0.2, max(0.0, deadline - self.clock()))))
+        self.settle()
+
+    # -------------------------------------------------------------- report
+    def in_flight_states(self) -> tuple[int, int]:
+        """(downloading, parsing): the requests in the workers, by state."""
+        parsing = sum(r.downloaded for r in self.pool.in_flight.values())
+        return len(self.pool.in_flight) - parsing, parsing
+
+    def states(self) -> dict[str, int]:
+        """The states of the URLs of this crawl, most important first; the
+        same names in the progress line, the summary, status and stats.json:
+        queued (in the frontier), buffered (taken, waiting for a slot or
+        their host), downloading, parsing."""
+        downloading, parsing = self.in_flight_states()
+        fields = {
+            "errors": sum(self.counters.errors.values()),
+            "queued": len(self.frontier),
+            "buffered": self.scheduler.queued,
+            "downloading": downloading,
+            "parsing": parsing,
+        }
+        if waiting := self.scheduler.hosts_waiting():
+            fields["hosts_waiting"] = waiting
+        if paced := self.scheduler.hosts_paced():
+            fields["hosts_paced"] = paced
+        return fields

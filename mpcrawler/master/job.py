@@ -1,0 +1,202 @@
+"""A run of a job: its directory, lock, resume, checkpoints and last words.
+
+``Job.open()`` takes the job dir (a temporary one without ``--job-dir``),
+locks it for the run (one crawl per job dir), reads job.json and decides
+how this run starts: a job that finished is not run again unless its page
+budget was raised, a damaged one is refused unless ``--repair`` mends it,
+and one that stopped uncleanly has its records counted again.
+
+Durability, in order: the JSON Lines output is line-buffered, so a record
+is in the OS once written; the frontier's journal is synced to the OS every
+turn of the loop (``Frontier.tick``); every ``checkpoint_interval`` seconds
+``checkpoint()`` makes the pipelines durable, then the frontier (its queue,
+then its seen set), and then replaces ``job.json``.  ``close()`` is the
+shutdown order: the job's final state, a last checkpoint (after a full
+disk, with the room the reserve gave back), ``stats.json``, then the
+pipelines and the frontier closed, each failure logged and none skipping
+the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import JobDamaged
+from ..frontier import Frontier
+from ..output.jobdir import JobDir, JobState, write_atomically
+from ..output.pipelines import Pipelines
+from ..output.repair import Repair
+from ..settings import Settings
+from .counters import Counters
+
+__all__ = ["FINISHED_AT_BUDGET", "Job"]
+
+log = logging.getLogger(__name__)
+
+FINISHED_AT_BUDGET = "max-pages reached"
+
+
+class Job:
+    """One run of a crawl's job dir (or of a temporary one)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.temp_dir = None if settings.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
+        self.path = Path(settings.job_dir) if settings.job_dir else None
+        self.state_dir = self.path or Path(self.temp_dir or ".")
+        self.out = settings.output_path()
+        self.stats_path = (
+            self.path / "stats.json" if self.path else self.out.with_name("stats.json")
+        )
+        self.dir = JobDir(self.state_dir)
+        self.state = JobState()
+        self.repaired: Repair | None = None
+        self.unclean = False
+        self._lock: int | None = None
+
+    def open(self, shared: bool) -> bool:
+        """Lock the job dir and read its state; False if there is nothing to
+        run (the job finished before).  Raises JobConflict, JobDamaged."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = self.dir.lock()  # until close(): one crawl per job dir
+        if self.path:
+            self.dir.reserve()
+        s = self.settings
+        if self.path and self.dir.exists():
+            stored, self.state = self.dir.read()
+            self.dir.check_compatible(stored, s.to_dict())
+            if self.state.state == "finished" and not self._budget_raised() and not shared:
+                return False
+            if not shared and (reasons := self.dir.damage(self.state, self.out)):
+                if not s.repair:
+                    raise JobDamaged(damage_message(self.path, reasons))
+                self.repaired = self._repair(reasons)
+        self.unclean = self.state.state == "running"
+        self.state.runs += 1
+        self.state.run_starts.append(round(time.time(), 3))
+        self.state.state = "running"
+        return True
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def _budget_raised(self) -> bool:
+        """A job that stopped at --max-pages goes on if the limit was raised."""
+        limit = self.settings.max_pages
+        return self.state.message == FINISHED_AT_BUDGET and (
+            limit is None or limit > self.state.pages
+        )
+
+    def _repair(self, reasons: list[str]) -> Repair:
+        """--repair: the damage, and what the repair did and lost, said on stderr."""
+        from ..output.repair import repair
+
+        for reason in reasons:
+            log.warning("repair: %s is damaged: %s", self.path, reason)
+        assert self.path is not None
+        s = self.settings
+        repaired = repair(self.path, self.out, s.cache_size, s.max_depth)
+        for line in repaired.report:
+            log.warning("repair: %s", line)
+        return repaired
+
+    def stats_before(self) -> dict[str, Any]:
+        """The stats of the run that finished the job."""
+        try:
+            stats: dict[str, Any] = json.loads(self.stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            stats = {"pages": self.state.pages, "errors": sum(self.state.errors.values())}
+        return stats
+
+    def checkpoint(
+        self, pipelines: Pipelines, frontier: Frontier, counters: Counters, restarts: int
+    ) -> None:
+        """Make everything so far durable, in order (see the module's docstring)."""
+        pipelines.flush()
+        frontier.checkpoint()
+        if self.path:
+            self.dir.write(self.settings.to_dict(), self.snapshot(frontier, counters, restarts))
+
+    def snapshot(self, frontier: Frontier, counters: Counters, restarts: int) -> JobState:
+        """The job's state now, for job.json (``restarts``: of workers, this run)."""
+        counters.save(self.state, restarts)
+        self.state.host_pages = frontier.budget_counts() or self.state.host_pages
+        return self.state
+
+    def close(
+        self,
+        pipelines: Pipelines | None,
+        frontier: Frontier | None,
+        counters: Counters,
+        *,
+        restarts: int,
+        outcome: str,
+        message: str | None,
+        disk_full: bool,
+        stats: Any,
+    ) -> dict[str, Any]:
+        """The shutdown order (see the module's docstring); returns the stats.
+        ``outcome``: finished, interrupted or failed; ``stats()`` builds them
+        once the state is final."""
+        self.state.state = outcome
+        self.state.message = message
+        # After a full disk what fails next is its echo: to the log file, not stderr.
+        level = logging.INFO if disk_full else logging.ERROR
+        if disk_full and self.path and frontier is not None:  # the reserve makes room
+            self.dir.free_reserve()
+            with contextlib.suppress(OSError):
+                self.dir.write(self.settings.to_dict(), self.snapshot(frontier, counters, restarts))
+        if pipelines is not None and frontier is not None:
+            try:
+                self.checkpoint(pipelines, frontier, counters, restarts)
+            except Exception as exc:
+                log.log(
+                    level,
+                    "the final checkpoint failed (%s); the job resumes from the previous one",
+                    exc,
+                )
+        final: dict[str, Any] = stats()
+        log.info(
+            "crawl %s: %d pages, %d errors, %.1f pages/s",
+            self.state.state,
+            counters.pages,
+            final["errors"],
+            final["pages_per_s"],
+        )
+        try:
+            self.stats_path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.stats_path, json.dumps(final, indent=2) + "\n")
+        except OSError as exc:  # the last stats.json, if any, stays whole
+            log.log(level, "cannot write %s: %s", self.stats_path, exc)
+        closers = [
+            *(pipelines.closers() if pipelines else []),
+            *([frontier.close] if frontier else []),
+        ]
+        for closer in closers:
+            try:
+                closer()
+            except Exception as exc:
+                log.log(level, "while closing: %s", exc)
+        if self.temp_dir:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+        return final
+
+
+def damage_message(path: Path, reasons: list[str]) -> str:
+    """Why a damaged job dir is refused, and what to do."""
+    more = f" (and {len(reasons) - 1} more: mpcrawler verify)" if reasons[1:] else ""
+    return (
+        f"{path} is damaged: {reasons[0]}{more}; resuming it as it is would lose or repeat "
+        "pages: rerun with --repair to go on with what can be trusted (the records, what the "
+        "queue still holds), or start a new --job-dir"
+    )

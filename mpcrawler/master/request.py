@@ -1,0 +1,51 @@
+"""Request: one fetch the master tracks, from its lease (or a redirect) to its record.
+
+Plain data, written by the master only: the scheduler sets when and where it
+was sent, the pool whether its download is over, the result handling how
+often it was tried.  Nothing here crosses a process boundary (a worker gets
+a :class:`mpcrawler.messages.Fetch`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..frontier import UrlInfo
+from ..web.urls import host_key
+
+__all__ = ["Request"]
+
+
+@dataclass(slots=True)
+class Request:
+    """One fetch the master tracks, from the frontier (or a redirect) to its result."""
+
+    id: int
+    url: str
+    host: str  # scheme://host[:port], the unit of politeness
+    depth: int = 0
+    priority: int = 0
+    kind: str = "page"  # "page", "sitemap" or "robots"
+    lastmod: str | None = None  # what a sitemap said of it
+    info: UrlInfo | None = None  # the frontier item to ack when the chain ends
+    origin: str | None = None  # the first URL of a redirect chain
+    hops: list[str] = field(default_factory=list)  # URLs this chain redirected through
+    attempts: int = 0
+    worker: int = -1
+    sent_at: float = 0.0
+    crashes: int = 0
+    downloaded: bool = False  # its download is over (the host is free of it)
+
+    @classmethod
+    def new(cls, url: str, **fields: Any) -> Request:
+        """A request for ``url`` (canonical), with the next id."""
+        return cls(next(_IDS), url, host_key(url), **fields)
+
+    @property
+    def first_url(self) -> str:
+        return self.origin or self.url
+
+
+_IDS = itertools.count(1)  # request ids, unique in the master

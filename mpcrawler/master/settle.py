@@ -1,0 +1,167 @@
+"""Settling: the chains that ended become links admitted, records, acks.
+
+Each frontier item becomes exactly one record: fetched, failed, refused by
+robots.txt, or dropped after crashing workers.  When its chain ends (a
+``Finish`` of :mod:`mpcrawler.master.results`) it waits here; ``settle()``
+then, for every chain that ended in the frontier's ``batch_window``, in one
+step of the frontier, admits their links, then writes their records through
+the pipelines, then acks each item with its redirect hops marked seen, in
+that order.  So a record is never written for links that were not admitted,
+and an item is never acked before its record.  If a shared frontier cannot
+be reached, or its leases may have passed to another node (not
+``available``), the chains wait for the next turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import FrontierUnavailable
+from ..frontier import Frontier
+from ..frontier.base import Admission
+from ..messages import PageResult
+from ..output.pipelines import Pipelines
+from ..settings import Settings
+from ..web import sitemaps
+from . import outcome
+from .counters import Counters
+from .request import Request
+from .results import Chains, Finish
+
+__all__ = ["Settling"]
+
+
+class Settling:
+    """The chains that ended and wait for their records, and how they settle."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        frontier: Frontier,
+        pipelines: Pipelines,
+        counters: Counters,
+        chains: Chains,
+        node: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.frontier = frontier
+        self.pipelines = pipelines
+        self.counters = counters
+        self.chains = chains
+        self.node = node  # a shared crawl's records say which node wrote them
+        self.ended: list[Finish] = []
+        self.since = 0.0  # when the first of ``ended`` ended
+        self.loose: list[Admission] = []  # to admit with no record (robots' sitemaps)
+
+    def __bool__(self) -> bool:
+        return bool(self.ended or self.loose)
+
+    def finish(self, finished: Finish) -> None:
+        if not self.ended:
+            self.since = time.monotonic()
+        self.ended.append(finished)
+
+    def add_sitemaps(self, urls: list[str]) -> None:
+        """Sitemaps a robots.txt named (once: the seen set), depth 0."""
+        self.loose.extend((url, 0, 0, "sitemap", None) for url in urls)
+
+    def admit(self, items: list[Admission], want: int = 0) -> list[bool]:
+        """Queue each URL unless it was seen or its host's page budget is
+        spent; True for each one queued.  One step of the frontier, which
+        also leases ``want`` ahead."""
+        depth_priority = self.settings.depth_priority
+        items = [
+            (url, depth, outcome.link_priority(priority, depth, depth_priority), kind, lastmod)
+            for url, depth, priority, kind, lastmod in items
+        ]
+        admitted = self.frontier.admit_many(items, want=want)
+        self.counters.links_dropped["host_budget"] += self.frontier.take_over_budget()
+        return admitted
+
+    def wait(self) -> float:
+        """Seconds until the chains waiting to settle are due (0.5 if none)."""
+        if not self.ended:
+            return 0.5
+        due = self.since + self.frontier.batch_window
+        return max(0.0, due - time.monotonic())
+
+    def settle(
+        self, lost: Callable[[Request], bool], now: float | None = None, want: int = 0
+    ) -> None:
+        """Settle what ended (gathered for the frontier's ``batch_window``
+        when ``now`` is given); ``lost`` drops a chain whose lease passed
+        to another node; ``want`` leases ahead in the same step."""
+        if not self:
+            return
+        if not self.frontier.available():  # no record without a lease still this node's
+            return
+        self.ended = [f for f in self.ended if not lost(f.request)]
+        window = self.frontier.batch_window
+        if now is not None and window and now - self.since < window:
+            return
+        batch = self.ended
+        links: list[Admission] = list(self.loose)
+        spans: list[int] = []
+        too_deep = 0
+        for finished in batch:
+            found, dropped = self._links_of(finished.request, finished.result)
+            spans.append(len(found))
+            links.extend(found)
+            too_deep += dropped
+        try:
+            admitted = self.admit(links, want)
+        except FrontierUnavailable:
+            return  # tried again next turn; nothing is dispatched meanwhile
+        if too_deep:
+            self.counters.links_dropped["sitemap_depth"] += too_deep
+        start, self.ended, self.loose = len(self.loose), [], []
+        for finished, span in zip(batch, spans, strict=True):
+            new_links = sum(admitted[start : start + span])
+            start += span
+            self._record(finished, new_links)
+
+    def _links_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:
+        """What a finished chain's page asks to admit: its links (within
+        --max-depth, not in a redirect chain in progress) and, for a
+        sitemap index, its sitemaps (MAX_DEPTH levels deep at most); and how
+        many sitemaps were too deep."""
+        if not outcome.is_ok(result):
+            return [], 0
+        sitemap = request.kind == "sitemap"  # its pages are depth 1 from their root
+        depth = 1 if sitemap else request.depth + 1
+        found: list[Admission] = []
+        max_depth = self.settings.max_depth
+        if max_depth is None or depth <= max_depth:
+            chains, lastmods = self.chains, result.lastmods or {}
+            found = [
+                (url, depth, priority, "page", lastmods.get(url))
+                for url, priority in result.outlinks
+                if url not in chains
+            ]
+        if sitemap and result.sitemaps:
+            level = request.depth + 1
+            if level > sitemaps.MAX_DEPTH:
+                return found, len(result.sitemaps)
+            found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
+        return found, 0
+
+    def _record(self, finished: Finish, new_links: int) -> None:
+        request, result = finished.request, finished.result
+        extra: dict[str, Any] = {**finished.extra, **outcome.kind_fields(request)}
+        if self.node is not None:
+            extra["node"] = self.node
+        record = outcome.build_record(
+            request,
+            result,
+            new_links=new_links,
+            fetched_at=time.time(),
+            record_links=self.settings.record_links,
+            extra=extra,
+        )
+        self.pipelines.emit(record)
+        self.chains.end(request)
+        if request.info is not None:
+            self.frontier.ack(request.info, seen=request.hops, error=bool(record["error"]))
+        self.counters.count(record)
