@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import typing
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,12 +28,12 @@ from . import stopsignals
 from .__version__ import __version__
 from .errors import FrontierError, MpcrawlerError, UsageError
 from .settings import (
-    DEFAULT_USER_AGENT,
     MAX_SLOTS,
-    SCOPES,
+    OPTIONS,
     UPPER_BOUNDS,
     Settings,
     check_redis_url,
+    flag_of,
 )
 from .web.redact import redact_url
 from .web.urls import InvalidURL, host_key, split_credentials
@@ -49,11 +50,14 @@ EPILOG = """exit codes:
 
 limits (checked before anything is written):
   """ + textwrap.fill(
-    ", ".join(f"--{name.replace('_', '-')} {most:g}" for name, most in UPPER_BOUNDS.items())
+    ", ".join(f"{flag_of(name)} {most:g}" for name, most in UPPER_BOUNDS.items())
     + f" (seconds for times); --workers x --threads {MAX_SLOTS}",
     width=76,
     subsequent_indent="  ",
 )
+
+
+SHARED_GROUP = "many machines (a crawl shared through Redis)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,7 +83,7 @@ def _size(text: str) -> int:
     number, unit = text.strip(), ""
     if number[-1:].upper() in _SIZE_UNITS:
         number, unit = number[:-1], number[-1].upper()
-    return _positive_int(number) * _SIZE_UNITS[unit]
+    return _integer(number) * _SIZE_UNITS[unit]
 
 
 def _non_negative_float(text: str) -> float:
@@ -89,13 +93,6 @@ def _non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if value < 0 or value != value:
         raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = _non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
     return value
 
 
@@ -109,217 +106,41 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
 def _add_crawl_options(p: argparse.ArgumentParser) -> None:
-    d = Settings()
-    p.add_argument(
-        "--workers",
-        type=_positive_int,
-        default=d.workers,
-        help="worker processes (default: the CPU count, %(default)s here)",
-    )
-    p.add_argument(
-        "--threads",
-        type=_positive_int,
-        default=d.threads,
-        help="download slots per worker (default %(default)s)",
-    )
-    p.add_argument(
-        "--out",
-        help="JSON Lines output, appended to "
-        "(default: pages.jsonl in the job dir, or ./pages.jsonl)",
-    )
-    p.add_argument(
-        "--job-dir",
-        help="directory for the frontier, seen set, output and stats "
-        "(default: a temporary directory, removed at the end)",
-    )
-    p.add_argument("--max-pages", type=_positive_int, help="stop after this many records")
-    p.add_argument("--max-depth", type=_non_negative_int, help="seeds are depth 0")
-    p.add_argument(
-        "--depth-priority",
-        type=int,
-        default=0,
-        metavar="N",
-        help="subtract N x depth from each URL's priority: N > 0 crawls breadth-first, "
-        "N < 0 depth-first (default 0: first in, first out)",
-    )
-    p.add_argument(
-        "--allow-domain",
-        action="append",
-        default=[],
-        metavar="D",
-        help="also crawl domain D and its subdomains (repeatable)",
-    )
-    p.add_argument(
-        "--scope",
-        choices=SCOPES,
-        default=d.scope,
-        help="follow links to the seeds' hosts (default), their registered domains "
-        "(Public Suffix List), or any host",
-    )
-    p.add_argument(
-        "--deny-domain",
-        action="append",
-        default=[],
-        metavar="D",
-        help="never crawl domain D or its subdomains (repeatable)",
-    )
-    p.add_argument(
-        "--allow-private-networks",
-        action="store_true",
-        help="allow loopback, private, link-local and other non-public addresses "
-        "(by default only a seed host may be at one)",
-    )
-    p.add_argument("--max-active-hosts", type=_positive_int, help="hosts kept in memory")
-    p.add_argument(
-        "--repair",
-        action="store_true",
-        help="go on from a damaged job dir with what can be trusted, and say what was lost",
-    )
-    p.add_argument(
-        "--record-links",
-        action="store_true",
-        help="list each page's links in its record (out-of-scope ones marked), for the link graph",
-    )
-    p.add_argument(
-        "--no-sitemaps",
-        dest="sitemaps",
-        action="store_false",
-        help="do not read the sitemaps that robots.txt names",
-    )
-    p.add_argument(
-        "--warc",
-        metavar="DIR",
-        help="archive every fetch in WARC/1.1 files in DIR (each worker writes its own)",
-    )
-    p.add_argument(
-        "--warc-size",
-        type=_size,
-        default=d.warc_size,
-        metavar="BYTES",
-        help="start a new WARC file past this size; K, M, G suffixes (default 1G)",
-    )
-    p.add_argument("--ca-bundle", metavar="FILE", help="also trust the CA certificates in FILE")
-    p.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
-    p.add_argument("--user-agent", default=DEFAULT_USER_AGENT, help="default: %(default)s")
-    p.add_argument(
-        "--http-user",
-        metavar="USER",
-        help="send the seeds' hosts Basic credentials (as a seed's user:password@ does)",
-    )
-    p.add_argument(
-        "--http-password-file",
-        metavar="FILE",
-        help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--cache-size",
-        type=_positive_int,
-        default=d.cache_size,
-        help="URLs the frontier keeps in memory (default %(default)s)",
-    )
-    p.add_argument(
-        "--analyzer",
-        default="bs4",
-        metavar="NAME",
-        help="bs4 (BeautifulSoup, the default), lxml (the same links, faster), "
-        "or a plug-in as pkg.mod:Class",
-    )
-    p.add_argument("--downloader", default=d.downloader, metavar="PKG.MOD:CLASS")
-    p.add_argument(
-        "--pipeline",
-        action="append",
-        default=[],
-        metavar="PKG.MOD:CLASS",
-        help="a pipeline run on every record before the output (repeatable)",
-    )
-    p.add_argument("--no-robots", action="store_true", help="ignore robots.txt")
-    p.add_argument(
-        "--host-concurrency",
-        type=_positive_int,
-        default=d.host_concurrency,
-        help="requests in flight per host (default %(default)s)",
-    )
-    p.add_argument(
-        "--delay",
-        type=_non_negative_float,
-        default=d.delay,
-        help="seconds between the starts of two requests to one host (default %(default)s)",
-    )
-    p.add_argument("--max-redirects", type=_non_negative_int, default=d.max_redirects)
-    p.add_argument(
-        "--timeout",
-        type=_non_negative_float,
-        default=d.timeout,
-        help="seconds for connect and for each read (default %(default)s)",
-    )
-    p.add_argument(
-        "--retries",
-        type=_non_negative_int,
-        default=d.retries,
-        help="retries of a transient failure (default %(default)s)",
-    )
-    p.add_argument(
-        "--retry-delay",
-        type=_non_negative_float,
-        default=d.retry_delay,
-        help="first retry backoff in seconds, doubled each time (default %(default)s)",
-    )
-    p.add_argument(
-        "--max-retry-after",
-        type=_non_negative_float,
-        default=d.max_retry_after,
-        help="cap on a server's Retry-After, in seconds (default %(default)s)",
-    )
-    p.add_argument(
-        "--robots-retry-delay",
-        type=_non_negative_float,
-        default=d.robots_retry_delay,
-        help="wait before refetching a robots.txt that failed, doubled each time; "
-        "the host is given up after 3 failures (default %(default)s)",
-    )
-    p.add_argument(
-        "--max-bytes",
-        type=_positive_int,
-        default=d.max_bytes,
-        help="cap on a decoded body (default %(default)s)",
-    )
-    p.add_argument(
-        "--grace",
-        type=_non_negative_float,
-        default=d.grace,
-        help="on SIGINT/SIGTERM, seconds to let in-flight requests finish (default %(default)s)",
-    )
-    p.add_argument(
-        "--hang-timeout",
-        type=_non_negative_float,
-        help="kill a worker that holds one request this long (default: 4 x timeout + 10 s)",
-    )
-    p.add_argument("--max-url-length", type=_positive_int, default=d.max_url_length)
-    p.add_argument("--max-pages-per-host", type=_positive_int)
-    p.add_argument("--log-file", help="write the full log here")
-    shared = p.add_argument_group("many machines (a crawl shared through Redis)")
-    shared.add_argument(
-        "--redis",
-        metavar="URL",
-        help="share the crawl through redis://[:PASSWORD@]HOST:PORT/DB (default with --crawl: "
-        "$REDIS_URL, which keeps a password off the command line)",
-    )
-    shared.add_argument("--crawl", metavar="NAME", help="the shared crawl's name (with --redis)")
-    shared.add_argument("--node", metavar="ID", help="this node's id (default: hostname-pid)")
-    shared.add_argument(
-        "--lease-timeout",
-        type=_positive_float,
-        default=d.lease_timeout,
-        help="a node silent this long is dead: its work goes to the others (default %(default)s s)",
-    )
-    shared.add_argument(
-        "--redis-timeout",
-        type=_positive_float,
-        default=d.redis_timeout,
-        help="stop (resumable) after Redis is unreachable this long (default %(default)s s)",
-    )
+    """Every option of the table (settings.OPTIONS), in its order.  Only the
+    type is checked here; the bounds are Settings.validate()'s, for the CLI
+    and the Python API alike."""
+    defaults = Settings()
+    hints = typing.get_type_hints(Settings)
+    groups = {"crawl": p, "shared": p.add_argument_group(SHARED_GROUP)}
+    for name, how in OPTIONS.items():
+        kind, default = hints[name], getattr(defaults, name)
+        extra: dict[str, Any] = {}
+        if how.metavar:
+            extra["metavar"] = how.metavar
+        if kind is bool:  # a switch: --x sets True, --no-x (default True) sets False
+            extra["action"] = "store_false" if default else "store_true"
+        elif kind == list[str]:
+            extra.update(action="append", default=[])
+        else:
+            base = next((k for k in (int, float) if k in typing.get_args(kind) or kind is k), str)
+            parse = _size if how.size else {int: _integer, float: _number}.get(base, str)
+            extra.update(type=parse, default=default, choices=how.choices)
+        groups[how.group].add_argument(flag_of(name), dest=name, help=how.help, **extra)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -344,6 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="F",
         help="one URL a line, optionally followed by a TAB and its integer priority; "
         "blank lines and # comments ignored",
+    )
+    crawl.add_argument(
+        "--http-user",
+        metavar="USER",
+        help="send the seeds' hosts Basic credentials (as a seed's user:password@ does)",
+    )
+    crawl.add_argument(
+        "--http-password-file",
+        metavar="FILE",
+        help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
     )
     _add_crawl_options(crawl)
 
@@ -484,51 +315,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         credentials=http_credentials(args, seeds, credentials),
         seeds=seeds,
         seed_priorities=seed_priorities,
-        depth_priority=args.depth_priority,
-        workers=args.workers,
-        threads=args.threads,
-        out=args.out,
-        job_dir=args.job_dir,
-        max_pages=args.max_pages,
-        max_depth=args.max_depth,
-        allow_domains=args.allow_domain,
-        user_agent=args.user_agent,
-        quiet=args.quiet,
-        cache_size=args.cache_size,
-        downloader=args.downloader,
-        analyzer=args.analyzer,
-        pipelines=args.pipeline,
-        robots=not args.no_robots,
-        host_concurrency=args.host_concurrency,
-        delay=args.delay,
-        max_redirects=args.max_redirects,
-        timeout=args.timeout,
-        retries=args.retries,
-        retry_delay=args.retry_delay,
-        max_retry_after=args.max_retry_after,
-        robots_retry_delay=args.robots_retry_delay,
-        max_bytes=args.max_bytes,
-        max_url_length=args.max_url_length,
-        max_pages_per_host=args.max_pages_per_host,
-        log_file=args.log_file,
-        grace=args.grace,
-        hang_timeout=args.hang_timeout,
-        scope=args.scope,
-        deny_domains=args.deny_domain,
-        allow_private_networks=args.allow_private_networks,
-        max_active_hosts=args.max_active_hosts,
-        ca_bundle=args.ca_bundle,
-        insecure=args.insecure,
-        record_links=args.record_links,
-        repair=args.repair,
-        sitemaps=args.sitemaps,
-        warc_dir=args.warc,
-        warc_size=args.warc_size,
-        redis=args.redis,
-        crawl=args.crawl,
-        node=args.node,
-        lease_timeout=args.lease_timeout,
-        redis_timeout=args.redis_timeout,
+        **{name: getattr(args, name) for name in OPTIONS},
     )
 
 

@@ -1,8 +1,12 @@
-"""Every option of a crawl, as one plain dataclass.
+"""Every option of a crawl, as one plain dataclass, and the option table.
 
-The CLI builds it from arguments, the Python API takes it directly, workers
-receive it as a dict (``to_dict``), and the job directory stores it as JSON so
-that a resumed crawl can check it runs with the same scope.
+Each command-line option is written once, as a field of ``Settings`` made
+with ``option()``: its name, type (the annotation), default, bounds and help.
+The CLI builds its parser from that table (``OPTIONS``) and a Settings from
+the parsed arguments; ``validate()`` checks the bounds for the CLI and the
+Python API alike; ``--help`` lists the limits from it.  Workers receive the
+settings as a dict (``to_dict``), and the job directory stores them as JSON
+so that a resumed crawl can check it runs with the same scope.
 """
 
 from __future__ import annotations
@@ -20,35 +24,23 @@ from urllib.parse import urlsplit
 from .__version__ import __version__
 from .web.redact import redact_url
 
-__all__ = ["BROAD_CRAWL_DEFAULTS", "DEFAULT_USER_AGENT", "SCOPES", "Settings"]
+__all__ = [
+    "BROAD_CRAWL_DEFAULTS",
+    "DEFAULT_USER_AGENT",
+    "OPTIONS",
+    "SCOPES",
+    "UPPER_BOUNDS",
+    "Option",
+    "Settings",
+    "flag_of",
+    "option",
+]
 
 DEFAULT_USER_AGENT = f"mpcrawler/{__version__} (+https://pypi.org/project/mpcrawler/)"
 MIB = 1 << 20
 
 
 SCOPES = ("hosts", "domains", "any")
-# With --scope any: a per-host budget (URLs queued per host, seeds included),
-# a depth limit (wget's default for -r), and a cap on the hosts whose state
-# the scheduler keeps in memory (idle ones beyond it are forgotten, robots.txt
-# included, and fetched again if they come back).
-# The most of each that a real machine can honour (checked before anything is
-# written): processes and threads to fork, and times a person means.
-UPPER_BOUNDS: dict[str, float] = {
-    "workers": 256,
-    "threads": 256,
-    "host_concurrency": 1024,
-    "max_redirects": 100,
-    "max_url_length": 1 << 16,
-    "delay": 3600,
-    "timeout": 3600,
-    "grace": 3600,
-    "retry_delay": 3600,
-    "max_retry_after": 86400,
-    "robots_retry_delay": 86400,
-    "hang_timeout": 86400,
-    "lease_timeout": 86400,
-    "redis_timeout": 7 * 86400,
-}
 MAX_SLOTS = 4096  # workers x threads
 
 
@@ -69,6 +61,10 @@ def check_redis_url(url: str) -> None:
         raise ValueError(f"--redis {redact_url(url)}: the database must be a number, not {db!r}")
 
 
+# With --scope any: a per-host budget (URLs queued per host, seeds included),
+# a depth limit (wget's default for -r), and a cap on the hosts whose state
+# the scheduler keeps in memory (idle ones beyond it are forgotten, robots.txt
+# included, and fetched again if they come back).
 BROAD_CRAWL_DEFAULTS: dict[str, int] = {
     "max_pages_per_host": 10_000,
     "max_depth": 5,
@@ -76,56 +72,228 @@ BROAD_CRAWL_DEFAULTS: dict[str, int] = {
 }
 
 
+@dataclass(frozen=True)
+class Option:
+    """How a setting is given on the command line and what values it takes:
+    the table every option is written in once (``option()``); argparse, the
+    checks, ``--help`` and its limits all come from it."""
+
+    help: str = ""
+    flag: str | None = None  # default: --name-with-dashes
+    metavar: str | None = None
+    minimum: float | None = None  # the least value allowed
+    above: float | None = None  # values must be more than this
+    maximum: float | None = None  # the most a real machine can honour
+    choices: tuple[str, ...] | None = None
+    size: bool = False  # bytes, with K, M or G
+    group: str = "crawl"  # or "shared": the --help section
+
+
+def option(default: Any = dataclasses.MISSING, **how: Any) -> Any:
+    """A field of Settings given by a command-line option (see Option);
+    ``default_factory`` as for ``dataclasses.field``."""
+    factory = how.pop("default_factory", dataclasses.MISSING)
+    return field(default=default, default_factory=factory, metadata={"option": Option(**how)})
+
+
 @dataclass
 class Settings:
+    """Every setting of a crawl.  A field made with ``option()`` is a
+    command-line option; the others come from the seeds (priorities,
+    credentials) or are for the Python API and tests."""
+
     seeds: list[str] = field(default_factory=list)
-    workers: int = field(default_factory=lambda: min(os.cpu_count() or 1, 256))
-    threads: int = 4
-    out: str | None = None
-    job_dir: str | None = None
-    max_pages: int | None = None
-    max_depth: int | None = None
-    depth_priority: int = 0
+    workers: int = option(
+        default_factory=lambda: min(os.cpu_count() or 1, 256),
+        minimum=1,
+        maximum=256,
+        help="worker processes (default: the CPU count, %(default)s here)",
+    )
+    threads: int = option(
+        4, minimum=1, maximum=256, help="download slots per worker (default %(default)s)"
+    )
+    out: str | None = option(
+        None,
+        help="JSON Lines output, appended to (default: pages.jsonl in the job dir, or "
+        "./pages.jsonl)",
+    )
+    job_dir: str | None = option(
+        None,
+        help="directory for the frontier, seen set, output and stats (default: a temporary "
+        "directory, removed at the end)",
+    )
+    max_pages: int | None = option(None, minimum=1, help="stop after this many records")
+    max_depth: int | None = option(None, minimum=0, help="seeds are depth 0")
+    depth_priority: int = option(
+        0,
+        metavar="N",
+        help="subtract N x depth from each URL's priority: N > 0 crawls breadth-first, "
+        "N < 0 depth-first (default 0: first in, first out)",
+    )
     seed_priorities: dict[str, int] = field(default_factory=dict)
-    allow_domains: list[str] = field(default_factory=list)
-    user_agent: str = DEFAULT_USER_AGENT
-    quiet: bool = False
-    cache_size: int = 10_000
-    downloader: str = "mpcrawler.worker.downloader:HttpDownloader"
-    analyzer: str = "mpcrawler.worker.analyzer:HtmlAnalyzer"
-    pipelines: list[str] = field(default_factory=list)
-    robots: bool = True
-    host_concurrency: int = 8
-    delay: float = 0.0
-    max_redirects: int = 5
-    timeout: float = 30.0
-    retries: int = 2
-    retry_delay: float = 1.0
-    max_retry_after: float = 60.0
-    max_bytes: int = 10 * MIB
-    sitemaps: bool = True
-    warc_dir: str | None = None
-    warc_size: int = 1024 * MIB
-    max_url_length: int = 2048
-    max_pages_per_host: int | None = None
-    grace: float = 10.0
-    hang_timeout: float | None = None  # default: 4 x timeout + 10 s
-    log_file: str | None = None
-    repair: bool = False  # go on from a damaged job dir with what can be trusted
+    allow_domains: list[str] = option(
+        default_factory=list,
+        flag="--allow-domain",
+        metavar="D",
+        help="also crawl domain D and its subdomains (repeatable)",
+    )
+    user_agent: str = option(DEFAULT_USER_AGENT, help="default: %(default)s")
+    quiet: bool = option(False, help="no progress bar")
+    cache_size: int = option(
+        10_000, minimum=1, help="URLs the frontier keeps in memory (default %(default)s)"
+    )
+    downloader: str = option(
+        "mpcrawler.worker.downloader:HttpDownloader",
+        metavar="PKG.MOD:CLASS",
+        help="the Downloader class (default %(default)s)",
+    )
+    analyzer: str = option(
+        "bs4",
+        metavar="NAME",
+        help="bs4 (BeautifulSoup, the default), lxml (the same links, faster), or a plug-in "
+        "as pkg.mod:Class",
+    )
+    pipelines: list[str] = option(
+        default_factory=list,
+        flag="--pipeline",
+        metavar="PKG.MOD:CLASS",
+        help="a pipeline run on every record before the output (repeatable)",
+    )
+    robots: bool = option(True, flag="--no-robots", help="ignore robots.txt")
+    host_concurrency: int = option(
+        8, minimum=1, maximum=1024, help="requests in flight per host (default %(default)s)"
+    )
+    delay: float = option(
+        0.0,
+        minimum=0,
+        maximum=3600,
+        help="seconds between the starts of two requests to one host (default %(default)s)",
+    )
+    max_redirects: int = option(
+        5, minimum=0, maximum=100, help="redirects followed in one chain (default %(default)s)"
+    )
+    timeout: float = option(
+        30.0,
+        above=0,
+        maximum=3600,
+        help="seconds for connect and for each read (default %(default)s)",
+    )
+    retries: int = option(2, minimum=0, help="retries of a transient failure (default %(default)s)")
+    retry_delay: float = option(
+        1.0,
+        minimum=0,
+        maximum=3600,
+        help="first retry backoff in seconds, doubled each time (default %(default)s)",
+    )
+    max_retry_after: float = option(
+        60.0,
+        minimum=0,
+        maximum=86400,
+        help="cap on a server's Retry-After, in seconds (default %(default)s)",
+    )
+    max_bytes: int = option(10 * MIB, minimum=1, help="cap on a decoded body (default %(default)s)")
+    sitemaps: bool = option(
+        True, flag="--no-sitemaps", help="do not read the sitemaps that robots.txt names"
+    )
+    warc_dir: str | None = option(
+        None,
+        flag="--warc",
+        metavar="DIR",
+        help="archive every fetch in WARC/1.1 files in DIR (each worker writes its own)",
+    )
+    warc_size: int = option(
+        1024 * MIB,
+        minimum=1,
+        size=True,
+        metavar="BYTES",
+        help="start a new WARC file past this size; K, M, G suffixes (default 1G)",
+    )
+    max_url_length: int = option(
+        2048, minimum=1, maximum=1 << 16, help="longer URLs are dropped (default %(default)s)"
+    )
+    max_pages_per_host: int | None = option(
+        None, minimum=1, help="URLs queued per host at most (default: none; 10000 with --scope any)"
+    )
+    grace: float = option(
+        10.0,
+        minimum=0,
+        maximum=3600,
+        help="on SIGINT/SIGTERM, seconds to let in-flight requests finish (default %(default)s)",
+    )
+    hang_timeout: float | None = option(
+        None,
+        above=0,
+        maximum=86400,
+        help="kill a worker that holds one request this long (default: 4 x timeout + 10 s)",
+    )
+    log_file: str | None = option(None, help="write the full log here")
+    repair: bool = option(
+        False,
+        help="go on from a damaged job dir with what can be trusted, and say what was lost",
+    )
     checkpoint_interval: float = 2.0
-    robots_retry_delay: float = 30.0
-    scope: str = "hosts"  # hosts | domains | any (see urls.Scope)
-    deny_domains: list[str] = field(default_factory=list)
-    allow_private_networks: bool = False
-    ca_bundle: str | None = None  # more CA certificates to trust
-    insecure: bool = False  # no TLS verification
-    max_active_hosts: int | None = None  # hosts the scheduler keeps in memory
-    record_links: bool = False  # each record lists the page's links
-    redis: str | None = None  # redis://HOST:PORT/DB: share the crawl through it
-    crawl: str | None = None  # the shared crawl's name (with --redis)
-    node: str | None = None  # this node's id (default: hostname-pid)
-    lease_timeout: float = 30.0  # a dead node's work goes back after this
-    redis_timeout: float = 300.0  # give up after Redis is unreachable this long
+    robots_retry_delay: float = option(
+        30.0,
+        minimum=0,
+        maximum=86400,
+        help="wait before refetching a robots.txt that failed, doubled each time; the host "
+        "is given up after 3 failures (default %(default)s)",
+    )
+    scope: str = option(
+        "hosts",
+        choices=SCOPES,
+        help="follow links to the seeds' hosts (default), their registered domains (Public "
+        "Suffix List), or any host",
+    )
+    deny_domains: list[str] = option(
+        default_factory=list,
+        flag="--deny-domain",
+        metavar="D",
+        help="never crawl domain D or its subdomains (repeatable)",
+    )
+    allow_private_networks: bool = option(
+        False,
+        help="allow loopback, private, link-local and other non-public addresses (by default "
+        "only a seed host may be at one)",
+    )
+    ca_bundle: str | None = option(
+        None, metavar="FILE", help="also trust the CA certificates in FILE"
+    )
+    insecure: bool = option(False, help="do not verify TLS certificates")
+    max_active_hosts: int | None = option(
+        None, minimum=1, help="hosts kept in memory (default: all; 10000 with --scope any)"
+    )
+    record_links: bool = option(
+        False,
+        help="list each page's links in its record (out-of-scope ones marked), for the link graph",
+    )
+    redis: str | None = option(
+        None,
+        metavar="URL",
+        group="shared",
+        help="share the crawl through redis://[:PASSWORD@]HOST:PORT/DB (default with --crawl: "
+        "$REDIS_URL, which keeps a password off the command line)",
+    )
+    crawl: str | None = option(
+        None, metavar="NAME", group="shared", help="the shared crawl's name (with --redis)"
+    )
+    node: str | None = option(
+        None, metavar="ID", group="shared", help="this node's id (default: hostname-pid)"
+    )
+    lease_timeout: float = option(
+        30.0,
+        above=0,
+        maximum=86400,
+        group="shared",
+        help="a node silent this long is dead: its work goes to the others (default %(default)s s)",
+    )
+    redis_timeout: float = option(
+        300.0,
+        above=0,
+        maximum=7 * 86400,
+        group="shared",
+        help="stop (resumable) after Redis is unreachable this long (default %(default)s s)",
+    )
     # host (scheme://host[:port]) -> [user, password], sent as its Basic
     # Authorization header: from the seeds' own user:password@ and --http-user.
     # A secret: to_dict() writes the password as *** (only the workers get it).
@@ -164,50 +332,19 @@ class Settings:
 
     def validate(self) -> None:
         """Raise ValueError with one clear line for an impossible setting."""
-        positive = {
-            "workers": self.workers,
-            "threads": self.threads,
-            "cache_size": self.cache_size,
-            "host_concurrency": self.host_concurrency,
-            "max_redirects": self.max_redirects + 1,
-            "max_bytes": self.max_bytes,
-            "max_url_length": self.max_url_length,
-        }
-        for name, value in positive.items():
-            if value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("max_pages", "max_pages_per_host"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.max_depth is not None and self.max_depth < 0:
-            raise ValueError("--max-depth must be 0 or more")
-        for name in ("delay", "timeout", "grace", "retries"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name} must not be negative")
-        if self.timeout == 0:
-            raise ValueError("--timeout must be more than 0")
-        for name, most in UPPER_BOUNDS.items():
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value <= most):
-                raise ValueError(f"--{name.replace('_', '-')} must be at most {most:g}")
+        for name, how in OPTIONS.items():
+            if (problem := out_of_bounds(how, getattr(self, name))) is not None:
+                raise ValueError(f"{flag_of(name)} {problem}")
         if self.workers * self.threads > MAX_SLOTS:
             raise ValueError(f"--workers x --threads must be at most {MAX_SLOTS}")
-        if self.hang_timeout is not None and self.hang_timeout <= 0:
-            raise ValueError("--hang-timeout must be more than 0")
         if self.scope not in SCOPES:
             raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
-        if self.max_active_hosts is not None and self.max_active_hosts < 1:
-            raise ValueError("--max-active-hosts must be at least 1")
         if (self.redis is None) != (self.crawl is None):
             raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
         if self.redis is not None:
             check_redis_url(self.redis)
         if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):
             raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
-        for name in ("lease_timeout", "redis_timeout"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be more than 0")
         if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
         if self.ca_bundle is not None:
@@ -218,3 +355,34 @@ class Settings:
                 raise ValueError(
                     f"--ca-bundle {self.ca_bundle}: no PEM certificates in it ({reason})"
                 ) from None
+
+
+# The option table: each command-line option's field name and how it is given.
+OPTIONS: dict[str, Option] = {
+    f.name: f.metadata["option"] for f in dataclasses.fields(Settings) if "option" in f.metadata
+}
+# The most of each that a real machine can honour (checked before anything is
+# written): processes and threads to fork, and times a person means.
+UPPER_BOUNDS: dict[str, float] = {
+    name: how.maximum for name, how in OPTIONS.items() if how.maximum is not None
+}
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of the setting ``name``."""
+    return OPTIONS[name].flag or "--" + name.replace("_", "-")
+
+
+def out_of_bounds(how: Option, value: Any) -> str | None:
+    """Why ``value`` is not allowed for the option ``how`` (None: it is)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        if how.choices is not None and value not in how.choices:
+            return f"must be one of {', '.join(how.choices)}"
+        return None
+    if how.minimum is not None and not value >= how.minimum:  # NaN is not
+        return "must be at least 1" if how.minimum == 1 else "must not be negative"
+    if how.above is not None and not value > how.above:
+        return f"must be more than {how.above:g}"
+    if how.maximum is not None and not (math.isfinite(value) and value <= how.maximum):
+        return f"must be at most {how.maximum:g}"
+    return None
