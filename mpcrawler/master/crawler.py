@@ -161,7 +161,7 @@ class Crawler:
         engine = Engine(
             s,
             frontier=frontier,
-            scheduler=self._scheduler(frontier),
+            scheduler=Scheduler.from_settings(s, frontier),
             pool=pool,
             results=results,
             settling=settling,
@@ -207,21 +207,6 @@ class Crawler:
                 else str(failure)
             ) from failure
         return CrawlResult(stats, job.out, job.path, interrupted=not engine.finished)
-
-    def _scheduler(self, frontier: Frontier) -> Scheduler:
-        s = self.settings
-        return Scheduler(
-            host_concurrency=s.host_concurrency,
-            delay=s.delay,
-            robots=s.robots,
-            user_agent=s.user_agent,
-            robots_retry_delay=s.robots_retry_delay,
-            retries=s.retries,
-            retry_delay=s.retry_delay,
-            max_hosts=s.max_active_hosts,
-            max_pace=s.max_retry_after,
-            frontier=frontier,
-        )
 
     def _start(self, job: Job, engine: Engine, settling: Settling) -> None:
         """Admit the seeds (and what a repair found again), checkpoint, say so."""

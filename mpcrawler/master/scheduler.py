@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from ..frontier import FOREVER, Frontier
 from ..messages import PageResult
+from ..settings import Settings
 from ..web.robots import RobotsRules
 from .outcome import parse_retry_after
 from .request import Request
@@ -145,6 +146,24 @@ class Scheduler:
         self._delayed: list[tuple[float, int, Request]] = []
         self._order = itertools.count()
         self.queued = 0  # requests in host queues and the retry heap
+
+    @classmethod
+    def from_settings(
+        cls, s: Settings, frontier: Frontier, clock: Callable[[], float] = time.monotonic
+    ) -> Scheduler:
+        return cls(
+            host_concurrency=s.host_concurrency,
+            delay=s.delay,
+            robots=s.robots,
+            user_agent=s.user_agent,
+            robots_retry_delay=s.robots_retry_delay,
+            retries=s.retries,
+            retry_delay=s.retry_delay,
+            max_hosts=s.max_active_hosts,
+            max_pace=s.max_retry_after,
+            frontier=frontier,
+            clock=clock,
+        )
 
     # ------------------------------------------------------------- requests
     def new_request(self, url: str, **fields: object) -> Request:

@@ -77,7 +77,8 @@ class Settling:
             for url, depth, priority, kind, lastmod in items
         ]
         admitted = self.frontier.admit_many(items, want=want)
-        self.counters.links_dropped["host_budget"] += self.frontier.take_over_budget()
+        if over := self.frontier.take_over_budget():
+            self.counters.links_dropped["host_budget"] += over
         return admitted
 
     def wait(self) -> float:
