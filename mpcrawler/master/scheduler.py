@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import logging
 import time
 from collections import deque
@@ -40,7 +41,7 @@ from ..frontier import FOREVER, Frontier
 from ..messages import PageResult
 from ..settings import Settings
 from ..web.robots import RobotsRules
-from .outcome import parse_retry_after
+from .outcome import backoff, parse_retry_after
 from .request import Request
 
 __all__ = ["MAX_CRAWL_DELAY", "Host", "Refusal", "Request", "Scheduler"]
@@ -225,10 +226,11 @@ class Scheduler:
             host.robots_error = error or (f"HTTP {status}" if status else "failed")
             host.robots_error_kind = error_kind or "robots"
             permanent = error_kind in PERMANENT_FAILURES
-            wait = self.robots_retry_delay * 2 ** (host.robots_failures - 1)
+            first = self.robots_retry_delay
             if error_kind == "connection":  # refused, reset, unreachable: try soon
                 permanent = host.robots_failures > self.retries  # every time: give up
-                wait = self.retry_delay * 2 ** (host.robots_failures - 1)
+                first = self.retry_delay
+            wait = backoff(host.robots_failures, first, None, math.inf)  # as a page's retry
             if permanent or host.robots_failures >= ROBOTS_ATTEMPTS:
                 log.warning(
                     "robots.txt of %s failed%s (%s); giving the host up",

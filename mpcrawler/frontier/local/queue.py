@@ -58,7 +58,8 @@ from typing import Any
 
 from ...errors import FrontierError
 from ...web.urls import host_key
-from ..base import FOREVER, UrlInfo
+from ..base import UrlInfo
+from ..hostblocks import HostBlocks
 from .journal import (
     ACK,
     BLOCK,
@@ -197,8 +198,7 @@ class UrlQueueManager:
         self._tombstones: set[int] = set()
         # readiness (not persisted)
         self._heap: list[tuple[int, int, _Host]] = []
-        self._blocked: dict[str, float] = {}
-        self._timed: list[tuple[float, str]] = []
+        self._blocks = HostBlocks()
         # the log
         self._log: dict[int, deque[_Segment]] = {}
         self._log_count = 0
@@ -258,7 +258,7 @@ class UrlQueueManager:
     def lease(self, now: float | None = None) -> UrlInfo | None:
         """The best URL of a host not blocked at ``now`` (default: the
         monotonic clock), or None.  Ack it (or release it) when done."""
-        if self._timed:
+        if self._blocks.timed:
             self._wake(time.monotonic() if now is None else now)
         if self._mem < self._refill_below and self._log_count:
             self._refill()
@@ -320,28 +320,22 @@ class UrlQueueManager:
         until blocked again with a time; 0: ready now)."""
         queued = self._hosts.get(host)
         if until <= 0:
-            if self._blocked.pop(host, None) is not None and queued is not None:
+            if self._blocks.set(host, 0) and queued is not None:
                 self._touch(queued)
-            return
-        if self._blocked.get(host) == until:
             return
         if queued is not None:
             host = queued.key  # one string per host, not one per caller
-        self._blocked[host] = until
-        if until != FOREVER:
-            heapq.heappush(self._timed, (until, host))
-        if queued is not None:
+        if self._blocks.set(host, until) and queued is not None:
             queued.entry = None
 
     def next_ready(self, now: float) -> float | None:
         """The earliest time after ``now`` a host blocked until then becomes
         ready (None: none is); it may have nothing queued."""
-        self._wake(now)
-        return self._timed[0][0] if self._timed else None
+        return self._blocks.next_time(now)
 
     def blocked(self, host: str) -> float:
         """Until when ``host`` is blocked (0: not blocked)."""
-        return self._blocked.get(host, 0.0)
+        return self._blocks.get(host)
 
     def __len__(self) -> int:
         return self._mem + self._block_count + self._log_count - len(self._tombstones)
@@ -360,7 +354,7 @@ class UrlQueueManager:
             "taken": len(self._unacked),
             "spilled": self.spilled_total,
             "hosts_queued": len(self._hosts),
-            "hosts_blocked": len(self._blocked),
+            "hosts_blocked": len(self._blocks),
         }
 
     def sync(self) -> None:
@@ -538,7 +532,7 @@ class UrlQueueManager:
             host.entry = None
             self._hosts.pop(host.key, None)
             return
-        if host.key in self._blocked:
+        if host.key in self._blocks:
             host.entry = None
             return
         priority = max(host.lanes)
@@ -566,14 +560,10 @@ class UrlQueueManager:
         heapq.heapreplace(self._heap, entry)
 
     def _wake(self, now: float) -> None:
-        timed = self._timed
-        while timed and timed[0][0] <= now:
-            until, key = heapq.heappop(timed)
-            if self._blocked.get(key) == until:
-                del self._blocked[key]
-                host = self._hosts.get(key)
-                if host is not None:
-                    self._touch(host)
+        for key in self._blocks.wake(now):
+            host = self._hosts.get(key)
+            if host is not None:
+                self._touch(host)
 
     def _take(self, host: _Host, priority: int) -> UrlInfo | None:
         """Remove the head of one lane of ``host`` (None: its blocks held
@@ -663,7 +653,7 @@ class UrlQueueManager:
                 break  # the rest of this priority sorts before what is left
         if to_spill > 0:
             hosts = sorted(
-                self._mem_hosts.values(), key=lambda h: (h.key not in self._blocked, -h.mem)
+                self._mem_hosts.values(), key=lambda h: (h.key not in self._blocks, -h.mem)
             )
             chosen = []
             for host in hosts:

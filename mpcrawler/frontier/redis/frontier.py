@@ -82,7 +82,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
-import heapq
 import json
 import logging
 import math
@@ -99,6 +98,7 @@ from ...errors import FrontierError, FrontierUnavailable, UsageError
 from ...web.redact import redact_url
 from ...web.urls import host_key
 from ..base import FOREVER, KINDS, Admission, UrlInfo
+from ..hostblocks import HostBlocks
 
 __all__ = [
     "CrawlLost",
@@ -310,8 +310,7 @@ class RedisFrontier:
         self._held: dict[int, _Lease] = {}  # seq -> each lease held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
         self._dry_until = 0.0
-        self._blocked: dict[str, float] = {}
-        self._timed: list[tuple[float, str]] = []
+        self._blocks = HostBlocks()
         self._draining: set[str] = set()
         self._owned: list[str] = []
         self._counts = {"queued": 0, "leased": 0, "done": 0, "errors": 0, "seen": 0, "late": 0}
@@ -405,17 +404,13 @@ class RedisFrontier:
         self._dry_until = 0.0
 
     def block(self, host: str, until: float) -> None:
-        if until <= 0:
-            if self._blocked.pop(host, None) is not None:
-                self._dry_until = 0.0  # a host may be leased from again
-            return
-        self._blocked[host] = until
-        if until != FOREVER:
-            heapq.heappush(self._timed, (until, host))
+        if self._blocks.set(host, until) and until <= 0:
+            self._dry_until = 0.0  # a host may be leased from again
 
     def next_ready(self, now: float) -> float | None:
         self._wake(now)
-        times = [self._timed[0][0]] if self._timed else []
+        timed = self._blocks.next_time(now)
+        times = [] if timed is None else [timed]
         if self._dry_until > now:
             times.append(self._dry_until)
         return min(times) if times else None
@@ -490,7 +485,7 @@ class RedisFrontier:
             "seen": c["seen"],
             "done": c["done"],
             "hosts_held": len(self._owned),
-            "hosts_blocked": len(self._blocked),
+            "hosts_blocked": len(self._blocks),
             "redis_round_trips": self.round_trips,
             "fenced": self.fenced,
         }
@@ -578,17 +573,14 @@ class RedisFrontier:
 
     def _wait_ms(self, host: str) -> int:
         """How long the next owner of ``host`` must wait: this node's block on it."""
-        until = self._blocked.get(host)
-        if until is None or until == FOREVER:
+        until = self._blocks.get(host)
+        if until == FOREVER:
             return 0
         return max(0, int((until - time.monotonic()) * 1000))
 
     def _wake(self, now: float) -> None:
-        while self._timed and self._timed[0][0] <= now:
-            until, host = heapq.heappop(self._timed)
-            if self._blocked.get(host) == until:
-                del self._blocked[host]
-                self._dry_until = 0.0
+        if self._blocks.wake(now):
+            self._dry_until = 0.0  # a host may be leased from again
 
     def _check_up(self) -> None:
         if self._down_since is not None:
@@ -621,7 +613,7 @@ class RedisFrontier:
         args.append(len(checks))
         for url in checks:
             args.extend(_seen_slot(url))
-        skip = self._blocked.keys() | self._draining
+        skip = self._blocks.until.keys() | self._draining
         max_pages = -1 if self.max_pages is None else self.max_pages
         args.extend((want, self.per_host, max_pages, len(skip), *skip))
         if beat:
