@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
