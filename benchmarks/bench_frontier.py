@@ -78,7 +78,7 @@ def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict
         blocking = layout == "100k-blocked"
         blocked: list[str] = []
         while True:
-            item = q.get()
+            item = q.lease()
             if item is None:
                 if not blocked:
                     break

@@ -153,7 +153,7 @@ def _frontier_template() -> Path:
     items: list[UrlInfo] = []
     for i in range(24):
         q.put(f"http://h.test/{i}", depth=i % 3, priority=i % 4 - 1)
-        if i % 5 == 0 and (item := q.get()) is not None:
+        if i % 5 == 0 and (item := q.lease()) is not None:
             items.append(item)
     for item in items[::2]:
         q.ack(item)
@@ -161,7 +161,7 @@ def _frontier_template() -> Path:
     for i in range(24, 34):
         q.put(f"http://h.test/{i}\u00e9", depth=1, priority=i % 2)
     for _ in range(5):
-        if (item := q.get()) is not None and item.seq % 2:
+        if (item := q.lease()) is not None and item.seq % 2:
             q.ack(item)
     q.sync()
     q.abandon()
@@ -210,14 +210,14 @@ def frontier_target(data: bytes) -> None:
         except FrontierError:
             return
         urls = []
-        while (item := q.get()) is not None:
+        while (item := q.lease()) is not None:
             assert isinstance(item.url, str) and isinstance(item.priority, int)
             urls.append(item.url)
             q.ack(item)
         assert len(q) == 0 and q.taken == 0
         q.close()
         with UrlQueueManager(directory, cache_size=4) as again:
-            assert len(again) == 0 and again.get() is None, "drained and acked, yet queued"
+            assert len(again) == 0 and again.lease() is None, "drained and acked, yet queued"
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -3,8 +3,8 @@
 A module is a Downloader (type letter ``D``), an Analyzer (``A``) or a
 Pipeline (``P``).  Each instance gets an ID made of its type letter, a serial
 number and its address, e.g. ``D3|pid-4711``, and counts its calls: called,
-accepted (a call can be refused for bad arguments or overload), completed,
-and handling right now.  Workers send their modules' summaries to the master
+accepted (every call: no built-in module refuses one), completed (did
+not raise), and handling right now.  Workers send their modules' summaries to the master
 as plain dicts; the master puts them in the final stats.
 """
 
@@ -23,7 +23,6 @@ __all__ = [
     "BUILTIN_MODULES",
     "MOVED_MODULES",
     "Module",
-    "Refused",
     "SerialGenerator",
     "load_object",
     "object_path",
@@ -50,21 +49,16 @@ BUILTIN_MODULES = frozenset(
 )
 
 
-class Refused(Exception):
-    """A module declined a call (bad arguments or overload); counted, not completed."""
-
-
 class SerialGenerator:
     """Serial numbers from ``start`` to ``maximum``, then around again.
 
-    ``cycles`` counts how many times the range wrapped.  Thread-safe.
+    Thread-safe.
     """
 
     def __init__(self, start: int = 1, maximum: int = 2**63 - 1) -> None:
         if maximum < start:
             raise ValueError("maximum must be >= start")
         self.start, self.maximum = start, maximum
-        self.cycles = 0
         self._next = start
         self._lock = threading.Lock()
 
@@ -73,7 +67,6 @@ class SerialGenerator:
             value = self._next
             if value >= self.maximum:
                 self._next = self.start
-                self.cycles += 1
             else:
                 self._next = value + 1
             return value
@@ -97,29 +90,20 @@ class Module:
 
     @contextlib.contextmanager
     def track(self) -> Iterator[None]:
-        """Count one call around the body: accepted unless it raises Refused,
-        completed unless it raises at all."""
+        """Count one call around the body: accepted (a module refuses no
+        call), completed unless it raises."""
         with self._counter_lock:
             self.called += 1
             self.handling += 1
-        accepted = completed = False
+        completed = False
         try:
             yield
-            accepted = completed = True
-        except Refused:
-            raise
-        except BaseException:
-            accepted = True
-            raise
+            completed = True
         finally:
             with self._counter_lock:
                 self.handling -= 1
-                self.accepted += accepted
+                self.accepted += 1
                 self.completed += completed
-
-    def score(self) -> int:
-        """Load right now; lower is less loaded."""
-        return self.handling
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -38,7 +38,7 @@ def main() -> None:
         if op[0] == "put":
             q.put(op[1], depth=op[2], priority=op[3])
         elif op[0] == "get":
-            item = q.get()
+            item = q.lease()
             if item is not None:
                 gotten.append(item)
         elif op[0] == "ack":

@@ -22,7 +22,7 @@ TESTS = Path(__file__).resolve().parent
 
 def drain(q: UrlQueueManager) -> list[str]:
     urls = []
-    while (item := q.get()) is not None:
+    while (item := q.lease()) is not None:
         urls.append(item.url)
         q.ack(item)
     return urls
@@ -33,7 +33,7 @@ def test_contract_as_written(tmp_path: Path) -> None:
     q.put("http://a/1", depth=0, priority=0)
     q.put("http://a/2", depth=1, priority=5)
     assert len(q) == 2
-    item = q.get()
+    item = q.lease()
     assert item is not None and (item.url, item.depth, item.priority) == ("http://a/2", 1, 5)
     q.ack(item)
     q.flush()
@@ -53,7 +53,7 @@ def test_unacked_items_return_in_their_place_after_reopen(tmp_path: Path) -> Non
     with UrlQueueManager(tmp_path, cache_size=2) as q:
         for i in range(20):
             q.put(f"u{i}", priority=i % 3)
-        got = [q.get() for _ in range(5)]
+        got = [q.lease() for _ in range(5)]
         q.ack(got[1])
     with UrlQueueManager(tmp_path, cache_size=3) as q:
         order = drain(q)
@@ -154,7 +154,7 @@ def test_no_pickle_on_disk(tmp_path: Path) -> None:
     with UrlQueueManager(tmp_path / "q", cache_size=3) as q:
         for i in range(30):
             q.put(f"http://h/{i}", priority=i % 2)
-        q.get()
+        q.lease()
     for path in (tmp_path / "q").iterdir():
         data = path.read_bytes()
         assert not data.startswith(b"\x80"), f"{path.name} looks like a pickle"
@@ -180,7 +180,7 @@ def rss():
             if line.startswith('VmRSS'):
                 return int(line.split()[1]) * 1024
 q = UrlQueueManager(tempfile.mkdtemp(dir=sys.argv[1]), cache_size=10_000, fsync=False)
-q.put('http://warm.test/'); q.get(); q.flush()
+q.put('http://warm.test/'); q.lease(); q.flush()
 before = rss()
 for i in range(int(sys.argv[2])):
     q.put(f'http://www.example.com/section/{i % 997}/page-{i}.html', depth=i % 7)
@@ -211,7 +211,7 @@ def test_inspect_counts_without_opening(tmp_path: Path) -> None:
     for i in range(20):
         q.put(f"http://h/{i}", priority=i % 2)
     q.flush()  # a checkpoint-free flush: the counts come from the journal
-    got = [q.get() for _ in range(6)]
+    got = [q.lease() for _ in range(6)]
     q.ack(got[0])
     q.sync()
     files = {p.name: p.stat().st_mtime_ns for p in tmp_path.iterdir()}

@@ -2,18 +2,18 @@
 
 A worker owns ``threads`` download slots, each with its own Downloader (and
 so its own HTTP session) and thread, and one parser thread with the
-Analyzer.  It talks to the master over one duplex pipe, in plain tuples and
-dicts:
+Analyzer.  It talks to the master over one duplex pipe, in the small named
+types of :mod:`mpcrawler.messages`::
 
-    master -> worker   ("fetch", [(request_id, url, kind, depth), ...])
-                       ("stop",)
-    worker -> master   ("hello", index, pid, slots)            slots free at start
-                       ("results", index, [result, ...], [downloaded id, ...],
-                        summaries | None)
-                       ("bye", index, summaries)
-                       ("failed", index, reason)               it cannot start
+    master -> worker   FetchBatch([Fetch(id, url, kind, depth, deadline), ...])
+                       Stop()
+    worker -> master   Hello(worker, pid, slots)                slots free at start
+                       Results(worker, [PageResult, ...], [downloaded id, ...],
+                               summaries | None)
+                       Bye(worker, summaries)
+                       Failed(worker, error)                    it cannot start
 
-Scheduling is pull-based: ``hello`` announces every slot free, and each
+Scheduling is pull-based: ``Hello`` announces every slot free, and each
 downloaded id says that request's download is over and its slot free (its
 result follows, in the same message or a later one), so the master never
 sends a worker more requests than it has free slots, and a host's
@@ -208,7 +208,7 @@ class SentLinks:
         return fresh
 
 
-class _Worker:
+class Worker:
     def __init__(self, index: int, conn: Connection, settings: Settings, scope: Scope) -> None:
         self.index = index
         self.conn = conn
@@ -489,7 +489,7 @@ def run_worker(
         signal.signal(signum, signal.SIG_IGN)
     _log_to_file(settings.get("log_file"))
     try:
-        worker = _Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
+        worker = Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
     except Exception as exc:
         with contextlib.suppress(OSError):
             conn.send(Failed(index, f"{type(exc).__name__}: {exc}"))

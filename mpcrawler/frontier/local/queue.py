@@ -146,17 +146,19 @@ class _Lane:
         return self.back[0].seq
 
 
-class _Host:
+class HostQueue:
+    """One host's URLs in the queue: a lane per priority, and its entry in the ready heap."""
+
     __slots__ = ("entry", "key", "lanes", "mem", "size")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.lanes: dict[int, _Lane] = {}
-        self.entry: tuple[int, int, _Host] | None = None  # its live entry in the ready heap
+        self.entry: tuple[int, int, HostQueue] | None = None  # its live entry in the ready heap
         self.mem = 0  # URLs in memory
         self.size = 0  # URLs in memory and in blocks
 
-    def __lt__(self, other: _Host) -> bool:
+    def __lt__(self, other: HostQueue) -> bool:
         return False  # a stale heap entry may tie with a live one (a URL given back)
 
 
@@ -189,15 +191,15 @@ class UrlQueueManager:
         self._spill_batch = max(1, cache_size // 4)
         self._refill_below = max(1, cache_size // 2)
         # memory and blocks
-        self._hosts: dict[str, _Host] = {}  # hosts with URLs in memory or blocks
-        self._mem_hosts: dict[str, _Host] = {}  # hosts with URLs in memory
+        self._hosts: dict[str, HostQueue] = {}  # hosts with URLs in memory or blocks
+        self._mem_hosts: dict[str, HostQueue] = {}  # hosts with URLs in memory
         self._mem = 0
         self._block_count = 0
         self._block_refs: dict[int, int] = {}  # waiting file number -> live blocks
         self._blocks_max: tuple[int, int] | None = None  # no block item sorts after this
         self._tombstones: set[int] = set()
         # readiness (not persisted)
-        self._heap: list[tuple[int, int, _Host]] = []
+        self._heap: list[tuple[int, int, HostQueue]] = []
         self._blocks = HostBlocks()
         # the log
         self._log: dict[int, deque[_Segment]] = {}
@@ -295,8 +297,6 @@ class UrlQueueManager:
                 # them to their lanes' blocks and read the log past them.
                 self._spill_hosts(list(self._mem_hosts.values()))
             self._refill()
-
-    get = lease  # the queue's older name
 
     def ack(self, item: UrlInfo) -> bool:
         """Mark a leased item done; False if it was not outstanding."""
@@ -497,13 +497,13 @@ class UrlQueueManager:
         if self._mem > self.cache_size:
             self._overflow()
 
-    def _lane_of(self, item: UrlInfo) -> tuple[_Host, _Lane]:
+    def _lane_of(self, item: UrlInfo) -> tuple[HostQueue, _Lane]:
         """The host and lane ``item`` belongs in (created if need be), with
         ``item`` counted in memory there."""
         key = host_key(item.url)
         host = self._hosts.get(key)
         if host is None:
-            host = self._hosts[key] = _Host(key)
+            host = self._hosts[key] = HostQueue(key)
         lane = host.lanes.get(item.priority)
         if lane is None:
             lane = host.lanes[item.priority] = _Lane()
@@ -525,7 +525,7 @@ class UrlQueueManager:
         if entry is None or item.priority > -entry[0]:
             self._touch(host)
 
-    def _touch(self, host: _Host) -> None:
+    def _touch(self, host: HostQueue) -> None:
         """Put ``host`` in the ready heap under its best URL, unless it is
         blocked or empty (then it leaves the heap)."""
         if not host.size:
@@ -547,7 +547,7 @@ class UrlQueueManager:
             self._heap = [h.entry for h in self._hosts.values() if h.entry is not None]
             heapq.heapify(self._heap)
 
-    def _retouch_head(self, host: _Host) -> None:
+    def _retouch_head(self, host: HostQueue) -> None:
         """After taking the head of ``host`` (at the top of the heap)."""
         if not host.size:
             host.entry = None
@@ -565,7 +565,7 @@ class UrlQueueManager:
             if host is not None:
                 self._touch(host)
 
-    def _take(self, host: _Host, priority: int) -> UrlInfo | None:
+    def _take(self, host: HostQueue, priority: int) -> UrlInfo | None:
         """Remove the head of one lane of ``host`` (None: its blocks held
         only acked URLs; the lane is emptier, try again)."""
         lane = host.lanes[priority]
@@ -692,7 +692,7 @@ class UrlQueueManager:
             self._touch(host)
         return cut
 
-    def _spill_hosts(self, hosts: list[_Host]) -> None:
+    def _spill_hosts(self, hosts: list[HostQueue]) -> None:
         """Move every URL in memory of ``hosts`` to blocks of their lanes, in
         one waiting file: a lane's front becomes its first block, its back its last."""
         if not hosts:
@@ -731,7 +731,7 @@ class UrlQueueManager:
         self._dirty.add(name)
         self._block_refs[number] = blocks
 
-    def _load_block(self, host: _Host, lane: _Lane) -> None:
+    def _load_block(self, host: HostQueue, lane: _Lane) -> None:
         """Read the head of ``lane``'s first block into its front."""
         blocks = lane.blocks
         assert blocks is not None
@@ -946,7 +946,7 @@ class UrlQueueManager:
             referenced.add(name)
         self._log_top = max(self._log, default=-math.inf)
         for key, lanes in state["runs"].items():
-            host = self._hosts[key] = _Host(key)
+            host = self._hosts[key] = HostQueue(key)
             for priority, flat in lanes:
                 lane = host.lanes[int(priority)] = _Lane()
                 lane.blocks = array("q", map(int, flat))
