@@ -5,7 +5,7 @@ does, through the crawler's own code.  The documented failures (InvalidURL
 for a URL, FrontierError for a frontier that cannot be opened) are accepted;
 any other exception, a broken invariant (an AssertionError here) or a hang is
 a finding.  Two drivers feed them: ``fuzz/run.py`` (atheris, coverage-guided,
-for long runs) and ``tests/test_fuzz.py`` (hypothesis, a short pass in CI).
+for long runs) and ``tests/unit/test_fuzz.py`` (hypothesis, a short pass in CI).
 """
 
 from __future__ import annotations

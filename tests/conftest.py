@@ -1,17 +1,9 @@
-"""Shared fixtures: real loopback servers, the CLI as a real subprocess."""
+"""Shared fixtures: real loopback servers, a fresh shared-crawl name."""
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,134 +15,6 @@ from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 # tests' processes) makes any time limit fail tests that are correct.
 settings.register_profile("mpcrawler", deadline=None)
 settings.load_profile("mpcrawler")
-
-ROOT = Path(__file__).resolve().parent.parent
-CLI_TIMEOUT = 120
-
-
-def _cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {**os.environ, **(extra or {})}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
-    return env
-
-
-def run_cli(
-    *args: str,
-    timeout: float = CLI_TIMEOUT,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m mpcrawler ARGS`` and wait for it, bounded in time."""
-    return subprocess.run(
-        [sys.executable, "-m", "mpcrawler", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env=_cli_env(env),
-        check=False,
-    )
-
-
-def _as_in_a_terminal() -> None:
-    """SIGHUP as a terminal session has it, even if the tests run under nohup
-    (whose SIG_IGN the child would inherit, and rightly obey)."""
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
-def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start ``python -m mpcrawler ARGS`` in a process group of its own, with
-    stdout and stderr piped (read them with :class:`Lines`)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "mpcrawler", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_cli_env(env),
-        start_new_session=True,
-        preexec_fn=_as_in_a_terminal,
-    )
-
-
-class Lines:
-    """Reads a running process's stdout and stderr line by line, in threads,
-    so a test can wait (bounded) for a line the process prints instead of
-    sleeping, and still collect everything at the end."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self._changed = threading.Condition()
-        self._threads = [
-            threading.Thread(target=self._read, args=(stream, lines), daemon=True)
-            for stream, lines in ((proc.stdout, self.out), (proc.stderr, self.err))
-            if stream is not None
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    def _read(self, stream: Any, lines: list[str]) -> None:
-        for line in stream:
-            with self._changed:
-                lines.append(line)
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    def wait_for(
-        self, matches: Callable[[list[str], list[str]], bool], timeout: float = 60
-    ) -> None:
-        """Return once ``matches(out_lines, err_lines)``; fail after ``timeout`` s
-        or if the process ends first."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while not matches(self.out, self.err):
-                left = deadline - time.monotonic()
-                alive = any(t.is_alive() for t in self._threads)
-                if left <= 0 or not alive:
-                    raise AssertionError(
-                        f"not seen within {timeout} s (process alive: {alive}): "
-                        f"stdout {''.join(self.out)[-2000:]!r} stderr {''.join(self.err)[-2000:]!r}"
-                    )
-                self._changed.wait(min(left, 1.0))
-
-    def finish(self, timeout: float = 60) -> tuple[str, str]:
-        """Wait for the process and the readers; (stdout, stderr)."""
-        self.proc.wait(timeout=timeout)
-        for thread in self._threads:
-            thread.join(timeout=timeout)
-        return "".join(self.out), "".join(self.err)
-
-
-def crawl_args(url: str, job: Path, *args: str) -> list[str]:
-    """``crawl URL`` with 2 workers x 2 slots and short retries, quietly, in ``job``."""
-    return [
-        "crawl",
-        url,
-        "--job-dir",
-        str(job),
-        "--quiet",
-        "--workers",
-        "2",
-        "--threads",
-        "2",
-        "--retry-delay",
-        "0.05",
-        *args,
-    ]
-
-
-def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
-    """Run ``crawl_args``; the records.  The crawl must exit 0."""
-    proc = run_cli(*crawl_args(url, job, *args), timeout=90)
-    assert proc.returncode == 0, proc.stderr
-    return read_records(job / "pages.jsonl")
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import redis_server
-from conftest import Lines, start_cli
 from hostile import Handler, Reply, Server, links, serve
+from support import Lines, start_cli
 
 # A request's way from dispatch to the server (pipe, thread, socket) varies by
 # a few ms on a loaded machine, so two arrivals may be a little closer than

@@ -32,7 +32,7 @@ A frontier shared by several processes (nodes) adds three promises:
 (files in the job directory; the default) and
 :class:`mpcrawler.frontier.redis.frontier.RedisFrontier` (shared by the nodes
 of one crawl).  The contract test
-(``tests/test_frontier_contract.py``) runs against every implementation.
+(``tests/contract/test_frontier_contract.py``) runs against every implementation.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What becomes of a result: retry it, follow its redirect, or record it.
 
 Small pure functions of a request, its result and the settings, unit-tested
-without any process (tests/test_outcome.py).  The result handling
+without any process (tests/unit/test_outcome.py).  The result handling
 (:mod:`mpcrawler.master.results`) asks them and the engine carries out the answer; nothing here
 touches the frontier, the scheduler or a file.
 """

@@ -73,7 +73,7 @@ def canonicalize(url: str, base: str | None = None) -> str:
     controls and spaces stripped from the ends, backslashes read as slashes,
     dot segments removed, the scheme and host lower-cased, the host parsed
     (IDNA, IPv4 numeric forms, IPv6 compression), a default port dropped, and
-    each component percent-encoded with its own set.  ``tests/test_urls.py``
+    each component percent-encoded with its own set.  ``tests/unit/test_urls.py``
     runs every case of the web-platform-tests ``urltestdata.json``.
 
     The deliberate differences from the standard's serialisation:

@@ -136,7 +136,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
 
     It decodes as BeautifulSoup does (the same EncodingDetector order of
     candidates, each tried in turn) and feeds lxml's HTML parser the same
-    way, so the two agree; ``tests/test_analyzer.py`` checks that on a corpus.
+    way, so the two agree; ``tests/unit/test_analyzer.py`` checks that on a corpus.
     ``soup(response)`` still gives a BeautifulSoup when a subclass wants one.
     """
 

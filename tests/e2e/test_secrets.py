@@ -8,8 +8,8 @@ import base64
 import zlib
 from pathlib import Path
 
-from conftest import crawl_args, read_records, run_cli
 from hostile import Handler, Reply, html, links, serve
+from support import crawl_args, read_records, run_cli
 
 SECRET = "PASSW0RD-x"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import crawl_records
 from hostile import links, redirect, serve
+from support import crawl_records
 
 from mpcrawler.web.addresses import AddressGuard, blocked_network
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import trustme
-from conftest import crawl_records, run_cli
 from hostile import Server, links, serve
+from support import crawl_records, run_cli
 
 ROUTES = {
     "/robots.txt": lambda h, n: (200, {"Content-Type": "text/plain"}, b"User-agent: *\n"),

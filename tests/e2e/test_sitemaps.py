@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import crawl_records
 from hostile import html, links, serve
+from support import crawl_records
 
 from mpcrawler.web import sitemaps
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import redis
 import redis_server
-from conftest import run_cli
 from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_until
+from support import run_cli
 
 DELAY = 0.1  # --delay of the politeness tests
 

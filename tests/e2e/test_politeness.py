@@ -8,8 +8,8 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import Lines, crawl_records, start_cli
 from hostile import Handler, Reply, html, in_groups, links, serve
+from support import Lines, crawl_records, start_cli
 
 ROBOTS = """
 User-agent: *

@@ -12,12 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Lines
 from frontier_child import operations
+from support import TESTS, Lines
 
 from mpcrawler.frontier import FrontierError, SeenSet, UrlQueueManager
-
-TESTS = Path(__file__).resolve().parent
 
 
 def drain(q: UrlQueueManager) -> list[str]:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Lines, read_records, run_cli, start_cli
 from hostile import serve
+from support import Lines, read_records, run_cli, start_cli
 
 from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
@@ -578,7 +578,7 @@ def test_a_second_crawl_on_a_running_job_dir_is_refused(make_site: Any, tmp_path
     """A job dir is held by the crawl running on it: a second crawl of it
     exits 2 with one line naming the first one's process, before writing
     anything; status still reads the running job; every page once."""
-    from conftest import crawl_args
+    from support import crawl_args
 
     site = make_site(TestSite(pages=200, size=2_000), latency=0.02)
     job = tmp_path / "job"
@@ -631,7 +631,7 @@ def _job_json(change: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]
 def test_a_damaged_job_file_is_one_line_and_exit_1(
     site_300: SiteServer, tmp_path: Path, damage: Callable[[Path], None], said: str
 ) -> None:
-    from conftest import crawl_args
+    from support import crawl_args
 
     job = tmp_path / "job"
     assert run_cli(*crawl_args(site_300.url, job, "--max-pages", "20")).returncode == 0

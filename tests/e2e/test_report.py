@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Lines, crawl_records, run_cli, start_cli
 from hostile import html, links, redirect, serve
+from support import Lines, crawl_records, run_cli, start_cli
 
 from mpcrawler.testing.site import TestSite, serve_site
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support import TESTS
 
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize, split_credentials
 
 # web-platform-tests' url/resources/urltestdata.json (source and licence: data/README.md).
-WPT = Path(__file__).resolve().parent / "data" / "urltestdata.json"
+WPT = TESTS / "data" / "urltestdata.json"
 WPT_CASES: list[dict[str, Any]] = [
     case for case in json.loads(WPT.read_text(encoding="utf-8")) if isinstance(case, dict)
 ]

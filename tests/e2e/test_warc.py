@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import Lines, crawl_args, crawl_records, read_records, run_cli, start_cli
 from hostile import html, links, serve
+from support import Lines, crawl_args, crawl_records, read_records, run_cli, start_cli
 from warcio.archiveiterator import ArchiveIterator
 
 from mpcrawler.testing.site import SiteServer, TestSite

@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import crawl_records
 from hostile import Handler, Reply, html, links, redirect, serve, stream_forever
+from support import crawl_records
 
 
 def crawl(url: str, tmp_path: Path, *extra: str) -> dict[str, dict]:  # type: ignore[type-arg]

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import ROOT
 
 sys.path.insert(0, str(ROOT / "fuzz"))
 from targets import TARGETS

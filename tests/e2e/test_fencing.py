@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 import redis_server
-from conftest import read_records, run_cli
 from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_until
+from support import read_records, run_cli
 
 DELAY = 0.1
 

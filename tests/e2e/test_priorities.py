@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import conftest
-from conftest import Lines, read_records, run_cli, start_cli
+import support
 from hostile import Server, html, links, serve
+from support import Lines, read_records, run_cli, start_cli
 
 TREE = 300  # pages of the fast host's tree
 SLOW_LINKS = 3000  # links to the slow host, ahead of the tree
@@ -40,7 +40,7 @@ def wait_until(condition: Any, proc: subprocess.Popen[str], lines: Lines, timeou
 
 
 def crawl_args(url: str, job: Path, *extra: str) -> list[str]:
-    return conftest.crawl_args(url, job, "--allow-private-networks", *extra)
+    return support.crawl_args(url, job, "--allow-private-networks", *extra)
 
 
 def test_a_crawl_delay_host_does_not_starve_another(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import crawl_records, read_records
 from plugins import CountingAnalyzer, TaggingPipeline
+from support import crawl_records, read_records
 
 from mpcrawler import Crawler, Settings
 from mpcrawler.testing.site import SiteServer

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import crawl_records, read_records, run_cli
 from hostile import links, serve
+from support import crawl_records, read_records, run_cli
 
 from mpcrawler.testing.site import SiteServer, TestSite
 
