@@ -1,6 +1,7 @@
 """The frontier's on-disk state format: ``state.json``'s version and the journal.
 
-Used by :mod:`mpcrawler.frontier.local.queue`, which writes both, and by the job
+Used by :mod:`mpcrawler.frontier.local.queue`, which writes both (the
+journal through ``JournalWriter``), and by the job
 directory's ``status`` through :func:`inspect`, which reads them without
 opening the queue.  The journal is a run of frames (:mod:`.storage`), each a
 batch of operations: ``P`` a put (the item follows), ``G`` a lease, ``A`` an
@@ -18,9 +19,9 @@ from typing import Any
 
 from ...errors import FrontierError
 from ..base import KINDS, UrlInfo
-from .storage import read_frames
+from .storage import AppendFile, frame_payload, read_frames
 
-__all__ = ["FORMAT_VERSION", "STATE_FILE", "inspect", "parse_journal"]
+__all__ = ["FORMAT_VERSION", "STATE_FILE", "JournalWriter", "inspect", "parse_journal"]
 
 FORMAT_VERSION = 3
 STATE_FILE = "state.json"
@@ -28,6 +29,7 @@ STATE_FILE = "state.json"
 PUT_OP = struct.Struct("<cqqIIBH")
 SEQ_OP = struct.Struct("<cq")  # b"G" lease, b"A" ack, b"R" release; seq
 PUT, LEASE, ACK, RELEASE = b"P", b"G", b"A", b"R"
+_pack_put, _pack_seq = PUT_OP.pack, SEQ_OP.pack
 BLOCK = 5  # a block in state.json: waiting file number, offset, end, records, first seq
 
 
@@ -88,3 +90,66 @@ def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
         except (FrontierError, struct.error):
             pass
     return {"queued": queued, "taken": taken}
+
+
+class JournalWriter:
+    """The open journal: operations buffered, framed in batches of BATCH
+    bytes (one frame survives a torn write or is dropped whole)."""
+
+    BATCH = 1 << 16
+
+    def __init__(self) -> None:
+        self.file: AppendFile | None = None
+        self.name: str | None = None
+        self.ops = 0  # operations since the journal was started
+        self.buf = bytearray()
+
+    def put(self, seq: int, priority: int, depth: int, url: bytes, kind: int, extra: bytes) -> None:
+        buf = self.buf
+        buf += _pack_put(PUT, seq, priority, depth, len(url), kind, len(extra))
+        if extra:
+            buf += extra
+        buf += url
+        self.ops += 1
+        if len(buf) >= self.BATCH:
+            self.frame()
+
+    def op(self, op: bytes, seq: int) -> None:
+        """A lease, ack or release of ``seq``."""
+        self.buf += _pack_seq(op, seq)
+        self.ops += 1
+        if len(self.buf) >= self.BATCH:
+            self.frame()
+
+    def frame(self) -> None:
+        if not self.buf:
+            return
+        if self.file is None:
+            raise FrontierError("the queue is closed")
+        self.file.write(frame_payload(bytes(self.buf)))
+        self.buf.clear()
+
+    def sync(self, fsync: bool = False) -> None:
+        """To the OS (survives a kill); with ``fsync``, to the disk."""
+        self.frame()
+        if self.file is None:
+            raise FrontierError("the queue is closed")
+        if fsync:
+            self.file.fsync()
+        else:
+            self.file.sync()
+
+    def start(self, path: Path) -> None:
+        """Go on in a new, empty journal at ``path`` (the old one is dropped:
+        the checkpoint that names the new one holds everything)."""
+        if self.file is not None:
+            self.file.close(discard=True)
+        self.file, self.name, self.ops = AppendFile(path), path.name, 0
+        self.buf.clear()
+
+    def close(self, discard: bool) -> None:
+        if discard:
+            self.buf.clear()
+        if self.file is not None:
+            self.file.close(discard=discard)
+            self.file = None

@@ -41,18 +41,14 @@ not persisted: after reopening every host is ready.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import json
-import math
 import os
-import re
 import struct
 import time
 from array import array
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,69 +56,34 @@ from ...errors import FrontierError
 from ...web.urls import host_key
 from ..base import UrlInfo
 from ..hostblocks import HostBlocks
+from .blocks import BlockStore
+from .files import QueueFiles
 from .journal import (
     ACK,
     BLOCK,
     FORMAT_VERSION,
     LEASE,
     PUT,
-    PUT_OP,
     RELEASE,
-    SEQ_OP,
     STATE_FILE,
+    JournalWriter,
     inspect,
     parse_journal,
 )
+from .segments import SegmentLog
 from .storage import (
-    HEADER,
-    ITEM,
     MAX_URL_BYTES,
-    AppendFile,
     atomic_write,
     decode_items,
     encode_item,
-    frame_payload,
-    fsync_path,
     kind_code,
     log,
     read_frames,
-    read_items,
-    write_file,
 )
 
 __all__ = ["FORMAT_VERSION", "UrlQueueManager", "inspect"]
 
-_SEGMENT_RECORDS = 200_000  # a finding segment is sealed after this many records
-_MAX_OPEN_WRITERS = 32
 _JOURNAL_LIMIT = 500_000  # operations; flush() checkpoints past this
-_JOURNAL_BATCH = 1 << 16  # bytes of operations framed together
-_FILE_NAME = re.compile(r"^(waiting|finding|snapshot|journal)-(\d+)\.(seg|log)$")
-_pack_put, _pack_seq = PUT_OP.pack, SEQ_OP.pack
-
-
-@dataclass
-class _Segment:
-    """One immutable run of log records of one priority, sorted by seq."""
-
-    name: str
-    kind: str  # "waiting" or "finding"
-    priority: int
-    offset: int  # byte offset of the next unread record
-    end: int  # bytes of valid data
-    count: int  # records not yet read
-
-    def to_json(self) -> list[Any]:
-        return [self.name, self.kind, self.offset, self.end, self.count, self.priority]
-
-
-class _Writer(AppendFile):
-    """The open tail of a finding segment."""
-
-    __slots__ = ("segment",)
-
-    def __init__(self, path: Path, segment: _Segment) -> None:
-        super().__init__(path)
-        self.segment = segment
 
 
 class _Lane:
@@ -162,14 +123,6 @@ class HostQueue:
         return False  # a stale heap entry may tie with a live one (a URL given back)
 
 
-def _waiting_name(number: int) -> str:
-    return f"waiting-{number:08d}.seg"
-
-
-def _record_size(item: UrlInfo) -> int:
-    return HEADER.size + ITEM.size + len((item.lastmod or "").encode()) + len(item.url.encode())
-
-
 class UrlQueueManager:
     """Per-host priority queues of URLs: bounded memory, disk overflow, crash-safe.
 
@@ -187,37 +140,24 @@ class UrlQueueManager:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.cache_size = cache_size
-        self._fsync = fsync
+        self.files = QueueFiles(self.directory, fsync)
         self._spill_batch = max(1, cache_size // 4)
         self._refill_below = max(1, cache_size // 2)
         # memory and blocks
         self._hosts: dict[str, HostQueue] = {}  # hosts with URLs in memory or blocks
         self._mem_hosts: dict[str, HostQueue] = {}  # hosts with URLs in memory
         self._mem = 0
-        self._block_count = 0
-        self._block_refs: dict[int, int] = {}  # waiting file number -> live blocks
-        self._blocks_max: tuple[int, int] | None = None  # no block item sorts after this
+        self._blocks_on_disk = BlockStore(self.files)
         self._tombstones: set[int] = set()
         # readiness (not persisted)
         self._heap: list[tuple[int, int, HostQueue]] = []
         self._blocks = HostBlocks()
-        # the log
-        self._log: dict[int, deque[_Segment]] = {}
-        self._log_count = 0
-        self._log_waiting = 0
-        self._log_top = -math.inf  # highest priority in the log
-        self._writers: dict[int, _Writer] = {}
-        # taken, files, journal
+        self._log = SegmentLog(self.files)
+        # taken, snapshot, journal
         self._unacked: dict[int, UrlInfo] = {}
-        self._dirty: set[str] = set()
-        self._garbage: list[str] = []
         self._next_seq = 0
-        self._next_segment = 0
         self._snapshot: str | None = None
-        self._journal: AppendFile | None = None
-        self._journal_name: str | None = None
-        self._journal_ops = 0
-        self._jbuf = bytearray()
+        self._journal = JournalWriter()
         self.recovered: list[UrlInfo] = []  # puts queued again from the journal
         self.spilled_total = 0
         self._closed = False
@@ -245,14 +185,7 @@ class UrlQueueManager:
             lastmod = extra.decode("utf-8", "ignore") or None
         seq = self._next_seq
         self._next_seq = seq + 1
-        jbuf = self._jbuf
-        jbuf += _pack_put(PUT, seq, priority, depth, len(data), code, len(extra))
-        if extra:
-            jbuf += extra
-        jbuf += data
-        self._journal_ops += 1
-        if len(jbuf) >= _JOURNAL_BATCH:
-            self._frame_journal()
+        self._journal.put(seq, priority, depth, data, code, extra)
         item = UrlInfo(url, depth, priority, seq, kind, lastmod)
         self._insert(item)
         return item
@@ -262,7 +195,7 @@ class UrlQueueManager:
         monotonic clock), or None.  Ack it (or release it) when done."""
         if self._blocks.timed:
             self._wake(time.monotonic() if now is None else now)
-        if self._mem < self._refill_below and self._log_count:
+        if self._mem < self._refill_below and self._log.count:
             self._refill()
         while True:
             heap = self._heap  # _refill() below may compact it into a new list
@@ -288,9 +221,9 @@ class UrlQueueManager:
                     if item is None:
                         continue  # the lane's blocks held only acked URLs
                 self._unacked[item.seq] = item
-                self._log_seq(LEASE, item.seq)
+                self._journal.op(LEASE, item.seq)
                 return item
-            if not self._log_count:
+            if not self._log.count:
                 return None
             if self._mem >= self.cache_size - self._spill_batch:
                 # Every URL in memory belongs to a host that must wait: move
@@ -302,14 +235,14 @@ class UrlQueueManager:
         """Mark a leased item done; False if it was not outstanding."""
         if self._unacked.pop(item.seq, None) is None:
             return False
-        self._log_seq(ACK, item.seq)
+        self._journal.op(ACK, item.seq)
         return True
 
     def release(self, item: UrlInfo) -> bool:
         """Give a leased item back, to its place; False if it was not outstanding."""
         if self._unacked.pop(item.seq, None) is None:
             return False
-        self._log_seq(RELEASE, item.seq)
+        self._journal.op(RELEASE, item.seq)
         self._give_back(item)
         if self._mem > self.cache_size:
             self._overflow()
@@ -338,7 +271,7 @@ class UrlQueueManager:
         return self._blocks.get(host)
 
     def __len__(self) -> int:
-        return self._mem + self._block_count + self._log_count - len(self._tombstones)
+        return self._mem + self._blocks_on_disk.count + self._log.count - len(self._tombstones)
 
     @property
     def taken(self) -> int:
@@ -349,8 +282,8 @@ class UrlQueueManager:
         return {
             "queued": len(self),
             "in_cache": self._mem,
-            "waiting": self._block_count + self._log_waiting,
-            "finding": self._log_count - self._log_waiting,
+            "waiting": self._blocks_on_disk.count + self._log.waiting,
+            "finding": self._log.count - self._log.waiting,
             "taken": len(self._unacked),
             "spilled": self.spilled_total,
             "hosts_queued": len(self._hosts),
@@ -361,22 +294,15 @@ class UrlQueueManager:
         """Hand the journal to the OS: everything so far survives this process
         being killed (not a power cut; that takes ``flush()``)."""
         self._check_open()
-        self._frame_journal()
-        assert self._journal is not None
         self._journal.sync()
 
     def flush(self) -> None:
         """Everything so far is durable once this returns."""
         self._check_open()
-        if self._journal_ops >= _JOURNAL_LIMIT:
+        if self._journal.ops >= _JOURNAL_LIMIT:
             self.checkpoint()
             return
-        self._frame_journal()
-        assert self._journal is not None
-        if self._fsync:
-            self._journal.fsync()
-        else:
-            self._journal.sync()
+        self._journal.sync(fsync=self.files.fsync)
 
     def checkpoint(self) -> None:
         """Write the whole state afresh and start an empty journal."""
@@ -393,44 +319,34 @@ class UrlQueueManager:
                 if lane.blocks:
                     runs.setdefault(host.key, []).append([priority, lane.blocks.tolist()])
         unacked = sorted(self._unacked.values(), key=lambda i: i.seq)
-        old_snapshot, old_journal = self._snapshot, self._journal_name
+        files = self.files
+        old_snapshot, old_journal = self._snapshot, self._journal.name
         self._snapshot = None
         if back or front or unacked:
-            name = self._new_name("snapshot", "seg")
-            write_file(self.directory / name, b"".join(map(encode_item, back + front + unacked)))
+            name = files.new_name("snapshot", "seg")
+            files.write(name, b"".join(map(encode_item, back + front + unacked)))
             self._snapshot = name
-            self._dirty.add(name)
-        for writer in self._writers.values():
-            writer.sync()
-        if self._fsync:
-            for name in self._dirty.difference(self._garbage):
-                fsync_path(self.directory / name)
-        self._dirty.clear()
-        journal_name = self._new_name("journal", "log")
-        journal = AppendFile(self.directory / journal_name)
+        self._log.sync_writers()
+        files.sync_dirty()
+        journal_name = files.new_name("journal", "log")
         state = {
             "format": FORMAT_VERSION,
             "next_seq": self._next_seq,
-            "next_segment": self._next_segment,
+            "next_segment": files.number,
             "spilled": self.spilled_total,
             "snapshot": self._snapshot,
             "snapshot_counts": [len(back), len(front), len(unacked)],
             "journal": journal_name,
-            "segments": [s.to_json() for segs in self._log.values() for s in segs],
+            "segments": self._log.to_json(),
             "runs": runs,
-            "blocks_max": self._blocks_max,
+            "blocks_max": self._blocks_on_disk.max,
             "tombstones": sorted(self._tombstones),
         }
-        atomic_write(self.directory / STATE_FILE, json.dumps(state).encode(), self._fsync)
-        if self._journal is not None:
-            self._journal.close(discard=True)
-        self._journal, self._journal_name, self._journal_ops = journal, journal_name, 0
-        self._jbuf.clear()
-        self._garbage += [n for n in (old_snapshot, old_journal) if n]
-        for name in self._garbage:
-            with contextlib.suppress(FileNotFoundError):
-                (self.directory / name).unlink()
-        self._garbage.clear()
+        (files.directory / journal_name).touch()  # before the state that names it
+        atomic_write(files.directory / STATE_FILE, json.dumps(state).encode(), files.fsync)
+        self._journal.start(files.path(journal_name))
+        files.garbage += [n for n in (old_snapshot, old_journal) if n]
+        files.sweep()
 
     def close(self) -> None:
         """Checkpoint and release files.  Un-acked items are delivered again on reopen."""
@@ -441,7 +357,6 @@ class UrlQueueManager:
 
     def abandon(self) -> None:
         """Drop everything not yet synced and release files, as if killed (for tests)."""
-        self._jbuf.clear()
         self._release_files(discard=True)
 
     def __enter__(self) -> UrlQueueManager:
@@ -455,43 +370,21 @@ class UrlQueueManager:
         while (item := self.lease()) is not None:
             yield item
 
-    # --------------------------------------------------------- the journal
-    def _log_seq(self, op: bytes, seq: int) -> None:
-        self._jbuf += _pack_seq(op, seq)
-        self._journal_ops += 1
-        if len(self._jbuf) >= _JOURNAL_BATCH:
-            self._frame_journal()
-
-    def _frame_journal(self) -> None:
-        if not self._jbuf:
-            return
-        if self._journal is None:
-            raise FrontierError("the queue is closed")
-        self._journal.write(frame_payload(bytes(self._jbuf)))
-        self._jbuf.clear()
-
+    # ---------------------------------------------------------- the files
     def _release_files(self, *, discard: bool) -> None:
-        for writer in self._writers.values():
-            writer.close(discard=discard)
-        self._writers.clear()
-        if self._journal is not None:
-            self._journal.close(discard=discard)
-            self._journal = None
+        self._log.close(discard=discard)
+        self._journal.close(discard=discard)
         self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:
             raise FrontierError("the queue is closed")
 
-    def _new_name(self, kind: str, ext: str = "seg") -> str:
-        self._next_segment += 1
-        return f"{kind}-{self._next_segment:08d}.{ext}"
-
     # ------------------------------------------------------ hosts and lanes
     def _insert(self, item: UrlInfo) -> None:
         """Queue ``item``: to the log if it sorts after the log's head, else memory."""
-        if self._log_count and item.priority <= self._log_top:
-            self._append_finding(item)
+        if self._log.count and item.priority <= self._log.top:
+            self._log.append(item)
             return
         self._to_memory(item)
         if self._mem > self.cache_size:
@@ -615,7 +508,7 @@ class UrlQueueManager:
     def _limit(self) -> tuple[int, int] | None:
         """What a URL moved to the log's front must sort after: every URL in
         blocks and every URL taken (which may come back)."""
-        limit = self._blocks_max
+        limit = self._blocks_on_disk.max
         if self._unacked:
             taken = max((-i.priority, i.seq) for i in self._unacked.values())
             limit = taken if limit is None else max(limit, taken)
@@ -647,7 +540,8 @@ class UrlQueueManager:
                 break
             threshold = eligible[take - 1]
             spilled = self._cut_backs(lanes[priority], threshold)
-            self._push_waiting(priority, spilled)
+            self._log.push_front(priority, spilled)
+            self.spilled_total += len(spilled)
             to_spill -= take
             if take < len(seqs):
                 break  # the rest of this priority sorts before what is left
@@ -697,69 +591,34 @@ class UrlQueueManager:
         one waiting file: a lane's front becomes its first block, its back its last."""
         if not hosts:
             return
-        name = self._new_name("waiting")
-        number = self._next_segment
-        data = bytearray()
-        blocks = 0
+        parts: list[tuple[_Lane, bool, deque[UrlInfo]]] = []
         for host in hosts:
             for lane in host.lanes.values():
-                for part, first in ((lane.front, True), (lane.back, False)):
-                    if not part:
-                        continue
-                    start = len(data)
-                    for item in part:
-                        data += encode_item(item)
-                    block = array("q", (number, start, len(data), len(part), part[0].seq))
-                    last = (-part[-1].priority, part[-1].seq)
-                    if self._blocks_max is None or last > self._blocks_max:
-                        self._blocks_max = last
-                    if lane.blocks is None:
-                        lane.blocks = block
-                    elif first:
-                        lane.blocks = block + lane.blocks
-                    else:
-                        lane.blocks.extend(block)
-                    self._block_count += len(part)
-                    blocks += 1
-                lane.front = None
-                lane.back = None
+                parts += [(lane, True, lane.front)] if lane.front else []
+                parts += [(lane, False, lane.back)] if lane.back else []
+                lane.front = lane.back = None
             self._mem -= host.mem
             self.spilled_total += host.mem
             host.mem = 0
             del self._mem_hosts[host.key]
-        write_file(self.directory / name, bytes(data))
-        self._dirty.add(name)
-        self._block_refs[number] = blocks
+        blocks = self._blocks_on_disk.write([part for _, _, part in parts])
+        for (lane, first, _), block in zip(parts, blocks, strict=True):
+            if lane.blocks is None:
+                lane.blocks = block
+            elif first:
+                lane.blocks = block + lane.blocks
+            else:
+                lane.blocks.extend(block)
 
     def _load_block(self, host: HostQueue, lane: _Lane) -> None:
         """Read the head of ``lane``'s first block into its front."""
-        blocks = lane.blocks
-        assert blocks is not None
-        number, offset, end, count, _ = blocks[:BLOCK]
-        name = _waiting_name(number)
-        want = min(count, self._spill_batch)
-        items, after = read_items(self.directory / name, name, offset, end, want + 1)
-        if len(items) > want:  # one more was read to learn the next head
-            peek = items.pop()
-            after -= _record_size(peek)
-            blocks[1], blocks[3], blocks[4] = after, count - len(items), peek.seq
-            done = False
-        else:
-            if len(items) < count:
-                log.warning("frontier: %s lost %d URLs", name, count - len(items))
-            done = True
-        lost = count - len(items) if done else 0
-        self._block_count -= len(items) + lost
-        host.size -= lost
+        assert lane.blocks is not None
+        want = min(lane.blocks[3], self._spill_batch)
+        items, lost = self._blocks_on_disk.read_head(lane.blocks, want)
+        if not lane.blocks:
+            lane.blocks = None
         kept = self._drop_tombstones(items)
-        host.size -= len(items) - len(kept)
-        if done:
-            del blocks[:BLOCK]
-            if not blocks:
-                lane.blocks = None
-            self._unref(number)
-            if self._block_count == 0:
-                self._blocks_max = None
+        host.size -= lost + len(items) - len(kept)
         if kept:
             if lane.front is None:
                 lane.front = deque()
@@ -775,14 +634,6 @@ class UrlQueueManager:
                 lane.back.extendleft(reversed(lane.front))
             lane.front = None
 
-    def _unref(self, number: int) -> None:
-        left = self._block_refs.get(number, 1) - 1
-        if left > 0:
-            self._block_refs[number] = left
-        else:
-            self._block_refs.pop(number, None)
-            self._garbage.append(_waiting_name(number))
-
     def _drop_tombstones(self, items: list[UrlInfo]) -> list[UrlInfo]:
         if not self._tombstones:
             return items
@@ -794,79 +645,14 @@ class UrlQueueManager:
                 kept.append(item)
         return kept
 
-    # ------------------------------------------------------------- the log
-    def _append_finding(self, item: UrlInfo) -> None:
-        writer = self._writers.get(item.priority)
-        if writer is None or writer.segment.count >= _SEGMENT_RECORDS:
-            writer = self._open_writer(item.priority)
-        record = encode_item(item)
-        writer.write(record)
-        segment = writer.segment
-        segment.end += len(record)
-        segment.count += 1
-        self._log_count += 1
-
-    def _open_writer(self, priority: int) -> _Writer:
-        old = self._writers.pop(priority, None)
-        if old is not None:
-            old.close()
-        if len(self._writers) >= _MAX_OPEN_WRITERS:
-            victim = next(iter(self._writers))
-            self._writers.pop(victim).close()
-        name = self._new_name("finding")
-        segment = _Segment(name, "finding", priority, 0, 0, 0)
-        self._log.setdefault(priority, deque()).append(segment)
-        self._log_top = max(self._log_top, priority)
-        self._dirty.add(name)
-        writer = self._writers[priority] = _Writer(self.directory / name, segment)
-        return writer
-
-    def _push_waiting(self, priority: int, items: list[UrlInfo]) -> None:
-        """Write ``items`` (sorted) as a waiting segment at the front of the log of ``priority``."""
-        name = self._new_name("waiting")
-        data = b"".join(map(encode_item, items))
-        write_file(self.directory / name, data)
-        self._dirty.add(name)
-        segment = _Segment(name, "waiting", priority, 0, len(data), len(items))
-        self._log.setdefault(priority, deque()).appendleft(segment)
-        self._log_top = max(self._log_top, priority)
-        self._log_count += len(items)
-        self._log_waiting += len(items)
-        self.spilled_total += len(items)
-
     def _refill(self) -> None:
         """Move the log's head into memory, up to 3/4 of the cache."""
         want = max(1, self.cache_size - self._spill_batch - self._mem)
         while want > 0 and self._log:
-            priority = max(self._log)
-            segments = self._log[priority]
-            segment = segments[0]
-            writer = self._writers.get(priority)
-            if writer is not None and writer.segment is segment:
-                writer.sync()
-            items, after = read_items(
-                self.directory / segment.name, segment.name, segment.offset, segment.end, want
-            )
-            segment.offset = after
-            read = len(items) if after < segment.end else segment.count
-            if read > len(items):
-                log.warning("frontier: %s lost %d URLs", segment.name, read - len(items))
-            segment.count -= read
-            self._log_count -= read
-            if segment.kind == "waiting":
-                self._log_waiting -= read
+            items = self._log.read_head(want)
             for item in self._drop_tombstones(items):
                 self._to_memory(item)
                 want -= 1
-            if segment.count <= 0 or segment.offset >= segment.end:
-                segments.popleft()
-                if not segments:
-                    del self._log[priority]
-                    self._log_top = max(self._log, default=-math.inf)
-                if writer is not None and writer.segment is segment:
-                    writer.close()
-                    del self._writers[priority]
-                self._garbage.append(segment.name)
             if not items:
                 want -= 1  # a segment of tombstones only: go on, but never forever
 
@@ -874,7 +660,7 @@ class UrlQueueManager:
     def _load(self) -> None:
         state_path = self.directory / STATE_FILE
         if not state_path.exists():
-            self._remove_unreferenced(set())
+            self.files.remove_unreferenced(set())
             self.checkpoint()
             return
         try:
@@ -894,7 +680,7 @@ class UrlQueueManager:
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise FrontierError(f"malformed frontier state {state_path}: {exc}") from exc
         referenced.update(n for n in (snapshot, journal) if n)
-        self._remove_unreferenced(referenced)
+        self.files.remove_unreferenced(referenced)
         puts, acked = self._read_journal(journal) if journal else ([], set())
         taken: list[UrlInfo] = []
         if snapshot:
@@ -933,41 +719,31 @@ class UrlQueueManager:
 
     def _load_state(self, state: dict[str, Any]) -> set[str]:
         """The checkpoint's log and blocks; returns the files they use."""
-        referenced: set[str] = set()
         self._next_seq = int(state["next_seq"])
-        self._next_segment = int(state["next_segment"])
+        self.files.number = int(state["next_segment"])
         self.spilled_total = int(state.get("spilled", 0))
-        for name, kind, offset, end, count, priority in state["segments"]:
-            segment = _Segment(name, kind, int(priority), int(offset), int(end), int(count))
-            self._log.setdefault(segment.priority, deque()).append(segment)
-            self._log_count += segment.count
-            if kind == "waiting":
-                self._log_waiting += segment.count
-            referenced.add(name)
-        self._log_top = max(self._log, default=-math.inf)
-        for key, lanes in state["runs"].items():
+        referenced = self._log.load(state["segments"])
+        store = self._blocks_on_disk
+        for key, lanes in store.load(state["runs"]).items():
             host = self._hosts[key] = HostQueue(key)
-            for priority, flat in lanes:
-                lane = host.lanes[int(priority)] = _Lane()
-                lane.blocks = array("q", map(int, flat))
-                for number, count in zip(flat[0::BLOCK], flat[3::BLOCK], strict=True):
-                    self._block_refs[number] = self._block_refs.get(number, 0) + 1
-                    self._block_count += count
-                    host.size += count
-                    referenced.add(_waiting_name(number))
+            for priority, blocks in lanes:
+                lane = host.lanes[priority] = _Lane()
+                lane.blocks = blocks
+                host.size += sum(blocks[3::BLOCK])
+        referenced |= store.files_used()
         blocks_max = state.get("blocks_max")
-        self._blocks_max = tuple(blocks_max) if blocks_max else None  # type: ignore[assignment]
+        store.max = tuple(blocks_max) if blocks_max else None  # type: ignore[assignment]
         self._tombstones = set(map(int, state.get("tombstones", [])))
         return referenced
 
     def _read_whole(self, name: str) -> list[UrlInfo]:
-        self._garbage.append(name)
+        self.files.garbage.append(name)
         return decode_items(read_frames(self.directory / name, name), name)
 
     def _read_journal(self, name: str) -> tuple[list[UrlInfo], set[int]]:
         """The journal's puts, and the seqs it acked (leases and releases do
         not matter: everything not acked is queued again)."""
-        self._garbage.append(name)
+        self.files.garbage.append(name)
         puts: list[UrlInfo] = []
         acked: set[int] = set()
         try:
@@ -979,13 +755,3 @@ class UrlQueueManager:
         except (FrontierError, struct.error, UnicodeDecodeError) as exc:
             log.error("frontier: journal %s: %s; replay stopped there", name, exc)
         return puts, acked
-
-    def _remove_unreferenced(self, referenced: set[str]) -> None:
-        for path in self.directory.iterdir():
-            match = _FILE_NAME.match(path.name)
-            if match:
-                self._next_segment = max(self._next_segment, int(match.group(2)))
-                if path.name not in referenced:
-                    path.unlink()
-            elif path.name.endswith(".tmp"):
-                path.unlink()

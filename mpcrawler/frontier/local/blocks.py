@@ -1,0 +1,102 @@
+"""BlockStore: hosts' URLs spilled to disk, as blocks of waiting files.
+
+When memory is full of hosts that must wait, the queue moves their URLs out
+(see :mod:`.queue`, ``_overflow``): each run of one host's lane becomes a
+*block*, a byte range of a waiting file, described in memory by BLOCK
+integers (file number, offset, end, records left, first seq), so a blocked
+host's backlog costs five integers a run and never stands in front of
+another host.  This store writes blocks, reads a block's head back, counts
+what blocks hold and which files are still used (a file is garbage once
+its last block is read).  The lanes that own the blocks are the queue's.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from typing import Any
+
+from ..base import UrlInfo
+from .files import QueueFiles, waiting_name
+from .journal import BLOCK
+from .storage import HEADER, ITEM, encode_item, log, read_items
+
+__all__ = ["BlockStore"]
+
+
+def _record_size(item: UrlInfo) -> int:
+    return HEADER.size + ITEM.size + len((item.lastmod or "").encode()) + len(item.url.encode())
+
+
+class BlockStore:
+    """The blocks of every lane: their files, and counts."""
+
+    def __init__(self, files: QueueFiles) -> None:
+        self.files = files
+        self.count = 0  # URLs in blocks
+        self.refs: dict[int, int] = {}  # waiting file number -> live blocks
+        self.max: tuple[int, int] | None = None  # no block item sorts after this
+
+    def write(self, parts: list[deque[UrlInfo]]) -> list[array[int]]:
+        """Each of ``parts`` (sorted runs) as one block, all in one new waiting file."""
+        name = self.files.new_name("waiting")
+        number = self.files.number
+        data = bytearray()
+        blocks = []
+        for part in parts:
+            start = len(data)
+            for item in part:
+                data += encode_item(item)
+            blocks.append(array("q", (number, start, len(data), len(part), part[0].seq)))
+            last = (-part[-1].priority, part[-1].seq)
+            if self.max is None or last > self.max:
+                self.max = last
+            self.count += len(part)
+        self.files.write(name, bytes(data))
+        self.refs[number] = len(blocks)
+        return blocks
+
+    def read_head(self, blocks: array[int], want: int) -> tuple[list[UrlInfo], int]:
+        """Up to ``want`` URLs from the head of the first of ``blocks``,
+        which is updated in place (and removed once read to its end); and
+        how many URLs the block lost (a damaged file)."""
+        number, offset, end, count, _ = blocks[:BLOCK]
+        name = waiting_name(number)
+        items, after = read_items(self.files.path(name), name, offset, end, want + 1)
+        if len(items) > want:  # one more was read to learn the next head
+            peek = items.pop()
+            after -= _record_size(peek)
+            blocks[1], blocks[3], blocks[4] = after, count - len(items), peek.seq
+            self.count -= len(items)
+            return items, 0
+        lost = count - len(items)
+        if lost:
+            log.warning("frontier: %s lost %d URLs", name, lost)
+        self.count -= count
+        del blocks[:BLOCK]
+        self._unref(number)
+        if self.count == 0:
+            self.max = None
+        return items, lost
+
+    def load(self, runs: dict[str, list[Any]]) -> dict[str, list[tuple[int, array[int]]]]:
+        """The blocks a checkpoint listed: by host, (priority, blocks) a lane."""
+        lanes: dict[str, list[tuple[int, array[int]]]] = {}
+        for key, flat_lanes in runs.items():
+            for priority, flat in flat_lanes:
+                lanes.setdefault(key, []).append((int(priority), array("q", map(int, flat))))
+                for number, count in zip(flat[0::BLOCK], flat[3::BLOCK], strict=True):
+                    self.refs[number] = self.refs.get(number, 0) + 1
+                    self.count += count
+        return lanes
+
+    def files_used(self) -> set[str]:
+        return {waiting_name(number) for number in self.refs}
+
+    def _unref(self, number: int) -> None:
+        left = self.refs.get(number, 1) - 1
+        if left > 0:
+            self.refs[number] = left
+        else:
+            self.refs.pop(number, None)
+            self.files.garbage.append(waiting_name(number))
