@@ -74,6 +74,7 @@ class Engine:
         self.clock = clock
         self.stop_requested = self.abort = self.finished = False
         self.hang_limit = settings.hang_timeout or 4 * settings.timeout + 10
+        self.slots = settings.workers * settings.threads
 
     # ----------------------------------------------------------------- run
     def run(self) -> None:
@@ -129,8 +130,10 @@ class Engine:
         self.pool.send(kept, self.frontier.fetch_deadline())
 
     def settle(self, now: float | None = None) -> None:
-        want = self.pool.free + self.settings.workers * self.settings.threads
-        self.settling.settle(self.lease_lost, now, want)
+        """Settle what ended, leasing ahead for the free slots and as many more."""
+        if self.settling:
+            want = self.pool.free + self.slots
+            self.settling.settle(self.lease_lost, now, want)
 
     def all_done(self) -> bool:
         """Nothing in flight, held or settling here, nothing this node may
@@ -149,9 +152,10 @@ class Engine:
     def wait_time(self) -> float:
         """Seconds until something is due: a request held for its host, a
         host blocked in the frontier, chains to settle (IDLE_WAIT at most)."""
-        held = self.scheduler.next_event(self.pool.free)
+        free = self.pool.free
+        held = self.scheduler.next_event(free)
         wait = min(IDLE_WAIT if held is None else held, self.settling.wait())
-        if self.pool.free and self.can_lease():
+        if free and self.can_lease():
             now = self.clock()
             when = self.frontier.next_ready(now)
             if when is not None:

@@ -56,6 +56,7 @@ class Settling:
         self.loose: list[Admission] = []  # to admit with no record (robots' sitemaps)
 
     def __bool__(self) -> bool:
+        """Something waits to settle."""
         return bool(self.ended or self.loose)
 
     def finish(self, finished: Finish) -> None:
@@ -94,9 +95,7 @@ class Settling:
         """Settle what ended (gathered for the frontier's ``batch_window``
         when ``now`` is given); ``lost`` drops a chain whose lease passed
         to another node; ``want`` leases ahead in the same step."""
-        if not self:
-            return
-        if not self.frontier.available():  # no record without a lease still this node's
+        if not (self.ended or self.loose) or not self.frontier.available():  # no record without a lease still this node's
             return
         self.ended = [f for f in self.ended if not lost(f.request)]
         window = self.frontier.batch_window
@@ -135,7 +134,7 @@ class Settling:
         found: list[Admission] = []
         max_depth = self.settings.max_depth
         if max_depth is None or depth <= max_depth:
-            chains, lastmods = self.chains, result.lastmods or {}
+            chains, lastmods = self.chains.urls, result.lastmods or {}
             found = [
                 (url, depth, priority, "page", lastmods.get(url))
                 for url, priority in result.outlinks
