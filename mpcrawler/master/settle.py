@@ -95,7 +95,9 @@ class Settling:
         """Settle what ended (gathered for the frontier's ``batch_window``
         when ``now`` is given); ``lost`` drops a chain whose lease passed
         to another node; ``want`` leases ahead in the same step."""
-        if not (self.ended or self.loose) or not self.frontier.available():  # no record without a lease still this node's
+        if not (self.ended or self.loose):
+            return
+        if not self.frontier.available():  # no record without a lease still this node's
             return
         self.ended = [f for f in self.ended if not lost(f.request)]
         window = self.frontier.batch_window
