@@ -1,6 +1,6 @@
 """This tree against another revision, on two servers, runs alternated.
 
-    python benchmarks/bench_compare.py --base REV --pages 2000 --repeat 5
+    python benchmarks/bench_compare.py --base REV --pages 2000 --repeat 5 [--latency 0.05]
 
 Checks ``--base`` out into a temporary git worktree (removed after), serves
 the built-in test site by its own server and by Debian's nginx, and crawls
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--base", required=True, help="the git revision to compare with")
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--size", type=int, default=30_000)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds a page")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--analyzer", default="bs4")
@@ -54,7 +55,7 @@ def main() -> None:
     try:
         with ExitStack() as stack:
             servers = {
-                name: stack.enter_context(common.serve(name, args.pages, 0.0, args.size))
+                name: stack.enter_context(common.serve(name, args.pages, args.latency, args.size))
                 for name in args.servers.split(",")
             }
             for round_ in range(args.repeat):
@@ -79,7 +80,8 @@ def main() -> None:
     print()
     print(f"machine: {common.machine()}")
     print(
-        f"site: {args.pages} pages of {args.size} bytes, no latency; {args.workers} workers x "
+        f"site: {args.pages} pages of {args.size} bytes, latency {args.latency} s; "
+        f"{args.workers} workers x "
         f"{args.threads} slots, --analyzer {args.analyzer}; medians of {args.repeat} "
         f"alternated runs; base {args.base}"
     )
