@@ -14,10 +14,10 @@ the time until something is due (a host's next start, a retry, a batch
 window); route each event the pool returns; settle; let the frontier do its
 upkeep; kill a hung worker; checkpoint when due.
 
-One failure rule for leases: a request whose lease passed to another node
-(a shared frontier's node that was declared dead; ``Frontier.holds``) is
-dropped wherever it is met, counted as ``discarded``, and never sent or
-recorded.
+One failure rule for leases (``Settling.lease_lost``): a request whose
+lease passed to another node (a shared frontier's node that was declared
+dead; ``Frontier.holds``) is dropped wherever it is met, counted as
+``discarded``, and never sent or recorded.
 
 A stop (``request_stop``: a signal) ends the dispatching and lets in-flight
 requests finish for ``grace`` seconds; a second stops at once.  ``drain``
@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 
 from ..frontier import Frontier
+from ..messages import EXPIRED
 from ..output.progress import Progress
 from ..settings import Settings
 from .counters import Counters
@@ -119,11 +120,11 @@ class Engine:
         self.settle(now)
         assigned, refused = self.scheduler.dispatch(self.pool.free)
         for request, reason, kind in refused:
-            if not self.lease_lost(request):
+            if not self.settling.lease_lost(request):
                 self.settling.finish(Finish(request, failure(request, reason, kind)))
         kept = []
         for request in assigned:
-            if self.lease_lost(request):
+            if self.settling.lease_lost(request):
                 self.scheduler.finished(request)  # its host is free of it
             else:
                 kept.append(request)
@@ -133,7 +134,7 @@ class Engine:
         """Settle what ended, leasing ahead for the free slots and as many more."""
         if self.settling:
             want = self.pool.free + self.slots
-            self.settling.settle(self.lease_lost, now, want)
+            self.settling.settle(now, want)
 
     def all_done(self) -> bool:
         """Nothing in flight, held or settling here, nothing this node may
@@ -168,16 +169,16 @@ class Engine:
             if isinstance(event, Downloaded):
                 self.scheduler.finished(event.request)  # its host is free of it
             elif isinstance(event, Done):
-                self.on_done(event.request, event)
+                self.on_done(event)
             elif isinstance(event, Lost):
                 self.on_lost(event.request)
 
-    def on_done(self, request: Request, event: Done) -> None:
+    def on_done(self, event: Done) -> None:
+        request, result = event
         request.downloaded = False  # a retry or a redirect hop downloads again
-        if self.lease_lost(request):
+        if self.settling.lease_lost(request):
             return
-        result = event.result
-        if request.kind != "robots" and result.error_kind != "expired":
+        if request.kind != "robots" and result.error_kind != EXPIRED:
             self.scheduler.answered(request, result)  # how the host is doing
         action = self.results.on_result(request, result, now=self.clock(), stopping=self.stopping)
         self.carry_out(action)
@@ -186,7 +187,7 @@ class Engine:
         if not request.downloaded:
             self.scheduler.finished(request)
         request.downloaded = False
-        if not self.lease_lost(request):
+        if not self.settling.lease_lost(request):
             self.carry_out(self.results.on_lost(request))
 
     def carry_out(self, action: Action) -> None:
@@ -210,15 +211,6 @@ class Engine:
                     result.error_kind,
                 )
             self.settling.add_sitemaps(self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS))
-
-    def lease_lost(self, request: Request) -> bool:
-        """The lease of ``request`` passed to another node (this one was
-        declared dead): the request is dropped, and counted."""
-        if request.info is None or self.frontier.holds(request.info):
-            return False
-        self.counters.discarded += 1
-        self.results.chains.end(request)
-        return True
 
     # ---------------------------------------------------------------- stop
     @property

@@ -15,7 +15,6 @@ be reached, or its leases may have passed to another node (not
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from ..errors import FrontierUnavailable
@@ -89,17 +88,25 @@ class Settling:
         due = self.since + self.frontier.batch_window
         return max(0.0, due - time.monotonic())
 
-    def settle(
-        self, lost: Callable[[Request], bool], now: float | None = None, want: int = 0
-    ) -> None:
+    def lease_lost(self, request: Request) -> bool:
+        """The one rule for leases that passed to another node (this one was
+        declared dead; ``Frontier.holds``): the request is dropped, wherever
+        it is met, and counted as ``discarded``."""
+        if request.info is None or self.frontier.holds(request.info):
+            return False
+        self.counters.discarded += 1
+        self.chains.end(request)
+        return True
+
+    def settle(self, now: float | None = None, want: int = 0) -> None:
         """Settle what ended (gathered for the frontier's ``batch_window``
-        when ``now`` is given); ``lost`` drops a chain whose lease passed
-        to another node; ``want`` leases ahead in the same step."""
+        when ``now`` is given), dropping the chains whose lease was lost;
+        ``want`` leases ahead in the same step."""
         if not (self.ended or self.loose):
             return
         if not self.frontier.available():  # no record without a lease still this node's
             return
-        self.ended = [f for f in self.ended if not lost(f.request)]
+        self.ended = [f for f in self.ended if not self.lease_lost(f.request)]
         window = self.frontier.batch_window
         if now is not None and window and now - self.since < window:
             return
