@@ -223,30 +223,15 @@ http {{
 def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
     """A redis-server of the benchmark's own on a free loopback port, without
     persistence: (its process, its URL, its directory)."""
-    import redis
+    from mpcrawler.testing import redis
 
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is missing (apt-get install redis-server)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    directory = tempfile.mkdtemp(prefix="bench-nodes-redis-")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory],
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            return proc, url, directory
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
+    directory = tempfile.mkdtemp(prefix="bench-redis-")
+    port = redis.free_port()
+    try:
+        proc = redis.start(port, directory, "--save", "")
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
+    return proc, f"redis://127.0.0.1:{port}/0", directory
 
 
 def serve(server: str, pages: int, latency: float, size: int) -> AbstractContextManager[str]:

@@ -8,19 +8,17 @@ import contextlib
 import itertools
 import json
 import os
-import shutil
 import signal
-import subprocess
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import redis_server
 from hostile import Handler, Reply, Server, links, serve
 from support import Lines, start_cli
+
+from mpcrawler.testing.redis import RedisServer
 
 # A request's way from dispatch to the server (pipe, thread, socket) varies by
 # a few ms on a loaded machine, so two arrivals may be a little closer than
@@ -154,32 +152,4 @@ def wait_until(condition: Any, timeout: float = 60, what: str = "condition") -> 
         time.sleep(0.02)
 
 
-class RedisProcess:
-    """A redis-server of a test's own on a free port, persisted with AOF
-    (``appendfsync always``) unless ``persist`` is False, that the test may
-    kill and start again."""
-
-    def __init__(self, persist: bool = True) -> None:
-        self.persist = persist
-        self.port = redis_server.free_port()
-        self.dir = tempfile.mkdtemp(prefix="redis-aof-")
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        aof = ("--appendonly", "yes", "--appendfsync", "always") if self.persist else ()
-        self.proc = redis_server.start(self.port, self.dir, "--save", "", *aof)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(timeout=10)
-
-    def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
+RedisProcess = RedisServer  # a redis-server a test may kill and start again
