@@ -30,7 +30,7 @@ from mpcrawler.web.robots import RobotsRules
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
 from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.downloader import Response
-from mpcrawler.worker.process import LinkResolver, document_base
+from mpcrawler.worker.links import LinkResolver, document_base
 
 __all__ = ["TARGETS"]
 

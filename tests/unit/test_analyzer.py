@@ -22,7 +22,7 @@ from mpcrawler.worker.downloader import (
     TimedOut,
     parse_content_type,
 )
-from mpcrawler.worker.process import LinkResolver, document_base
+from mpcrawler.worker.links import LinkResolver, document_base
 
 BASE = "http://site.test/dir/page.html"
 
@@ -286,7 +286,7 @@ def test_the_analyzers_agree_on_any_token_soup(body: bytes) -> None:
 
 
 def test_a_worker_sends_each_link_once_unless_from_a_shallower_page() -> None:
-    from mpcrawler.worker.process import SentLinks
+    from mpcrawler.worker.links import SentLinks
 
     sent = SentLinks(size=3)
     assert sent.first_times([("a", 0), ("b", 5)], depth=3) == [("a", 0), ("b", 5)]

@@ -225,7 +225,7 @@ _bases = st.sampled_from(
 
 @given(st.lists(st.tuples(_hrefs, _bases), max_size=30))
 def test_link_resolver_memo_never_changes_answers(pairs: list[tuple[str, str]]) -> None:
-    from mpcrawler.worker.process import LinkResolver
+    from mpcrawler.worker.links import LinkResolver
 
     resolver = LinkResolver(Scope.from_seeds(["http://h.test/"]), 2048)
     for href, base in pairs * 2:  # the second pass is served from the memo
