@@ -28,11 +28,18 @@ A frontier shared by several processes (nodes) adds three promises:
   not counted as done;
 * ``available()`` is False while the node's leases may have passed on
   (its heartbeat is too old): the master starts no fetch and writes no
-  record then.  Implementations: :class:`mpcrawler.frontier.local.frontier.LocalFrontier`
+  record then.
+
+A frontier also keeps the crawl's page budgets (``set_budget``): it leases
+no page past ``max_pages`` and queues no URL past ``max_pages_per_host``, so
+a local and a shared crawl stop alike with no check of the master's own.
+
+Implementations, a folder each: :class:`mpcrawler.frontier.local.LocalFrontier`
 (files in the job directory; the default) and
-:class:`mpcrawler.frontier.redis.frontier.RedisFrontier` (shared by the nodes
-of one crawl).  The contract test
-(``tests/contract/test_frontier_contract.py``) runs against every implementation.
+:class:`mpcrawler.frontier.redis.RedisFrontier` (shared by the nodes of one
+crawl); ``hostblocks.py`` keeps the blocked hosts for both.  The contract
+test (``tests/contract/test_frontier_contract.py``) runs against every
+implementation.
 """
 
 from __future__ import annotations

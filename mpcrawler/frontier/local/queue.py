@@ -1,9 +1,10 @@
 """UrlQueueManager: per-host, priority-ordered URL queues; bounded memory, crash-safe.
 
-Owned by the master process only, through :class:`mpcrawler.frontier.local.frontier.LocalFrontier`.
-``lease()`` answers "the best URL of a host that may be fetched now" (the
-order is written down in :mod:`mpcrawler.frontier.base`); ``block()`` is how
-the scheduler says a host must wait.  Three tiers, after the classic
+Owned by the master process only, through
+:class:`mpcrawler.frontier.local.LocalFrontier`.  ``lease()`` answers "the
+best URL of a host that may be fetched now" (the order is written down in
+:mod:`mpcrawler.frontier.base`); ``block()`` is how the scheduler says a host
+must wait.  Three tiers, after the classic
 three-tier design, now holding per-host order:
 
 * **cache** -- at most ``cache_size`` URLs in memory, in one *lane* per host
@@ -37,6 +38,12 @@ deletes files it does not reference, queues the journal's puts again, drops
 what it acked (acked URLs still on disk become *tombstones*, skipped when
 read) and puts taken URLs back in their places.  Politeness (``block``) is
 not persisted: after reopening every host is ready.
+
+The pieces, each with its own state: ``files.py`` (names, dirty files,
+garbage), ``segments.py`` (the log), ``blocks.py`` (hosts' spilled blocks),
+``journal.py`` (the journal and the state format), ``storage.py`` (framed
+records); this module keeps the hosts, lanes and ready heap, and the order
+of a checkpoint and of a reopening.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """RedisFrontier: the Frontier protocol on a Redis server, shared by the nodes of one crawl.
 
 Used by the master of each node in place of
-:class:`~mpcrawler.frontier.local.frontier.LocalFrontier`; redis-py talks to the
+:class:`~mpcrawler.frontier.local.LocalFrontier`; redis-py talks to the
 server.  Redis is the source of truth for every URL not yet recorded: what a
 node discovers is admitted to Redis before the page that found it is
 recorded, and what it fetches stays leased under its node id until acked.
