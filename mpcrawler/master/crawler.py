@@ -196,7 +196,7 @@ class Crawler:
         except (PoolError, ArchiveError, FrontierError) as exc:
             failure = exc
         finally:
-            stats = self._shutdown(job, engine, failure)
+            stats, failure = self._shutdown(job, engine, failure)
             stopsignals.listen(None)
             if owns_signals:
                 stopsignals.uninstall()
@@ -234,28 +234,33 @@ class Crawler:
 
             repair(s.warc_dir)
 
-    def _shutdown(self, job: Job, engine: Engine, failure: BaseException | None) -> dict[str, Any]:
-        """Stop the workers (their last results count), then close the job."""
+    def _shutdown(
+        self, job: Job, engine: Engine, failure: BaseException | None
+    ) -> tuple[dict[str, Any], BaseException | None]:
+        """Stop the workers (their last results count), then close the job:
+        the stats, and what failed (``failure``, or the stop itself)."""
         pool, frontier = engine.pool, engine.frontier
         quick = failure is not None or engine.abort or (engine.stop_requested and pool.in_flight)
+        disk_full = failure is not None and is_disk_full(failure)
         try:
             engine.drain(0.0 if quick else 10.0)
-        except Exception:  # never let a worker problem lose the checkpoint
-            log.exception("while stopping workers")
+        except Exception as exc:  # it must not lose the checkpoint, nor go unsaid
+            log.info("while stopping: %s", exc, exc_info=True)  # the log file
+            if failure is None:
+                failure, disk_full = exc, is_disk_full(exc)
         finally:
             pool.close()
         engine.progress.close(engine.counters.pages, engine.states)
-        disk_full = failure is not None and is_disk_full(failure)
         message = str(failure) if failure is not None else None
         if disk_full:
             message = f"out of disk space ({failure})"
-        if engine.finished and len(frontier):
+        if failure is None and engine.finished and len(frontier):
             message = FINISHED_AT_BUDGET
         outcome = (
             "failed" if failure is not None else "finished" if engine.finished else "interrupted"
         )
         settling = engine.settling
-        return job.close(
+        stats = job.close(
             settling.pipelines,
             frontier,
             engine.counters,
@@ -265,6 +270,7 @@ class Crawler:
             disk_full=disk_full,
             stats=lambda: self._stats(job, engine),
         )
+        return stats, failure
 
     def _stats(self, job: Job, engine: Engine) -> dict[str, Any]:
         s = self.settings
