@@ -85,7 +85,8 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str) -> None:
         wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
         survivor = Node("survivor", tmp_path / "survivor", args)
         wait_until(lambda: len(survivor.records()) >= 3, what="the second node's records")
-        doomed.kill()
+        wait_until(lambda: leases_of(crawl, "doomed") >= 1, what="a lease of the first node")
+        doomed.kill()  # holding work (a loaded machine once caught it between two leases)
         killed_at = time.monotonic()
         in_flight = leases_of(crawl, "doomed")  # what it held at its death
         shutil.rmtree(doomed.job)
