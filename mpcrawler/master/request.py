@@ -43,6 +43,31 @@ class Request:
         """A request for ``url`` (canonical), with the next id."""
         return cls(next(_IDS), url, host_key(url), **fields)
 
+    @classmethod
+    def leased(cls, item: UrlInfo) -> Request:
+        """The request for a frontier item (acked when its chain ends)."""
+        return cls.new(
+            item.url,
+            depth=item.depth,
+            priority=item.priority,
+            kind=item.kind,
+            lastmod=item.lastmod,
+            info=item,
+        )
+
+    def hop(self, target: str) -> Request:
+        """The next request of this one's redirect chain, to ``target``."""
+        return Request.new(
+            target,
+            depth=self.depth,
+            priority=self.priority,
+            kind=self.kind,
+            lastmod=self.lastmod,
+            info=self.info,
+            origin=self.first_url,
+            hops=[*self.hops, target],
+        )
+
     @property
     def first_url(self) -> str:
         return self.origin or self.url

@@ -182,17 +182,7 @@ class ResultHandling:
         if reason is not None:
             return self._not_followed(request, result, target, reason)
         self.chains.urls.add(target)
-        hop = Request.new(
-            target,
-            depth=request.depth,
-            priority=request.priority,
-            kind=request.kind,
-            lastmod=request.lastmod,
-            info=request.info,
-            origin=request.first_url,
-            hops=[*request.hops, target],
-        )
-        return Submit(hop)
+        return Submit(request.hop(target))
 
     @staticmethod
     def _not_followed(request: Request, result: PageResult, target: str, reason: str) -> Finish:

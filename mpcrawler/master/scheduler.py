@@ -321,16 +321,7 @@ class Scheduler:
         """The frontier's best URL of a host that may be fetched now, as a
         request (None: none, or the frontier's page budget is spent)."""
         item = self.frontier.lease(now, want) if self.frontier is not None else None
-        if item is None:
-            return None
-        return self.new_request(
-            item.url,
-            depth=item.depth,
-            priority=item.priority,
-            kind=item.kind,
-            lastmod=item.lastmod,
-            info=item,
-        )
+        return None if item is None else Request.leased(item)
 
     def answered(self, request: Request, result: PageResult) -> None:
         """How a host answered a page: a 429 or a 503, or TIMEOUTS_IN_A_ROW
