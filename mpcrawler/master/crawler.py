@@ -212,10 +212,12 @@ class Crawler:
         """Admit the seeds (and what a repair found again), checkpoint, say so."""
         s = self.settings
         priorities = s.seed_priorities
-        settling.admit([(u, 0, priorities.get(u, 0), "page", None) for u in s.seeds])
+        ahead = s.workers * s.threads  # a shared frontier leases that many in the same call
+        settling.admit([(u, 0, priorities.get(u, 0), "page", None) for u in s.seeds], ahead)
         if job.repaired is not None:  # what was queued once and lost, found again
             settling.admit(
-                [(u, d, 0, "page", None) for u, d in job.repaired.links if self.scope.allows(u)]
+                [(u, d, 0, "page", None) for u, d in job.repaired.links if self.scope.allows(u)],
+                ahead,
             )
         engine.checkpoint()
         log.info(
