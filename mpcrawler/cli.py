@@ -374,7 +374,7 @@ def run_crawl(settings: Settings) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if settings.redis:  # unreachable: one line, exit 1, nothing written
-        from .frontier.redis.frontier import connect
+        from .frontier.redis.client import connect
 
         connect(settings.redis).close()
     check_paths(settings)
@@ -425,7 +425,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_shared_status(args: argparse.Namespace) -> int:
     """``status --redis URL --crawl NAME``: crawl-wide totals, a row per node."""
-    from .frontier.redis.frontier import crawl_status
+    from .frontier.redis.status import crawl_status
 
     if not (args.redis and args.crawl) or args.job_dir:
         raise UsageError("status of a shared crawl takes --redis URL --crawl NAME, no DIR")
@@ -486,7 +486,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_reset(args: argparse.Namespace) -> int:
     """``reset --redis URL --crawl NAME``: delete the crawl's keys (a fresh start)."""
-    from .frontier.redis.frontier import reset_crawl
+    from .frontier.redis.status import reset_crawl
 
     if not args.redis:
         raise UsageError("reset needs --redis URL (or REDIS_URL) and --crawl NAME")

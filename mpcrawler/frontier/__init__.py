@@ -1,12 +1,12 @@
 """The frontier: dedup plus per-host, priority-ordered queues, behind one protocol.
 
-* :mod:`.base`    -- the :class:`Frontier` protocol, :class:`UrlInfo` and the ordering convention
-* :mod:`.local`   -- :class:`LocalFrontier`, files in the job directory (the default)
-* :mod:`.queue`   -- :class:`UrlQueueManager`, the per-host disk-backed queues
-* :mod:`.seen`    -- :class:`SeenSet`, every URL ever admitted
-* :mod:`.storage` -- the framed records all frontier files are made of
-* :mod:`.journal` -- the state and journal format, and `inspect` (counts without opening)
-* :mod:`.redis_frontier` -- :class:`RedisFrontier`, the same protocol on Redis
+* :mod:`.base`       -- the :class:`Frontier` protocol, :class:`UrlInfo` and the ordering
+  convention; :mod:`.hostblocks` -- the blocked hosts, for every backend
+* :mod:`.local`      -- :class:`LocalFrontier`, files in the job directory (the default):
+  :class:`UrlQueueManager` (``queue``, with ``segments``, ``blocks``, ``files``,
+  ``journal``, ``storage``) and :class:`SeenSet` (``seen``)
+* :mod:`.redis`      -- :class:`RedisFrontier`, the same protocol on Redis, shared by
+  the nodes of a crawl (``frontier``, ``client``, ``status``, ``step.lua``)
 
 The master holds one Frontier and is its only user.
 """

@@ -99,15 +99,14 @@ from ...web.redact import redact_url
 from ...web.urls import host_key
 from ..base import FOREVER, KINDS, Admission, UrlInfo
 from ..hostblocks import HostBlocks
+from .client import connect, key_prefix, lost_message
 
 __all__ = [
     "CrawlLost",
     "NodeTaken",
     "RedisFrontier",
-    "crawl_status",
     "fair_share",
     "hosts_to_shed",
-    "reset_crawl",
 ]
 
 log = logging.getLogger(__name__)
@@ -130,14 +129,6 @@ class CrawlLost(FrontierError):
 
 class NodeTaken(UsageError):
     """Another live process is this node of the crawl."""
-
-
-def _lost_message(crawl: str, url: str, why: str) -> str:
-    return (
-        f"the shared state of crawl {crawl!r} in Redis at {redact_url(url)} was lost: {why}; "
-        f"start afresh with a new --crawl name and new job dirs (or 'mpcrawler reset "
-        f"--redis URL --crawl {crawl}' first)"
-    )
 
 
 _SCRIPT = resources.files(__package__).joinpath("step.lua").read_text(encoding="utf-8")
@@ -217,51 +208,6 @@ def _item(member: str | bytes) -> UrlInfo:
     return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None)
 
 
-def _prefix(crawl: str) -> str:
-    return f"mpc:{{{crawl}}}:"
-
-
-def _password_refused(url: str, exc: BaseException) -> str:
-    given = "the password in the URL" if ":***@" in redact_url(url) else "no password"
-    return (
-        f"Redis at {redact_url(url)} refused the connection with {given} ({exc}); "
-        "give it as redis://:PASSWORD@HOST:PORT/DB, in REDIS_URL"
-    )
-
-
-def connect(url: str, timeout: float = 10.0) -> Any:
-    """A redis-py client for ``url`` that does not retry on its own (a call
-    that leases must not be sent twice): a cluster client if the server is
-    a Redis Cluster node.  Raises FrontierError if unreachable."""
-    try:
-        import redis
-        import redis.cluster
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-    except ImportError:  # pragma: no cover - the extra is missing
-        raise FrontierError("--redis needs redis-py: pip install 'mpcrawler[redis]'") from None
-    options: dict[str, Any] = {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": min(timeout, 5.0),
-        "retry": Retry(NoBackoff(), 0),
-    }
-    try:
-        client = redis.Redis.from_url(url, **options)
-        if client.info("cluster").get("cluster_enabled"):
-            client.close()
-            client = redis.cluster.RedisCluster.from_url(url, **options)
-        client.ping()
-    except redis.AuthenticationError as exc:
-        raise UsageError(_password_refused(url, exc)) from None
-    except redis.ResponseError as exc:
-        if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
-            raise UsageError(_password_refused(url, exc)) from None
-        raise FrontierError(f"cannot reach Redis at {redact_url(url)}: {exc}") from None
-    except (redis.RedisError, OSError, ValueError) as exc:
-        raise FrontierError(f"cannot reach Redis at {redact_url(url)}: {exc}") from None
-    return client
-
-
 class RedisFrontier:
     """The Frontier of crawl ``crawl`` on the Redis server at ``url``, for node ``node``.
 
@@ -294,7 +240,7 @@ class RedisFrontier:
         self._faults = (redis.ConnectionError, redis.TimeoutError, OSError)
         self._redis_errors = redis.RedisError
         self.url, self.crawl, self.node = redact_url(url), crawl, node  # url: for messages
-        self.prefix = _prefix(crawl)
+        self.prefix = key_prefix(crawl)
         self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
         self.beat_interval = min(lease_timeout / 3, 1.0)
         self.max_pages, self.per_host = max_pages, per_host
@@ -684,7 +630,7 @@ class RedisFrontier:
             age, _, info = rest.partition(" ")
             raise _Taken(int(age) / 1000, json.loads(info or "{}"))
         if word == "LOST":
-            self._lost = _lost_message(self.crawl, self.url, rest)
+            self._lost = lost_message(self.crawl, self.url, rest)
             raise CrawlLost(self._lost)
         # FENCED: declared dead (paused past the lease timeout) or replaced.
         dropped = len(self._held)
@@ -741,85 +687,3 @@ class RedisFrontier:
         if self._ops:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
-
-
-def crawl_status(url: str, crawl: str) -> dict[str, Any]:
-    """Crawl-wide totals and one row per node, read from Redis (writes nothing)."""
-    import redis
-
-    client = connect(url)
-    p = _prefix(crawl)
-    try:
-        # One read at a time: a cluster client routes each by its key.
-        queued, done, errors, seen, started, late, lost = (
-            client.get(p + key)
-            for key in ("queued", "done", "errors", "seen", "started", "late", "lost")
-        )
-        leased = client.hlen(p + "leased")
-        infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
-        alive = client.zrange(p + "alive", 0, -1, withscores=True)
-        seconds, micros = client.time()  # Redis's clock, as the heartbeats are
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
-        deadlines = {n.decode(): score for n, score in alive}
-        rows = []
-        for raw_node, raw_info in sorted(infos.items()):
-            node = raw_node.decode()
-            info = json.loads(raw_info)
-            beat = int(beats.get(raw_node, 0))
-            rows.append(
-                {
-                    "node": node,
-                    "alive": deadlines.get(node, 0) > now_ms,
-                    "last_heartbeat_s": round((now_ms - beat) / 1000, 1),
-                    "pages": info.get("pages", 0),
-                    "errors": info.get("errors", 0),
-                    "pages_per_s": info.get("pages_per_s", 0.0),
-                    "hosts_held": int(client.scard(f"{p}held:{node}")),
-                }
-            )
-        live = [row for row in rows if row["alive"]]
-        last = now_ms if live else max((int(b) for b in beats.values()), default=now_ms)
-        elapsed = (last - int(started)) / 1000 if started else 0.0
-        return {
-            "crawl": crawl,
-            "queued": int(queued or 0),
-            "leased": int(leased),
-            "done": int(done or 0),
-            "errors": int(errors or 0),
-            "seen": int(seen or 0),
-            "late": int(late or 0),
-            "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
-            "lost": _lost_message(crawl, url, lost.decode()) if lost else None,
-            "nodes": rows,
-        }
-    except (redis.RedisError, OSError) as exc:
-        raise FrontierError(
-            f"cannot read crawl {crawl!r} from Redis at {redact_url(url)}: {exc}"
-        ) from None
-    finally:
-        client.close()
-
-
-def reset_crawl(url: str, crawl: str) -> int:
-    """Delete every key of ``crawl`` (a lost crawl's tombstone too), for a
-    deliberate fresh start; how many.  Refused while a node is alive."""
-    import redis
-
-    client = connect(url)
-    p = _prefix(crawl)
-    try:
-        seconds, micros = client.time()
-        now_ms = int(seconds) * 1000 + int(micros) // 1000
-        live = [n.decode() for n in client.zrangebyscore(p + "alive", now_ms, "+inf")]
-        if live:
-            raise UsageError(f"crawl {crawl!r} has live nodes ({', '.join(live)}); stop them first")
-        keys = list(client.scan_iter(match=p + "*"))
-        for start in range(0, len(keys), 1000):  # one slot: a cluster takes them together
-            client.delete(*keys[start : start + 1000])
-        return len(keys)
-    except (redis.RedisError, OSError) as exc:
-        raise FrontierError(
-            f"cannot reset crawl {crawl!r} in Redis at {redact_url(url)}: {exc}"
-        ) from None
-    finally:
-        client.close()

@@ -1,4 +1,4 @@
--- One round trip of a node with the shared frontier (mpcrawler.frontier.redis_frontier).
+-- One round trip of a node with the shared frontier (mpcrawler.frontier.redis.frontier).
 --
 -- KEYS[1] is the crawl's `seq` key: it routes the call to the crawl's hash
 -- slot in a cluster; every key used here is under the same `mpc:{CRAWL}:`

@@ -1,0 +1,98 @@
+"""A shared crawl as Redis holds it, for ``status --redis`` and ``reset``.
+
+Reads (``crawl_status``) and deletes (``reset_crawl``) a crawl's keys from
+outside any node; neither is used while crawling.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...errors import FrontierError, UsageError
+from ...web.redact import redact_url
+from .client import connect, key_prefix, lost_message
+
+__all__ = ["crawl_status", "reset_crawl"]
+
+
+def crawl_status(url: str, crawl: str) -> dict[str, Any]:
+    """Crawl-wide totals and one row per node, read from Redis (writes nothing)."""
+    import redis
+
+    client = connect(url)
+    p = key_prefix(crawl)
+    try:
+        # One read at a time: a cluster client routes each by its key.
+        queued, done, errors, seen, started, late, lost = (
+            client.get(p + key)
+            for key in ("queued", "done", "errors", "seen", "started", "late", "lost")
+        )
+        leased = client.hlen(p + "leased")
+        infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
+        alive = client.zrange(p + "alive", 0, -1, withscores=True)
+        seconds, micros = client.time()  # Redis's clock, as the heartbeats are
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        deadlines = {n.decode(): score for n, score in alive}
+        rows = []
+        for raw_node, raw_info in sorted(infos.items()):
+            node = raw_node.decode()
+            info = json.loads(raw_info)
+            beat = int(beats.get(raw_node, 0))
+            rows.append(
+                {
+                    "node": node,
+                    "alive": deadlines.get(node, 0) > now_ms,
+                    "last_heartbeat_s": round((now_ms - beat) / 1000, 1),
+                    "pages": info.get("pages", 0),
+                    "errors": info.get("errors", 0),
+                    "pages_per_s": info.get("pages_per_s", 0.0),
+                    "hosts_held": int(client.scard(f"{p}held:{node}")),
+                }
+            )
+        live = [row for row in rows if row["alive"]]
+        last = now_ms if live else max((int(b) for b in beats.values()), default=now_ms)
+        elapsed = (last - int(started)) / 1000 if started else 0.0
+        return {
+            "crawl": crawl,
+            "queued": int(queued or 0),
+            "leased": int(leased),
+            "done": int(done or 0),
+            "errors": int(errors or 0),
+            "seen": int(seen or 0),
+            "late": int(late or 0),
+            "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
+            "lost": lost_message(crawl, url, lost.decode()) if lost else None,
+            "nodes": rows,
+        }
+    except (redis.RedisError, OSError) as exc:
+        raise FrontierError(
+            f"cannot read crawl {crawl!r} from Redis at {redact_url(url)}: {exc}"
+        ) from None
+    finally:
+        client.close()
+
+
+def reset_crawl(url: str, crawl: str) -> int:
+    """Delete every key of ``crawl`` (a lost crawl's tombstone too), for a
+    deliberate fresh start; how many.  Refused while a node is alive."""
+    import redis
+
+    client = connect(url)
+    p = key_prefix(crawl)
+    try:
+        seconds, micros = client.time()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        live = [n.decode() for n in client.zrangebyscore(p + "alive", now_ms, "+inf")]
+        if live:
+            raise UsageError(f"crawl {crawl!r} has live nodes ({', '.join(live)}); stop them first")
+        keys = list(client.scan_iter(match=p + "*"))
+        for start in range(0, len(keys), 1000):  # one slot: a cluster takes them together
+            client.delete(*keys[start : start + 1000])
+        return len(keys)
+    except (redis.RedisError, OSError) as exc:
+        raise FrontierError(
+            f"cannot reset crawl {crawl!r} in Redis at {redact_url(url)}: {exc}"
+        ) from None
+    finally:
+        client.close()
