@@ -1,0 +1,79 @@
+"""The option table: every crawl option is written once, and the parser, the
+checks, --help and the README all follow it."""
+
+from __future__ import annotations
+
+import math
+import typing
+
+import pytest
+from support import ROOT
+
+from mpcrawler.cli import build_parser, settings_from_args
+from mpcrawler.settings import OPTIONS, UPPER_BOUNDS, Settings, flag_of
+
+
+def crawl_args(*args: str) -> Settings:
+    return settings_from_args(build_parser().parse_args(["crawl", "http://a.test/", *args]))
+
+
+def test_every_option_has_help_and_a_line_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name, how in OPTIONS.items():
+        assert how.help, name
+        assert f"`{flag_of(name)}" in readme, flag_of(name)
+
+
+def test_the_parser_gives_each_option_to_its_setting() -> None:
+    defaults = crawl_args()
+    assert {n: getattr(defaults, n) for n in OPTIONS} == {
+        n: getattr(Settings(), n) for n in OPTIONS
+    }
+    given = crawl_args(
+        "--no-robots",
+        "--allow-domain",
+        "b.test",
+        "--allow-domain",
+        "c.test",
+        "--warc",
+        "w",
+        "--warc-size",
+        "2M",
+        "--delay",
+        "0.5",
+        "--scope",
+        "domains",
+        "--lease-timeout",
+        "3",
+    )
+    assert given.robots is False and given.allow_domains == ["b.test", "c.test"]
+    assert (given.warc_dir, given.warc_size, given.delay) == ("w", 2 << 20, 0.5)
+    assert (given.scope, given.lease_timeout) == ("domains", 3.0)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, how in OPTIONS.items() if how.maximum))
+def test_each_upper_bound_is_checked(name: str) -> None:
+    most = UPPER_BOUNDS[name]
+    hint = typing.get_type_hints(Settings)[name]
+    kind = float if hint is float or float in typing.get_args(hint) else int
+    Settings(**{name: kind(most)}).validate()
+    for bad in (most + 1, math.inf) if kind is float else (int(most) + 1,):
+        with pytest.raises(ValueError, match=rf"^{flag_of(name)} must be at most"):
+            Settings(**{name: kind(bad)}).validate()
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("workers", 0, "must be at least 1"),
+        ("max_pages", 0, "must be at least 1"),
+        ("max_depth", -1, "must not be negative"),
+        ("delay", math.nan, "must not be negative"),
+        ("timeout", 0.0, "must be more than 0"),
+        ("hang_timeout", 0.0, "must be more than 0"),
+        ("scope", "everywhere", "must be one of hosts, domains, any"),
+    ],
+)
+def test_each_lower_bound_and_choice_is_checked(name: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{flag_of(name)} {message}"):
+        Settings(**{name: value}).validate()
