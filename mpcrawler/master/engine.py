@@ -180,7 +180,9 @@ class Engine:
             return
         if request.kind != "robots" and result.error_kind != EXPIRED:
             self.scheduler.answered(request, result)  # how the host is doing
-        action = self.results.on_result(request, result, now=self.clock(), stopping=self.stopping)
+        action = self.results.on_result(
+            request, result, now=self.clock(), stopping=self.stop_requested
+        )
         self.carry_out(action)
 
     def on_lost(self, request: Request) -> None:
@@ -213,10 +215,6 @@ class Engine:
             self.settling.add_sitemaps(self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS))
 
     # ---------------------------------------------------------------- stop
-    @property
-    def stopping(self) -> bool:
-        return self.stop_requested
-
     def request_stop(self) -> bool:
         """A stop signal: the first stops the dispatching, a second stops at
         once.  True if this one stops at once."""

@@ -26,6 +26,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ class Job:
         outcome: str,
         message: str | None,
         disk_full: bool,
-        stats: Any,
+        stats: Callable[[], dict[str, Any]],
     ) -> dict[str, Any]:
         """The shutdown order (see the module's docstring); returns the stats.
         ``outcome``: finished, interrupted or failed; ``stats()`` builds them
