@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -86,6 +87,20 @@ def _size(text: str) -> int:
     return _integer(number) * _SIZE_UNITS[unit]
 
 
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float:
+    """Seconds, as a number with an optional unit: ``0``, ``30s``, ``10m``, ``6h``, ``1d``."""
+    number, unit = text.strip(), "s"
+    if number[-1:].lower() in _DURATION_UNITS:
+        number, unit = number[:-1], number[-1].lower()
+    value = _number(number)
+    if value != value or value in (math.inf, -math.inf):
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r}")
+    return value * _DURATION_UNITS[unit]
+
+
 def _non_negative_float(text: str) -> float:
     try:
         value = float(text)
@@ -138,7 +153,13 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
             extra.update(action="append", default=[])
         else:
             base = next((k for k in (int, float) if k in typing.get_args(kind) or kind is k), str)
-            parse = _size if how.size else {int: _integer, float: _number}.get(base, str)
+            parse = (
+                _size
+                if how.size
+                else _duration
+                if how.duration
+                else {int: _integer, float: _number}.get(base, str)
+            )
             extra.update(type=parse, default=default, choices=how.choices)
         groups[how.group].add_argument(flag_of(name), dest=name, help=how.help, **extra)
 

@@ -28,6 +28,7 @@ __all__ = [
     "Hello",
     "Link",
     "PageResult",
+    "Prior",
     "Results",
     "Stop",
     "ToWorker",
@@ -83,6 +84,12 @@ class PageResult:
     warc_file: str | None = None  # --warc: the file and offset of its response record
     warc_offset: int | None = None
     warc_errno: int | None = None  # why the archive could not be written (errno)
+    warc_id: str | None = None  # the WARC-Record-ID and -Date of its response record
+    warc_date: str | None = None
+    revisit: str | None = None  # archived as a revisit record: its profile's short name
+    digest: str | None = None  # sha1:BASE32 of the body as sent (WARC-Payload-Digest)
+    etag: str | None = None  # the validators the server sent
+    last_modified: str | None = None
 
 
 # The error_kind of a request a worker did not start because its deadline
@@ -94,12 +101,26 @@ WARC_FAILED = "warc"
 
 
 # Master -> worker
+class Prior(NamedTuple):
+    """What a revisit knows of a page's last fetch: the validators to send,
+    the digest to compare, and the original capture a WARC revisit record
+    refers to."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    digest: str | None = None
+    warc_id: str | None = None
+    warc_date: str | None = None
+    warc_uri: str | None = None
+
+
 class Fetch(NamedTuple):
     id: int
     url: str
     kind: str
     depth: int = 0  # the page's; its links are depth + 1
     deadline: float = 0.0  # monotonic: not started by then, it is not fetched (0: none)
+    prior: Prior | None = None  # a revisit: a conditional request
 
 
 class FetchBatch(NamedTuple):

@@ -86,6 +86,7 @@ class Option:
     maximum: float | None = None  # the most a real machine can honour
     choices: tuple[str, ...] | None = None
     size: bool = False  # bytes, with K, M or G
+    duration: bool = False  # seconds, with s, m, h or d
     group: str = "crawl"  # or "shared": the --help section
 
 
@@ -226,6 +227,33 @@ class Settings:
         maximum=86400,
         help="kill a worker that holds one request this long (default: 4 x timeout + 10 s)",
     )
+    revisit_after: float | None = option(
+        None,
+        minimum=0,
+        duration=True,
+        metavar="DURATION",
+        help="fetch again, with conditional requests, every page recorded longer ago than "
+        "this (0, 30s, 10m, 6h, 1d); may change on any rerun",
+    )
+    continuous: bool = option(
+        False,
+        help="never finish: revisit each page when it is due, its interval adapting between "
+        "--revisit-min and --revisit-max",
+    )
+    revisit_min: float = option(
+        3600.0,
+        above=0,
+        duration=True,
+        metavar="DURATION",
+        help="--continuous: the shortest interval of a page (default 1h)",
+    )
+    revisit_max: float = option(
+        30 * 86400.0,
+        above=0,
+        duration=True,
+        metavar="DURATION",
+        help="--continuous: the longest interval of a page (default 30d)",
+    )
     log_file: str | None = option(None, help="write the full log here")
     repair: bool = option(
         False,
@@ -335,6 +363,8 @@ class Settings:
         for name, how in OPTIONS.items():
             if (problem := out_of_bounds(how, getattr(self, name))) is not None:
                 raise ValueError(f"{flag_of(name)} {problem}")
+        if self.revisit_min > self.revisit_max:
+            raise ValueError("--revisit-min must not be more than --revisit-max")
         if self.workers * self.threads > MAX_SLOTS:
             raise ValueError(f"--workers x --threads must be at most {MAX_SLOTS}")
         if self.scope not in SCOPES:

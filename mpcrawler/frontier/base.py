@@ -30,6 +30,15 @@ A frontier shared by several processes (nodes) adds three promises:
   (its heartbeat is too old): the master starts no fetch and writes no
   record then.
 
+A frontier also keeps the crawl's **revisit schedule** ("this URL is due at
+time T"): ``schedule`` stores, for a URL fetched, the Unix time it is due
+again and an opaque state (what the master kept of the fetch); once a run
+turns revisits on (``set_revisits(lag, before)``), a URL is queued again,
+in its host's queue like any other, when ``time.time() >= T + lag`` and
+``T < before``, and its lease carries its state (``UrlInfo.state``).  A URL stays scheduled until
+it is scheduled again; a crash never loses its schedule (the schedule is
+written before the ack that follows it).
+
 A frontier also keeps the crawl's page budgets (``set_budget``): it leases
 no page past ``max_pages`` and queues no URL past ``max_pages_per_host``, so
 a local and a shared crawl stop alike with no check of the master's own.
@@ -50,7 +59,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
 
-__all__ = ["FOREVER", "KINDS", "Admission", "Frontier", "FrontierError", "UrlInfo"]
+__all__ = ["FOREVER", "KINDS", "Admission", "Frontier", "FrontierError", "Revisit", "UrlInfo"]
 
 FOREVER = math.inf  # block(host, FOREVER): until the host is blocked again with a time
 
@@ -60,7 +69,9 @@ KINDS = ("page", "sitemap")  # what a URL is fetched as
 
 class UrlInfo(NamedTuple):
     """One queued URL.  ``seq`` is its admission number, unique per frontier;
-    ``kind`` one of KINDS; ``lastmod`` what a sitemap said of it, if any."""
+    ``kind`` one of KINDS; ``lastmod`` what a sitemap said of it, if any;
+    ``state`` what was kept of its last fetch (``schedule``), given with a
+    lease of a URL that is due again."""
 
     url: str
     depth: int
@@ -68,9 +79,24 @@ class UrlInfo(NamedTuple):
     seq: int
     kind: str = "page"
     lastmod: str | None = None
+    state: str | None = None
 
 
 Admission = tuple[str, int, int, str, str | None]  # url, depth, priority, kind, lastmod
+
+
+class Revisit(NamedTuple):
+    """``url``, fetched at ``fetched`` (Unix time), is due again at ``due``
+    (the run adds its lag), to be queued with ``depth``, ``priority`` and
+    ``kind``; ``state`` (JSON) comes back with its lease."""
+
+    url: str
+    due: float
+    depth: int
+    priority: int
+    kind: str
+    state: str
+    fetched: float
 
 
 @runtime_checkable
@@ -156,6 +182,24 @@ class Frontier(Protocol):
     def leased_elsewhere(self) -> int:
         """URLs leased by other processes and not yet acked (a shared
         frontier's crawl is over only when none are)."""
+
+    def schedule(self, revisits: Sequence[Revisit]) -> None:
+        """Each URL (admitted before) is due again at its time, with its
+        state; this replaces its earlier schedule.  Called before the ack of
+        the fetch it follows, in the same step."""
+
+    def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
+        """Queue the URLs scheduled at a T before ``before`` once
+        ``time.time() >= T + lag`` (``lag`` None: revisits are off this run;
+        nothing scheduled is queued)."""
+
+    def next_due(self) -> float | None:
+        """The Unix time the next scheduled URL is due (its T + lag), or
+        None (none before ``before``, or revisits off)."""
+
+    def expedite(self, items: Sequence[tuple[str, float]]) -> int:
+        """Each scheduled URL last fetched before the Unix time given with it
+        (a sitemap's newer ``<lastmod>``) is due now; how many."""
 
     def set_budget(
         self,

@@ -23,13 +23,17 @@ __all__ = ["Counters", "crawl_stats"]
 
 @dataclass
 class Counters:
-    """What this crawl has done, across its runs (``pages``, ``errors``...)
-    and in this run (``discarded``, ``loop_turns``, ``pages_at_start``)."""
+    """What this crawl has done, across its runs (``pages``, ``errors``...),
+    in this pass over it (``changes``, ``bytes_saved``: a revisit starts a
+    pass) and in this run (``discarded``, ``loop_turns``, ``pages_at_start``)."""
 
     pages: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     links_dropped: collections.Counter[str] = field(default_factory=collections.Counter)
+    changes: collections.Counter[str] = field(default_factory=collections.Counter)
+    bytes_saved: int = 0  # body bytes 304 answers did not send
+    new_pages: int = 0  # records of a URL's first fetch (the others are revisits)
     discarded: int = 0  # results of leases that had passed to another node
     loop_turns: int = 0  # turns of the master loop: a spinning loop shows here
     pages_at_start: int = 0
@@ -44,26 +48,35 @@ class Counters:
             errors=collections.Counter(job.errors),
             statuses=collections.Counter(job.statuses),
             links_dropped=collections.Counter(job.links_dropped),
+            changes=collections.Counter(job.changes),
+            bytes_saved=job.bytes_saved,
+            new_pages=job.pages if job.new_pages < 0 else job.new_pages,
             pages_at_start=job.pages,
             restarts_before=job.worker_restarts,
             elapsed_before=job.elapsed_s,
         )
 
-    def recount(self, records: Any) -> None:
-        """After an unclean stop, job.json lags the output: count the records."""
-        tally = recount(records)
+    def recount(self, records: Any, pass_start: int = 0) -> None:
+        """After an unclean stop, job.json lags the output: count the records
+        (the changes: those of the pass from record number ``pass_start``)."""
+        tally = recount(records, pass_start)
         self.pages = self.pages_at_start = tally.pages
         self.statuses, self.errors = tally.statuses, tally.errors
+        self.changes, self.bytes_saved = tally.changes, tally.bytes_saved
+        self.new_pages = tally.new_pages
 
     def count(self, record: dict[str, Any]) -> None:
         self.pages += 1
-        count_record(record, self.statuses, self.errors)
+        self.new_pages += record.get("change", "new") == "new"
+        self.bytes_saved += count_record(record, self.statuses, self.errors, self.changes)
 
     def save(self, job: JobState, restarts: int) -> None:
         """Into ``job``, with the worker restarts of this run."""
         job.pages = self.pages
         job.errors, job.statuses = dict(self.errors), dict(self.statuses)
         job.links_dropped = dict(self.links_dropped)
+        job.changes, job.bytes_saved = dict(self.changes), self.bytes_saved
+        job.new_pages = self.new_pages
         job.worker_restarts = self.restarts_before + restarts
         job.elapsed_s = self.elapsed_before + self.run_elapsed()
 
@@ -114,6 +127,8 @@ def crawl_stats(
         "errors": sum(counters.errors.values()),
         "errors_by_kind": dict(sorted(counters.errors.items())),
         "statuses": dict(sorted(counters.statuses.items())),
+        "changes": dict(sorted(counters.changes.items())),
+        "bytes_saved": counters.bytes_saved,
         "elapsed_s": round(counters.run_elapsed(), 3),
         "pages_per_s": counters.rate(),
         "total_elapsed_s": round(job.elapsed_s, 3),

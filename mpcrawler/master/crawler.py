@@ -45,6 +45,7 @@ from .engine import Engine
 from .job import FINISHED_AT_BUDGET, Job
 from .pool import PoolError, WorkerPool
 from .results import DISK_FULL, ResultHandling
+from .revisit import Revisits, schedule_from_records
 from .scheduler import Scheduler
 from .settle import Settling
 
@@ -177,13 +178,14 @@ class Crawler:
         try:
             pipelines.open()
             if job.unclean:
-                counters.recount(pipelines.output.records())
+                counters.recount(pipelines.output.records(), job.state.pass_start_pages)
             frontier.set_budget(
                 s.max_pages,
                 s.max_pages_per_host,
-                done=counters.pages,
+                done=counters.pages - job.state.pass_start_pages,  # --max-pages: a pass's
                 host_pages=job.state.host_pages,
             )
+            self._start_revisits(job, frontier, pipelines)
             self._start(job, engine, settling)
             if not engine.stop_requested:  # a signal during start-up starts nothing
                 pool.start(lambda: engine.stop_requested)  # a signal stops the forking
@@ -207,6 +209,22 @@ class Crawler:
                 else str(failure)
             ) from failure
         return CrawlResult(stats, job.out, job.path, interrupted=not engine.finished)
+
+    def _start_revisits(self, job: Job, frontier: Frontier, pipelines: Pipelines) -> None:
+        """Turn revisits on in the frontier; a job that kept no schedule so far
+        (crawled without revisits) gets one built from its records."""
+        revisits = Revisits.from_settings(self.settings)
+        if not revisits.enabled:
+            job.state.revisits_kept = False  # what this run records is not scheduled
+            return
+        if job.state.pages and not job.state.revisits_kept:
+            imported = schedule_from_records(pipelines.output.records(), revisits)
+            for start in range(0, len(imported), 1000):
+                frontier.schedule(imported[start : start + 1000])
+            frontier.sync()
+            log.info("revisits: a schedule of %d pages built from the records", len(imported))
+        job.state.revisits_kept = True
+        frontier.set_revisits(revisits.lag, revisits.before(job.state.pass_started_at))
 
     def _start(self, job: Job, engine: Engine, settling: Settling) -> None:
         """Admit the seeds (and what a repair found again), checkpoint, say so."""

@@ -3,7 +3,8 @@
 ``Job.open()`` takes the job dir (a temporary one without ``--job-dir``),
 locks it for the run (one crawl per job dir), reads job.json and decides
 how this run starts: a job that finished is not run again unless its page
-budget was raised, a damaged one is refused unless ``--repair`` mends it,
+budget was raised or it revisits (``--revisit-after``, ``--continuous``:
+a new pass over the job begins), a damaged one is refused unless ``--repair`` mends it,
 and one that stopped uncleanly has its records counted again.
 
 Durability, in order: the JSON Lines output is line-buffered, so a record
@@ -74,8 +75,11 @@ class Job:
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
             self.dir.check_compatible(stored, s.to_dict())
-            if self.state.state == "finished" and not self._budget_raised() and not shared:
-                return False
+            if self.state.state == "finished" and not shared:
+                if self._revisits():
+                    self.new_pass()
+                elif not self._budget_raised():
+                    return False
             if not shared and (reasons := self.dir.damage(self.state, self.out)):
                 if not s.repair:
                     raise JobDamaged(damage_message(self.path, reasons))
@@ -83,6 +87,7 @@ class Job:
         self.unclean = self.state.state == "running"
         self.state.runs += 1
         self.state.run_starts.append(round(time.time(), 3))
+        self.state.pass_started_at = self.state.pass_started_at or self.state.run_starts[0]
         self.state.state = "running"
         return True
 
@@ -91,11 +96,23 @@ class Job:
             os.close(self._lock)
             self._lock = None
 
+    def _revisits(self) -> bool:
+        return self.settings.revisit_after is not None or self.settings.continuous
+
+    def new_pass(self) -> None:
+        """A finished job run again to revisit: its changes and page budget
+        count from here."""
+        self.state.passes += 1
+        self.state.pass_start_pages = self.state.pages
+        self.state.pass_started_at = time.time()
+        self.state.changes, self.state.bytes_saved = {}, 0
+        self.state.message = None
+
     def _budget_raised(self) -> bool:
         """A job that stopped at --max-pages goes on if the limit was raised."""
         limit = self.settings.max_pages
         return self.state.message == FINISHED_AT_BUDGET and (
-            limit is None or limit > self.state.pages
+            limit is None or limit > self.state.pages - self.state.pass_start_pages
         )
 
     def _repair(self, reasons: list[str]) -> Repair:

@@ -162,7 +162,7 @@ class WorkerPool:
             self.in_flight[request.id] = request
             self.workers[index].requests[request.id] = request
             due = deadline if request.info is not None else 0.0  # a lease, not robots.txt
-            fetch = Fetch(request.id, request.url, request.kind, request.depth, due)
+            fetch = Fetch(request.id, request.url, request.kind, request.depth, due, request.prior)
             batches[index].append(fetch)
         for index, batch in batches.items():
             # A dead worker's sentinel fires next, and its requests are lost then.

@@ -9,11 +9,14 @@ a :class:`mpcrawler.messages.Fetch`).
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..frontier import UrlInfo
+from ..messages import Prior
 from ..web.urls import host_key
+from .revisit import RevisitState
 
 __all__ = ["Request"]
 
@@ -37,6 +40,24 @@ class Request:
     sent_at: float = 0.0
     crashes: int = 0
     downloaded: bool = False  # its download is over (the host is free of it)
+    known: RevisitState | None = None  # a revisit: what was kept of the page's last fetch
+
+    @property
+    def prior(self) -> Prior | None:
+        """What the worker sends and compares on a revisit (the first hop only:
+        a redirect's target is fetched unconditionally)."""
+        known = self.known
+        if known is None or self.hops:
+            return None
+        return Prior(
+            known.etag,
+            known.last_modified,
+            known.digest,
+            known.warc_id,
+            # Not archived before: a 304's revisit record refers to the last fetch.
+            known.warc_date or _warc_date(known.fetched),
+            known.warc_uri or self.url,
+        )
 
     @classmethod
     def new(cls, url: str, **fields: Any) -> Request:
@@ -53,6 +74,7 @@ class Request:
             kind=item.kind,
             lastmod=item.lastmod,
             info=item,
+            known=RevisitState.from_json(item.state),
         )
 
     def hop(self, target: str) -> Request:
@@ -64,6 +86,7 @@ class Request:
             kind=self.kind,
             lastmod=self.lastmod,
             info=self.info,
+            known=self.known,
             origin=self.first_url,
             hops=[*self.hops, target],
         )
@@ -74,3 +97,8 @@ class Request:
 
 
 _IDS = itertools.count(1)  # request ids, unique in the master
+
+
+def _warc_date(when: float) -> str:
+    """A Unix time as a WARC-Date (W3C datetime, UTC, seconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))

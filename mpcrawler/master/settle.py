@@ -19,12 +19,12 @@ from typing import Any
 
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
-from ..frontier.base import Admission
+from ..frontier.base import Admission, Revisit
 from ..messages import PageResult
 from ..output.pipelines import Pipelines
 from ..settings import Settings
 from ..web import sitemaps
-from . import outcome
+from . import outcome, revisit
 from .counters import Counters
 from .request import Request
 from .results import Chains, Finish
@@ -53,6 +53,7 @@ class Settling:
         self.ended: list[Finish] = []
         self.since = 0.0  # when the first of ``ended`` ended
         self.loose: list[Admission] = []  # to admit with no record (robots' sitemaps)
+        self.revisits = revisit.Revisits.from_settings(settings)
 
     def __bool__(self) -> bool:
         """Something waits to settle."""
@@ -79,6 +80,14 @@ class Settling:
         admitted = self.frontier.admit_many(items, want=want)
         if over := self.frontier.take_over_budget():
             self.counters.links_dropped["host_budget"] += over
+        if self.revisits.enabled:  # a sitemap's newer <lastmod> makes a page due now
+            newer = [
+                (url, when)
+                for (url, _, _, _, lastmod), new in zip(items, admitted, strict=True)
+                if lastmod and not new and (when := sitemaps.lastmod_time(lastmod)) is not None
+            ]
+            if newer:
+                self.frontier.expedite(newer)
         return admitted
 
     def wait(self) -> float:
@@ -158,19 +167,37 @@ class Settling:
 
     def _record(self, finished: Finish, new_links: int) -> None:
         request, result = finished.request, finished.result
-        extra: dict[str, Any] = {**finished.extra, **outcome.kind_fields(request)}
+        now = time.time()
+        _, state, fields = revisit.observe(request.known, result, self.revisits, now)
+        extra: dict[str, Any] = {**finished.extra, **outcome.kind_fields(request), **fields}
         if self.node is not None:
             extra["node"] = self.node
         record = outcome.build_record(
             request,
             result,
             new_links=new_links,
-            fetched_at=time.time(),
+            fetched_at=now,
             record_links=self.settings.record_links,
             extra=extra,
         )
         self.pipelines.emit(record)
         self.chains.end(request)
-        if request.info is not None:
-            self.frontier.ack(request.info, seen=request.hops, error=bool(record["error"]))
+        info = request.info
+        if info is not None:
+            if self.revisits.enabled:
+                due = self.revisits.due(state)
+                self.frontier.schedule(
+                    [
+                        Revisit(
+                            info.url,
+                            due,
+                            info.depth,
+                            info.priority,
+                            info.kind,
+                            state.to_json(),
+                            now,
+                        )
+                    ]
+                )
+            self.frontier.ack(info, seen=request.hops, error=bool(record["error"]))
         self.counters.count(record)

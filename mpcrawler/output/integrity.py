@@ -75,10 +75,13 @@ def _seen_count(seen_dir: Path) -> int | str:
         return f"{db} is unreadable ({exc})"
 
 
-def damage(job_dir: Path, pages: int, runs: int, out: Path, slack: int) -> list[str]:
+def damage(
+    job_dir: Path, pages: int, runs: int, out: Path, slack: int, distinct: int | None = None
+) -> list[str]:
     """What is damaged in ``job_dir`` (empty: nothing), for a job whose
-    ``job.json`` counts ``pages`` records and ``runs`` runs, with its records
-    in ``out``.  ``slack``: the records a kill can leave written and not yet
+    ``job.json`` counts ``pages`` records (``distinct`` of them the first of
+    their URL: revisits repeat URLs) and ``runs`` runs, with its records in
+    ``out``.  ``slack``: the records a kill can leave written and not yet
     acked in the journal (the results of the master's last turn)."""
     if runs < 1:
         return []  # nothing was crawled here yet
@@ -119,9 +122,9 @@ def damage(job_dir: Path, pages: int, runs: int, out: Path, slack: int) -> list[
     seen = _seen_count(job_dir / "seen")
     if isinstance(seen, str):
         reasons.append(f"the seen set: {seen}")
-    elif seen < pages:  # the checkpoint that counted them had flushed the seen set
+    elif seen < (distinct := pages if distinct is None else distinct):  # flushed by then
         reasons.append(
-            f"the seen set holds {seen} URLs, fewer than the {pages} pages recorded: "
+            f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
     return reasons

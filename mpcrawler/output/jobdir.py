@@ -79,6 +79,13 @@ class JobState:
     message: str | None = None
     updated_at: float = 0.0
     crawl_id: str | None = None  # --redis: the shared crawl's id (a crawl lost in Redis shows)
+    changes: dict[str, int] = field(default_factory=dict)  # this pass's records by change
+    new_pages: int = -1  # records of a URL's first fetch (-1: all of them, an older job)
+    bytes_saved: int = 0  # body bytes that 304 answers did not send
+    revisits_kept: bool = False  # every page recorded since the first is in the revisit schedule
+    passes: int = 1  # revisits: passes over the job (a finished job run again starts one)
+    pass_start_pages: int = 0  # pages recorded before this pass (--max-pages counts a pass)
+    pass_started_at: float = 0.0  # Unix time this pass began (a page fetched since is not due)
 
 
 def _same_kind(value: Any, default: Any) -> bool:
@@ -216,7 +223,9 @@ class JobDir:
                 settings = self.read()[0]
                 in_flight = int(settings.get("workers", 0)) * int(settings.get("threads", 0))
         slack = 2 * (in_flight or 128) + 16  # two turns' results
-        return damage(self.path, state.pages, state.runs, out or self.path / "pages.jsonl", slack)
+        out = out or self.path / "pages.jsonl"
+        distinct = state.new_pages if state.new_pages >= 0 else None
+        return damage(self.path, state.pages, state.runs, out, slack, distinct)
 
     def running_pid(self) -> int | None:
         """The pid of the crawl holding this job dir, if that process lives
@@ -296,22 +305,42 @@ class Tally:
     pages: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
+    changes: Counter[str] = field(default_factory=Counter)
+    bytes_saved: int = 0
+    new_pages: int = 0
 
 
-def count_record(record: dict[str, Any], statuses: Counter[str], errors: Counter[str]) -> None:
-    """Count one record's status by its text (``none`` if it has none) and its
-    error by its ``error_kind`` (``other`` if that is not a name)."""
+def count_record(
+    record: dict[str, Any],
+    statuses: Counter[str],
+    errors: Counter[str],
+    changes: Counter[str] | None = None,
+) -> int:
+    """Count one record's status by its text (``none`` if it has none), its
+    error by its ``error_kind`` (``other`` if that is not a name) and its
+    ``change``; returns the body bytes it saved (a 304)."""
     status = record.get("status")
     statuses["none" if status is None else str(status)] += 1
     if record.get("error"):
         kind = record.get("error_kind")
         errors[kind if isinstance(kind, str) and kind else "other"] += 1
+    change = record.get("change")
+    if changes is not None and isinstance(change, str):
+        changes[change] += 1
+    saved = record.get("bytes_saved")
+    return saved if isinstance(saved, int) else 0
 
 
-def recount(records: Iterable[dict[str, Any]]) -> Tally:
-    """Count records (after an unclean stop, job.json lags the output)."""
+def recount(records: Iterable[dict[str, Any]], pass_start: int = 0) -> Tally:
+    """Count records (after an unclean stop, job.json lags the output); the
+    changes and bytes saved are those of the pass that starts at record
+    number ``pass_start``."""
     tally = Tally()
-    for record in records:
+    ignored: Counter[str] = Counter()
+    for n, record in enumerate(records):
         tally.pages += 1
-        count_record(record, tally.statuses, tally.errors)
+        tally.new_pages += record.get("change", "new") == "new"
+        changes = tally.changes if n >= pass_start else ignored
+        saved = count_record(record, tally.statuses, tally.errors, changes)
+        tally.bytes_saved += saved if n >= pass_start else 0
     return tally

@@ -8,21 +8,32 @@ chosen by a seeded generator, back home, to a few spellings of the same URLs
 (``127.0.0.2``, same port) and to mailto/javascript links that must be
 ignored.  Pages are padded with text to ``size`` bytes; ``latency`` seconds
 of delay are added to every response.  The server counts every request it
-serves by path (``hits``), so tests can check what was fetched and how often.
+serves by path (``hits``), so tests can check what was fetched and how often,
+and logs each (``log``: path, status, body bytes sent, the validators asked).
+
+Between crawls a test may change the site: ``edit`` a page (a new edition:
+new bytes, new validators), ``add`` a page linked from another (which is
+edited), ``delete`` one (404).  Pages carry an ``ETag`` and a
+``Last-Modified`` and answer conditional requests with 304, as nginx does;
+``conditional=False`` makes the server ignore them (the same 200 every
+time), ``validators=False`` leaves the headers out.
 """
 
 from __future__ import annotations
 
 import collections
+import email.utils
 import random
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["SiteServer", "TestSite", "serve_site", "serving"]
+__all__ = ["Hit", "SiteServer", "TestSite", "serve_site", "serving"]
+
+BORN = 1_767_225_600  # 2026-01-01T00:00:00Z: every page's first Last-Modified
 
 _WORDS = [
     "crawler",
@@ -86,6 +97,32 @@ class TestSite:
         )
         while len(self._filler) < size:
             self._filler += self._filler
+        self.editions: dict[int, int] = {}  # page -> times edited
+        self.added: list[int] = []  # pages added, numbered from ``pages`` on
+        self.added_links: dict[int, list[int]] = collections.defaultdict(list)
+        self.deleted: set[int] = set()
+
+    def edit(self, i: int) -> None:
+        """Page ``i`` gets a new edition (other bytes, newer validators)."""
+        self.editions[i] = self.editions.get(i, 0) + 1
+
+    def add(self, linked_from: int) -> int:
+        """A new page, linked from page ``linked_from`` (edited); its index."""
+        index = self.pages + len(self.added)
+        self.added.append(index)
+        self.added_links[linked_from].append(index)
+        self.edit(linked_from)
+        return index
+
+    def delete(self, i: int) -> None:
+        """Page ``i`` answers 404 from now on."""
+        self.deleted.add(i)
+
+    def validators(self, i: int) -> tuple[str, str]:
+        """(ETag, Last-Modified) of page ``i``'s current edition."""
+        edition = self.editions.get(i, 0)
+        modified = email.utils.formatdate(BORN + 3600 * edition, usegmt=True)
+        return f'"p{i}-e{edition}"', modified
 
     @staticmethod
     def path(i: int) -> str:
@@ -95,11 +132,14 @@ class TestSite:
         return [self.path(i) for i in range(self.pages)]
 
     def links(self, i: int) -> list[int]:
-        """The pages page ``i`` links to (children first, then the seeded ones)."""
+        """The pages page ``i`` links to (children first, then the seeded
+        ones, then pages added since)."""
+        if i >= self.pages:
+            return [0]
         out = [c for c in (2 * i + 1, 2 * i + 2) if c < self.pages]
         rng = random.Random(self.seed * 1_000_003 + i)
         out += [rng.randrange(self.pages) for _ in range(min(self.fanout, self.pages))]
-        return out
+        return out + self.added_links.get(i, [])
 
     def body(self, i: int, port: int) -> bytes:
         hrefs = []
@@ -118,24 +158,39 @@ class TestSite:
             "javascript:void(0)",
         ]
         nav = "\n".join(f'<li><a href="{h}">link {n}</a></li>' for n, h in enumerate(hrefs))
+        edition = self.editions.get(i, 0)
         head = (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>Page {i}</title>"
             "<style>body{font-family:sans-serif}li{margin:2px}</style></head>\n"
             f"<body><h1>Page {i}</h1>\n<nav><ul>\n{nav}\n</ul></nav>\n<main>\n"
+            + (f"<p>Edition {edition}</p>\n" if edition else "")
         )
         tail = "\n</main></body></html>\n"
         room = max(0, self.size - len(head) - len(tail))
         return (head + self._filler[:room] + tail).encode("utf-8")
 
     def page_index(self, path: str) -> int | None:
+        """The page at ``path``, or None (not a page, or deleted)."""
+        index = None
         if path == "/":
-            return 0
-        if path.startswith("/page/"):
+            index = 0
+        elif path.startswith("/page/"):
             rest = path[6:]
-            if rest.isdigit() and int(rest) < self.pages and rest == str(int(rest)):
-                return int(rest) if int(rest) > 0 else None
-        return None
+            if rest.isdigit() and rest == str(int(rest)) and int(rest) > 0:
+                number = int(rest)
+                index = number if number < self.pages + len(self.added) else None
+        return None if index in self.deleted else index
+
+
+class Hit(NamedTuple):
+    """One request as the server saw it."""
+
+    path: str
+    status: int
+    body_bytes: int  # bytes of body sent
+    if_none_match: str | None
+    if_modified_since: str | None
 
 
 class SiteServer(ThreadingHTTPServer):
@@ -152,11 +207,17 @@ class SiteServer(ThreadingHTTPServer):
         port: int = 0,
         latency: float = 0.0,
         robots: str | None = None,
+        *,
+        conditional: bool = True,
+        validators: bool = True,
     ) -> None:
         self.site = site
         self.latency = latency
         self.robots = robots
+        self.conditional = conditional
+        self.validators = validators
         self.hits: collections.Counter[str] = collections.Counter()
+        self.log: list[Hit] = []
         self.hits_lock = threading.Lock()
         super().__init__((host, port), _Handler)
 
@@ -198,14 +259,55 @@ class _Handler(BaseHTTPRequestHandler):
         if index is None:
             self._send(404, b"<html><title>Not found</title></html>", "text/html")
             return
-        self._send(200, server.site.body(index, server.port), "text/html; charset=utf-8")
+        headers: list[tuple[str, str]] = []
+        if server.validators:
+            etag, modified = server.site.validators(index)
+            headers = [("ETag", etag), ("Last-Modified", modified)]
+            if server.conditional and self._not_modified(etag, modified):
+                self._send(304, b"", "", headers)
+                return
+        body = server.site.body(index, server.port)
+        self._send(200, body, "text/html; charset=utf-8", headers)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
+    def _not_modified(self, etag: str, modified: str) -> bool:
+        """RFC 9110 13.2.2: If-None-Match first; If-Modified-Since only without it."""
+        match = self.headers.get("If-None-Match")
+        if match is not None:
+            return match.strip() == "*" or etag in [t.strip() for t in match.split(",")]
+        since = email.utils.parsedate_tz(self.headers.get("If-Modified-Since") or "")
+        if since is None:
+            return False
+        return email.utils.mktime_tz(since) >= email.utils.mktime_tz(
+            email.utils.parsedate_tz(modified)  # type: ignore[arg-type]
+        )
+
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        for name, value in headers or ():
+            self.send_header(name, value)
+        if status != 304:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+        server = self.server
+        with server.hits_lock:
+            server.log.append(
+                Hit(
+                    self.path,
+                    status,
+                    len(body),
+                    self.headers.get("If-None-Match"),
+                    self.headers.get("If-Modified-Since"),
+                )
+            )
 
 
 @contextmanager
@@ -215,9 +317,11 @@ def serve_site(
     port: int = 0,
     latency: float = 0.0,
     robots: str | None = None,
+    **options: bool,
 ) -> Iterator[SiteServer]:
-    """Serve ``site`` from a background thread for the duration of the block."""
-    with serving(SiteServer(site, host, port, latency, robots)) as server:
+    """Serve ``site`` from a background thread for the duration of the block
+    (``options``: SiteServer's ``conditional`` and ``validators``)."""
+    with serving(SiteServer(site, host, port, latency, robots, **options)) as server:
         yield server
 
 

@@ -23,6 +23,7 @@ priority as ``round(20 x (p - 0.5))``: the default 0.5 is 0 like any link,
 
 from __future__ import annotations
 
+import datetime
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -156,3 +157,16 @@ def _parse_xml(body: bytes) -> Sitemap:
             priority = scaled_priority(fields.get("priority"))
             sitemap.pages.append((loc, priority, fields.get("lastmod") or None))
     return sitemap
+
+
+def lastmod_time(text: str) -> float | None:
+    """Unix time of a ``<lastmod>`` (W3C datetime: a date, or a date and a
+    time with its zone; no zone is read as UTC), or None if unreadable."""
+    value = text.strip()
+    try:
+        when = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return when.timestamp()

@@ -33,6 +33,7 @@ from ..settings import Settings
 from ..web.addresses import AddressGuard
 from ..web.codings import ACCEPT_ENCODING, BoundedDecoder
 from ..web.urls import host_key, hostname_of
+from ..web.validators import digest_text, new_digest
 
 __all__ = [
     "BlockedAddress",
@@ -80,6 +81,7 @@ class Response:
     charset: str | None = None
     elapsed_ms: float = 0.0
     exchange: Exchange | None = None
+    digest: str | None = None  # sha1:BASE32 of the body as sent (see web.validators)
 
 
 class ConnectFailed(DownloadError):
@@ -134,7 +136,9 @@ def parse_content_type(value: str) -> tuple[str, str | None]:
 
 
 class Downloader(Module):
-    """Interface: ``download(url) -> Response``; raises DownloadError."""
+    """Interface: ``download(url) -> Response``; raises DownloadError.
+    ``headers`` (a revisit's conditional request) is passed only when there
+    are some, so a plug-in that takes none works for every first fetch."""
 
     type_letter = "D"
 
@@ -143,7 +147,12 @@ class Downloader(Module):
         self.settings = settings
 
     def download(
-        self, url: str, *, max_bytes: int | None = None, follow_redirects: bool = False
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        follow_redirects: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> Response:
         raise NotImplementedError
 
@@ -276,13 +285,18 @@ class HttpDownloader(Downloader):
         self.timeout = (settings.timeout, settings.timeout)
 
     def download(
-        self, url: str, *, max_bytes: int | None = None, follow_redirects: bool = False
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        follow_redirects: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> Response:
         limit = self.settings.max_bytes if max_bytes is None else max_bytes
         with self.track():
             started = time.perf_counter()
             try:
-                raw = self._get(url, follow_redirects)
+                raw = self._get(url, follow_redirects, headers)
             except _Refused as exc:
                 raise BlockedAddress(f"blocked address: {exc}") from None
             except requests.exceptions.SSLError as exc:
@@ -304,7 +318,9 @@ class HttpDownloader(Downloader):
             finally:
                 raw.close()
 
-    def _get(self, url: str, follow_redirects: bool) -> requests.Response:
+    def _get(
+        self, url: str, follow_redirects: bool, extra: dict[str, str] | None = None
+    ) -> requests.Response:
         """``session.get(url)``, without what a crawler's GET does not need:
         ``Session.request`` merges the session's settings into each request
         (about a third of requests' cost a page, in Protocol isinstance
@@ -315,6 +331,8 @@ class HttpDownloader(Downloader):
         headers = dict(session.headers)
         if self.authorization and (auth := self.authorization.get(host_key(url))):
             headers["Authorization"] = auth  # requests drops it on a redirect to another host
+        if extra:
+            headers.update(extra)
         if session.trust_env:
             return session.get(
                 url,
@@ -354,6 +372,7 @@ class HttpDownloader(Downloader):
         decoder = BoundedDecoder(headers.get("content-encoding", ""))
         chunks: list[bytes] = []
         sent: list[bytes] | None = [] if self.keep_exchange else None
+        payload = new_digest()  # of the body as sent, as WARC-Payload-Digest is
         size = 0
         deadline = started + 3 * self.settings.timeout
         status = raw.status_code
@@ -365,6 +384,7 @@ class HttpDownloader(Downloader):
 
         try:
             for chunk in raw.raw.stream(_CHUNK, decode_content=False):
+                payload.update(chunk)
                 if sent is not None:
                     sent.append(chunk)
                 if time.perf_counter() > deadline:
@@ -396,6 +416,7 @@ class HttpDownloader(Downloader):
             charset=charset,
             elapsed_ms=(time.perf_counter() - started) * 1000.0,
             exchange=None if sent is None else self._exchange(raw, sent, None),
+            digest=digest_text(payload),
         )
 
     @staticmethod

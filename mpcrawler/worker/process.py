@@ -61,9 +61,11 @@ from ..settings import Settings
 from ..web import sitemaps
 from ..web.robots import decode_robots
 from ..web.urls import Scope
+from ..web.validators import conditional_headers
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .links import LinkResolver, SentLinks, document_base
+from .revisit import Revisit, revisit_of
 
 if TYPE_CHECKING:
     from .warc import WarcFiles
@@ -221,8 +223,13 @@ class Worker:
                 result.body = decode_robots(response.body)
                 return result, None
             limit = sitemaps.MAX_BYTES if fetch.kind == "sitemap" else None
-            response = downloader.download(fetch.url, max_bytes=limit)
-            self.archive(result, fetch.url, response.exchange)
+            prior = fetch.prior
+            conditional = conditional_headers(prior.etag, prior.last_modified) if prior else {}
+            if conditional:
+                response = downloader.download(fetch.url, max_bytes=limit, headers=conditional)
+            else:
+                response = downloader.download(fetch.url, max_bytes=limit)
+            self.archive(result, fetch.url, response.exchange, revisit_of(prior, response))
         except DownloadError as exc:
             self.archive(result, fetch.url, exc.exchange)
             result.status, result.error, result.error_kind = exc.status, str(exc), exc.kind
@@ -240,6 +247,11 @@ class Worker:
             result.elapsed_ms = round((time.perf_counter() - started) * 1000.0, 2)
         result.status, result.content_type = response.status, response.content_type
         result.bytes = len(response.body)
+        result.digest = response.digest
+        result.etag = response.headers.get("etag")
+        result.last_modified = response.headers.get("last-modified")
+        if response.status == 304:  # not modified: the last capture's links stand
+            return result, None
         if response.status in (429, 503):
             # Not parsed: its result goes with the end of its download, so the
             # host is slowed down before its next request can start.
@@ -250,17 +262,28 @@ class Worker:
             return result, None
         return result, response
 
-    def archive(self, result: PageResult, url: str, exchange: Exchange | None) -> None:
-        """Write the fetch to the WARC files, if on, before its result leaves."""
+    def archive(
+        self,
+        result: PageResult,
+        url: str,
+        exchange: Exchange | None,
+        revisit: Revisit | None = None,
+    ) -> None:
+        """Write the fetch to the WARC files, if on, before its result leaves:
+        a ``revisit`` record for a page unchanged since ``revisit``'s capture."""
         if self.warc is None or exchange is None:
             return
         if self.warc_failed is not None:  # after a failure nothing more is written
             self._archive_failed(result, self.warc_failed)
             return
         try:
-            result.warc_file, result.warc_offset = self.warc.write_fetch(url, exchange)
+            written = self.warc.write_fetch(url, exchange, revisit)
         except OSError as exc:
             self._archive_failed(result, exc)
+            return
+        result.warc_file, result.warc_offset = written.file, written.offset
+        result.warc_id, result.warc_date = written.record_id, written.date
+        result.revisit = revisit.profile if revisit is not None else None
 
     def _archive_failed(self, result: PageResult, exc: OSError) -> None:
         """The archive cannot be written (a full disk, an I/O error): the

@@ -10,7 +10,17 @@ handed to the OS before the result goes to the master, which puts
 ``warc_file`` and ``warc_offset`` (of the response record) into the page's
 record: the output still comes before the frontier's ack.  warcio writes
 the records and computes ``WARC-Payload-Digest`` and ``WARC-Block-Digest``
-(sha1, base32).  A body cut short (``--max-bytes``, a timeout, a dropped
+(sha1, base32).
+
+A revisit of a page that did not change (see
+:func:`mpcrawler.worker.revisit.revisit_of`) is a
+``revisit`` record instead of a ``response``: profile
+``server-not-modified`` for a 304, ``identical-payload-digest`` for a 2xx
+whose payload digest is the last capture's; its block is the HTTP headers
+as received, and it carries ``WARC-Refers-To-Target-URI``,
+``WARC-Refers-To-Date`` and, where known, ``WARC-Refers-To`` (the original
+capture's record id) and that capture's ``WARC-Payload-Digest``, so a
+replay tool serves the original's body.  A body cut short (``--max-bytes``, a timeout, a dropped
 connection) is archived as far as it came, with ``WARC-Truncated``.
 
 Files start with a ``warcinfo`` record, rotate at ``--warc-size``, and are
@@ -32,15 +42,16 @@ import time
 import uuid
 import zlib
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from ..__version__ import __version__
 from .downloader import Exchange
+from .revisit import PROFILES, Revisit
 
-__all__ = ["WarcFiles", "repair"]
+__all__ = ["WarcFiles", "Written", "repair"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +60,15 @@ WARC_VERSION = "WARC/1.1"
 GZIP_LEVEL = 6
 # A body archived without transfer coding keeps the header under another name.
 _HOP_BY_HOP = {"transfer-encoding"}
+
+
+class Written(NamedTuple):
+    """Where a fetch's main record went: file, offset, WARC-Record-ID, WARC-Date."""
+
+    file: str
+    offset: int
+    record_id: str
+    date: str
 
 
 class WarcFiles:
@@ -66,24 +86,28 @@ class WarcFiles:
         self._serial = 0
         self._stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
 
-    def write_fetch(self, url: str, exchange: Exchange) -> tuple[str, int]:
-        """Write a fetch's response and request records; (file name, offset
-        of the response record).  Handed to the OS when this returns."""
+    def write_fetch(self, url: str, exchange: Exchange, revisit: Revisit | None = None) -> Written:
+        """Write a fetch's response (or ``revisit``) and request records;
+        where the first went.  Handed to the OS when this returns."""
         protocol, _, status = exchange.status_line.partition(" ")
         response_headers = StatusAndHeaders(
             status, _archived_headers(exchange.headers), protocol=protocol
         )
         response_id = _record_id()
         warc_headers = {"WARC-Record-ID": response_id}
-        if exchange.truncated:
-            warc_headers["WARC-Truncated"] = exchange.truncated
-        response = self._maker.create_warc_record(
-            url,
-            "response",
-            payload=io.BytesIO(exchange.body),
-            http_headers=response_headers,
-            warc_headers_dict=warc_headers,
-        )
+        if revisit is not None:
+            response = self._revisit_record(url, response_headers, warc_headers, revisit)
+        else:
+            if exchange.truncated:
+                warc_headers["WARC-Truncated"] = exchange.truncated
+            response = self._maker.create_warc_record(
+                url,
+                "response",
+                payload=io.BytesIO(exchange.body),
+                http_headers=response_headers,
+                warc_headers_dict=warc_headers,
+            )
+        date = response.rec_headers.get_header("WARC-Date")
         request = self._maker.create_warc_record(
             url,
             "request",
@@ -92,7 +116,30 @@ class WarcFiles:
             warc_headers_dict={"WARC-Concurrent-To": response_id},
         )
         response_member = _member(response)  # compressed outside the lock
-        return self._append(response_member + _member(request))
+        name, offset = self._append(response_member + _member(request))
+        return Written(name, offset, response_id, date)
+
+    def _revisit_record(
+        self,
+        url: str,
+        http_headers: StatusAndHeaders,
+        warc_headers: dict[str, str],
+        revisit: Revisit,
+    ) -> Any:
+        """A ``revisit`` record: the HTTP headers as received, no payload."""
+        warc_headers["WARC-Profile"] = PROFILES[revisit.profile]
+        warc_headers["WARC-Refers-To-Target-URI"] = revisit.refers_to_uri
+        warc_headers["WARC-Refers-To-Date"] = revisit.refers_to_date
+        if revisit.refers_to:
+            warc_headers["WARC-Refers-To"] = revisit.refers_to
+        if revisit.digest:
+            warc_headers["WARC-Payload-Digest"] = revisit.digest
+        record = self._maker.create_warc_record(
+            url, "revisit", http_headers=http_headers, warc_headers_dict=warc_headers
+        )
+        if revisit.digest:  # the original's, as set above, not the empty payload's
+            record.rec_headers.replace_header("WARC-Payload-Digest", revisit.digest)
+        return record
 
     def write_outlinks(self, url: str, links: list[str]) -> None:
         """A ``metadata`` record listing the page's outlinks, one ``outlink:`` field each."""

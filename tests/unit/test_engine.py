@@ -5,6 +5,7 @@ were asked: what was sent, recorded and acked."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -170,6 +171,18 @@ class FakeFrontier:
 
     def budget_left(self) -> bool:
         return self.max_pages is None or self.leases < self.max_pages
+
+    def schedule(self, revisits: Sequence[Any]) -> None:
+        raise AssertionError("no revisits here")
+
+    def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
+        pass
+
+    def next_due(self) -> float | None:
+        return None
+
+    def expedite(self, items: Sequence[tuple[str, float]]) -> int:
+        return 0
 
     def take_over_budget(self) -> int:
         return 0

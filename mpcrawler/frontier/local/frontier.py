@@ -10,20 +10,31 @@ set second, and after a crash the queue's replayed puts are marked seen again.
 It keeps the crawl's page budgets (``set_budget``), as the shared frontier
 does in Redis: no lease past ``max_pages`` (pages recorded before this run
 plus leases in it), no URL queued past ``max_pages_per_host`` of its host.
+
+Revisits (``schedule``) live in ``DIR/revisits.db`` (:class:`RevisitStore`),
+opened once a run turns them on or finds the file.  A URL due again is put
+into the queue like any other (``promote``, at a lease and every turn),
+its row naming the copy queued; its state comes back with its lease.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...web.urls import host_key
-from ..base import Admission, UrlInfo
+from ..base import Admission, Revisit, UrlInfo
 from .queue import UrlQueueManager, inspect
+from .revisits import FILE as REVISITS_FILE
+from .revisits import NOT_QUEUED, RevisitStore
 from .seen import SeenSet
+
+PROMOTE_BATCH = 1000  # URLs due again put into the queue at once, at most
 
 __all__ = ["LocalFrontier"]
 
@@ -48,6 +59,63 @@ class LocalFrontier:
         self.started = 0  # pages recorded before this run, plus leases in it
         self.host_pages: Counter[str] = Counter()  # URLs queued per host, with a per-host budget
         self.over_budget = 0  # URLs not queued since the last take: their host's budget was spent
+        self.revisits: RevisitStore | None = None
+        self.lag: float | None = None  # revisits on: a URL is due at its time plus this
+        self.before = math.inf  # ... if its time is before this
+        self._revisit_seqs: set[int] = set()  # leased copies that their row names
+        self.stale = 0  # queued copies dropped: their row did not name them
+        if (self.directory / REVISITS_FILE).exists():
+            self._open_revisits()
+
+    def _open_revisits(self) -> RevisitStore:
+        if self.revisits is None:
+            self.revisits = RevisitStore(self.directory)
+            self.revisits.forget_lost(self.queue.next_seq)  # puts a kill took back
+        return self.revisits
+
+    def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
+        self.lag, self.before = lag, before
+        if lag is not None:
+            self._open_revisits()
+            self.promote()
+
+    def schedule(self, revisits: Sequence[Revisit]) -> None:
+        store = self._open_revisits()
+        for revisit in revisits:
+            store.schedule(*revisit)
+
+    def expedite(self, items: Sequence[tuple[str, float]]) -> int:
+        if self.revisits is None or not items:
+            return 0
+        return self.revisits.expedite(items)
+
+    def next_due(self) -> float | None:
+        store = self.revisits
+        if store is None or self.lag is None or store.next_due is None:
+            return None
+        if store.next_due >= self.before:
+            return None
+        return store.next_due + self.lag
+
+    def _due(self, when: float) -> bool:
+        return self.lag is not None and when < self.before and when + self.lag <= time.time()
+
+    def promote(self, now: float | None = None) -> int:
+        """Put the URLs due by ``now`` (Unix time) into the queue; how many."""
+        store = self.revisits
+        if store is None or self.lag is None:
+            return 0
+        until = min((time.time() if now is None else now) - self.lag, self.before)
+        promoted = 0
+        while rows := store.due(until, PROMOTE_BATCH):
+            for url, depth, priority, kind in rows:
+                store.mark_queued(url, self.queue.put(url, depth, priority, kind).seq)
+            promoted += len(rows)
+            if len(rows) < PROMOTE_BATCH:
+                break
+        if promoted:
+            store.refresh_next_due()
+        return promoted
 
     def set_budget(
         self,
@@ -101,7 +169,21 @@ class LocalFrontier:
     def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
         if not self.budget_left():
             return None
-        item = self.queue.lease(now)
+        if self.lag is not None:
+            self.promote()
+        while (item := self.queue.lease(now)) is not None and self.revisits is not None:
+            row = self.revisits.get(item.url)
+            if row is None:
+                break
+            if row.queued == NOT_QUEUED and self._due(row.due):
+                self.revisits.mark_queued(item.url, item.seq)  # a copy a kill left: it does
+            elif row.queued != item.seq:  # a copy a kill left, or one queued twice
+                self.queue.ack(item)
+                self.stale += 1
+                continue
+            self._revisit_seqs.add(item.seq)
+            item = item._replace(state=row.state)
+            break
         if item is not None:
             self.started += 1
         return item
@@ -111,9 +193,16 @@ class LocalFrontier:
     ) -> None:
         for url in seen:
             self.seen.add(url)
+        if item.seq in self._revisit_seqs and self.revisits is not None:
+            self._revisit_seqs.discard(item.seq)  # not scheduled again (revisits off now): waits
+            self.revisits.db.execute(
+                "UPDATE revisits SET queued = -1 WHERE url = ? AND queued = ?",
+                (item.url, item.seq),
+            )
         self.queue.ack(item)
 
     def release(self, item: UrlInfo) -> None:
+        self._revisit_seqs.discard(item.seq)
         self.queue.release(item)
 
     def block(self, host: str, until: float) -> None:
@@ -123,17 +212,27 @@ class LocalFrontier:
         return self.queue.next_ready(now)
 
     def sync(self) -> None:
+        if self.revisits is not None:
+            self.revisits.commit()  # before the acks it must precede
         self.queue.sync()
 
     def tick(self) -> None:
-        self.queue.sync()  # every turn of the master's loop: a killed master loses one turn
+        if self.lag is not None:
+            self.promote()
+        self.sync()  # every turn of the master's loop: a killed master loses one turn
 
     def checkpoint(self) -> None:
+        if self.revisits is not None:
+            self.revisits.sync()
         self.queue.flush()
         self.seen.flush()
 
     def stats(self) -> dict[str, Any]:
-        return {**self.queue.stats(), "seen": len(self.seen)}
+        stats = {**self.queue.stats(), "seen": len(self.seen)}
+        if self.revisits is not None:
+            stats["scheduled"] = self.revisits.waiting()
+            stats["next_due"] = self.next_due()
+        return stats
 
     def __len__(self) -> int:
         return len(self.queue)
@@ -159,6 +258,8 @@ class LocalFrontier:
 
     def close(self) -> None:
         try:
+            if self.revisits is not None:
+                self.revisits.close()
             self.queue.close()
         finally:
             self.seen.close()

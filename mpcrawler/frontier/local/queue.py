@@ -281,6 +281,11 @@ class UrlQueueManager:
         return self._mem + self._blocks_on_disk.count + self._log.count - len(self._tombstones)
 
     @property
+    def next_seq(self) -> int:
+        """The seq the next put gets (every seq below it was put)."""
+        return self._next_seq
+
+    @property
     def taken(self) -> int:
         """Items leased and not yet acked (queued again on reopening)."""
         return len(self._unacked)

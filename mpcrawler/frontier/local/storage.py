@@ -42,7 +42,7 @@ def kind_code(kind: str) -> int:
 
 def encode_item(item: UrlInfo) -> bytes:
     """``item`` as one framed record."""
-    url, depth, priority, seq, kind, lastmod = item
+    url, depth, priority, seq, kind, lastmod = item[:6]
     if kind == "page" and lastmod is None:  # nearly every item
         payload = _pack_item(seq, priority, depth, 0, 0) + url.encode()
     else:

@@ -97,7 +97,7 @@ from typing import Any, NamedTuple
 from ...errors import FrontierError, FrontierUnavailable, UsageError
 from ...web.redact import redact_url
 from ...web.urls import host_key
-from ..base import FOREVER, KINDS, Admission, UrlInfo
+from ..base import FOREVER, KINDS, Admission, Revisit, UrlInfo
 from ..hostblocks import HostBlocks
 from .client import connect, key_prefix, lost_message
 
@@ -114,6 +114,8 @@ log = logging.getLogger(__name__)
 _MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
 FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
 COUNTS_STALE = 0.5  # seconds before idle counts are read again
+# What each step returns of the crawl's counts, in order (next_due: Redis ms, -1 none).
+_COUNTS = ("queued", "leased", "done", "errors", "seen", "late", "scheduled", "next_due")
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
@@ -203,9 +205,11 @@ def _seen_slot(url: str) -> tuple[str, bytes]:
     return digest[:2].hex(), digest[2:]
 
 
-def _item(member: str | bytes) -> UrlInfo:
+def _item(member: str | bytes, entry: bytes = b"") -> UrlInfo:
+    """The UrlInfo of a queue member, with the state of its revisit entry, if any."""
     seq, url, depth, priority, kind, lastmod = json.loads(member)
-    return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None)
+    state = json.loads(entry)[5] if entry else None
+    return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None, state)
 
 
 class RedisFrontier:
@@ -259,7 +263,9 @@ class RedisFrontier:
         self._blocks = HostBlocks()
         self._draining: set[str] = set()
         self._owned: list[str] = []
-        self._counts = {"queued": 0, "leased": 0, "done": 0, "errors": 0, "seen": 0, "late": 0}
+        self._counts = dict.fromkeys(_COUNTS, 0)
+        self.lag_ms = -1  # revisits off
+        self.before_ms = -1  # none
         self._counts_at = 0.0
         self._last_beat = 0.0
         self._down_since: float | None = None
@@ -343,6 +349,28 @@ class RedisFrontier:
         self._queue_op(op)
         if host in self._draining and all(held.host != host for held in self._held.values()):
             self._queue_op(["G", host, self._wait_ms(host)])  # shed: it goes once idle
+
+    def schedule(self, revisits: Sequence[Revisit]) -> None:
+        for url, due, depth, priority, kind, state, fetched in revisits:
+            host = host_key(url)
+            due_ms, fetched_ms = int(due * 1000), int(fetched * 1000)
+            self._queue_op(["S", host, url, depth, priority, kind, due_ms, fetched_ms, state])
+
+    def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
+        self.lag_ms = -1 if lag is None else max(0, int(lag * 1000))
+        self.before_ms = -1 if math.isinf(before) else int(before * 1000)
+        self._dry_until = 0.0
+
+    def next_due(self) -> float | None:
+        first = self._counts["next_due"]
+        if self.lag_ms < 0 or first < 0 or 0 <= self.before_ms <= first:
+            return None
+        return (first + self.lag_ms) / 1000.0
+
+    def expedite(self, items: Sequence[tuple[str, float]]) -> int:
+        for url, since in items:
+            self._queue_op(["X", url, int(since * 1000)])
+        return len(items)
 
     def release(self, item: UrlInfo) -> None:
         self._held.pop(item.seq, None)
@@ -432,6 +460,7 @@ class RedisFrontier:
             "done": c["done"],
             "hosts_held": len(self._owned),
             "hosts_blocked": len(self._blocks),
+            "scheduled": c["scheduled"],
             "redis_round_trips": self.round_trips,
             "fenced": self.fenced,
         }
@@ -561,7 +590,7 @@ class RedisFrontier:
             args.extend(_seen_slot(url))
         skip = self._blocks.until.keys() | self._draining
         max_pages = -1 if self.max_pages is None else self.max_pages
-        args.extend((want, self.per_host, max_pages, len(skip), *skip))
+        args.extend((want, self.per_host, max_pages, self.lag_ms, self.before_ms, len(skip), *skip))
         if beat:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))
@@ -584,17 +613,16 @@ class RedisFrontier:
                 self._refused(text)
             raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
         del ops[: len(ops)]
-        admitted, leased_raw, checked, counts, beat_reply, session = reply
+        admitted, leased_raw, checked, counts, beat_reply, session, entries = reply
         self.epoch, self.crawl_id = session[0].decode(), session[1].decode()
         now = time.monotonic()
         if beat:
             self._beat_sent = sent
-        names = ("queued", "leased", "done", "errors", "seen", "late")
-        self._counts = dict(zip(names, (int(c) for c in counts), strict=True))
+        self._counts = dict(zip(_COUNTS, (int(c) for c in counts), strict=True))
         self._counts_at = now
         leased = []
-        for member in leased_raw:
-            item = _item(member)
+        for member, entry in zip(leased_raw, entries, strict=True):
+            item = _item(member, entry)
             self._held[item.seq] = _Lease(host_key(item.url), member.decode(), item)
             leased.append(item)
         if self._down_since is not None:

@@ -11,13 +11,24 @@
 --                            G host wait_ms (give up an idle host)
 --                            GA             (give up every idle host held)
 --                            L              (leave: no longer alive)
+--                            S host url depth priority kind due_ms fetched_ms state
+--                                           (schedule a revisit: `rv` and `due`)
+--                            X url since_ms (due now if fetched before since_ms)
 --   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
---   lease   want per_host max_pages(-1: none) nskip host*
+--   lease   want per_host max_pages(-1: none) lag_ms(-1: no revisits)
+--           before_ms(-1: none) nskip host*
 --   beat    0 | 1 timeout_ms node_info_json
 -- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
 --          leased members, seen flags,
---          {queued, leased, done, errors, seen, late}, beat reply, {epoch, crawl id}}.
+--          {queued, leased, done, errors, seen, late, scheduled, next due ms (-1: none)},
+--          beat reply, {epoch, crawl id}, each leased member's revisit entry ('' if none)}.
+--
+-- Revisits.  `rv` maps a URL to its entry, {host, depth, priority, kind,
+-- fetched_ms, state}; `due` holds the URLs waiting for their due time (ms,
+-- the score).  With lag_ms >= 0, the URLs due by now - lag_ms (and before
+-- before_ms) are queued (a new seq each) before leasing, and a lease returns
+-- its URL's entry.
 --
 -- Fencing.  Epoch '0' registers the node: it gets a new epoch (a fencing
 -- token) and, when the crawl is new, creates its id.  Every other call
@@ -234,6 +245,20 @@ for _ = 1, n do
     i = i + 1
     redis.call('ZREM', P .. 'alive', node)
     redis.call('HDEL', P .. 'epoch', node)
+  elseif op == 'S' then
+    local url = ARGV[i + 2]
+    redis.call('HSET', P .. 'rv', url, cjson.encode({ARGV[i + 1], tonumber(ARGV[i + 3]),
+      tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 7]), ARGV[i + 8]}))
+    redis.call('ZADD', P .. 'due', tonumber(ARGV[i + 6]), url)
+    i = i + 9
+  elseif op == 'X' then
+    local url, since = ARGV[i + 1], tonumber(ARGV[i + 2])
+    i = i + 3
+    local entry = redis.call('HGET', P .. 'rv', url)
+    if entry and redis.call('ZSCORE', P .. 'due', url)
+        and cjson.decode(entry)[5] < since then
+      redis.call('ZADD', P .. 'due', 0, url)
+    end
   else
     return redis.error_reply('unknown op ' .. tostring(op))
   end
@@ -277,14 +302,26 @@ end
 
 -- lease ----------------------------------------------------------------
 local want, per_host, max_pages = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-local nskip = tonumber(ARGV[i + 3])
-i = i + 4
+local lag, before, nskip = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
+i = i + 6
+if lag >= 0 then -- revisits due by now are queued again, a batch a call
+  local cutoff = '' .. (now - lag)
+  if before >= 0 and before <= now - lag then cutoff = '(' .. before end
+  for _, url in ipairs(redis.call('ZRANGEBYSCORE', P .. 'due', '-inf', cutoff,
+      'LIMIT', 0, 256)) do
+    local e = cjson.decode(redis.call('HGET', P .. 'rv', url))
+    local seq = redis.call('INCR', P .. 'seq') - 1
+    requeue(e[1], cjson.encode({seq, url, e[2], e[3], e[4], ''}))
+    redis.call('ZREM', P .. 'due', url)
+  end
+end
 local skip = {}
 for _ = 1, nskip do
   skip[ARGV[i]] = true
   i = i + 1
 end
 local leased = {}
+local entries = {}
 if want > 0 and max_pages >= 0 then
   local room = max_pages - tonumber(redis.call('GET', P .. 'done') or '0')
     - redis.call('HLEN', P .. 'leased')
@@ -346,6 +383,11 @@ if want > 0 then
       redis.call('DECR', P .. 'queued')
       taken[host] = (taken[host] or 0) + 1
       leased[#leased + 1] = head[1]
+      if lag >= 0 then
+        entries[#entries + 1] = redis.call('HGET', P .. 'rv', cjson.decode(head[1])[2]) or ''
+      else
+        entries[#entries + 1] = ''
+      end
     end
   end
 end
@@ -371,5 +413,9 @@ local counts = {
   tonumber(redis.call('GET', P .. 'errors') or '0'),
   tonumber(redis.call('GET', P .. 'seen') or '0'),
   tonumber(redis.call('GET', P .. 'late') or '0'),
+  redis.call('ZCARD', P .. 'due'),
+  -1,
 }
-return {admitted, leased, checked, counts, beat, {epoch, id}}
+local first = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
+if #first > 0 then counts[8] = tonumber(first[2]) end
+return {admitted, leased, checked, counts, beat, {epoch, id}, entries}
