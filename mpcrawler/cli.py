@@ -362,6 +362,11 @@ def format_summary(stats: dict[str, Any]) -> str:
         f"errors     {stats['errors']}"
         + (f"  {kinds}" if (kinds := _pairs(stats["errors_by_kind"])) else ""),
         "statuses   " + _pairs(stats["statuses"]),
+        *(
+            [f"changes    {_pairs(stats['changes'])}  ({stats['bytes_saved']} body bytes saved)"]
+            if stats.get("changes")
+            else []
+        ),
         "frontier   " + _pairs(stats["frontier"]),
         "states     "
         + " ".join(f"{k}={stats[k]}" for k in ("buffered", "downloading", "parsing") if k in stats),

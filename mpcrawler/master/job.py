@@ -75,10 +75,10 @@ class Job:
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
             self.dir.check_compatible(stored, s.to_dict())
-            if self.state.state == "finished" and not shared:
+            if self.state.state == "finished":
                 if self._revisits():
                     self.new_pass()
-                elif not self._budget_raised():
+                elif not shared and not self._budget_raised():
                     return False
             if not shared and (reasons := self.dir.damage(self.state, self.out)):
                 if not s.repair:

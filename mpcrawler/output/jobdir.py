@@ -295,7 +295,29 @@ class JobDir:
             else None,
             "seeds": settings.get("seeds", []),
             "message": state.message,
+            **revisit_status(self.path, settings, state),
         }
+
+
+def revisit_status(path: Path, settings: dict[str, Any], state: JobState) -> dict[str, Any]:
+    """What ``status`` says of revisits: this pass's changes, the bytes 304s
+    saved, the pages scheduled and when the next is due (local time)."""
+    from ..frontier.local.revisits import RevisitStore
+
+    shown: dict[str, Any] = {}
+    if state.changes:
+        shown["changes"] = state.changes
+        shown["bytes_saved"] = state.bytes_saved
+    schedule = RevisitStore.inspect(path)
+    if not schedule:
+        return shown
+    shown["scheduled"] = schedule["scheduled"]
+    first, after = schedule["next_due"], settings.get("revisit_after")
+    lag = 0.0 if settings.get("continuous") else after
+    if first is not None and isinstance(lag, (int, float)):
+        when = time.localtime(float(first) + lag)
+        shown["next_due"] = time.strftime("%Y-%m-%d %H:%M:%S %Z", when)
+    return shown
 
 
 @dataclass

@@ -16,8 +16,10 @@ A revisit of a page that did not change (see
 :func:`mpcrawler.worker.revisit.revisit_of`) is a
 ``revisit`` record instead of a ``response``: profile
 ``server-not-modified`` for a 304, ``identical-payload-digest`` for a 2xx
-whose payload digest is the last capture's; its block is the HTTP headers
-as received, and it carries ``WARC-Refers-To-Target-URI``,
+whose payload digest is the last capture's.  The latter's block is the HTTP
+headers as received; a 304's has none, so that replay serves the original
+capture's status, headers and body (pywb plays a 3xx revisit's own status
+line as an empty redirect).  Both carry ``WARC-Refers-To-Target-URI``,
 ``WARC-Refers-To-Date`` and, where known, ``WARC-Refers-To`` (the original
 capture's record id) and that capture's ``WARC-Payload-Digest``, so a
 replay tool serves the original's body.  A body cut short (``--max-bytes``, a timeout, a dropped
@@ -134,9 +136,17 @@ class WarcFiles:
             warc_headers["WARC-Refers-To"] = revisit.refers_to
         if revisit.digest:
             warc_headers["WARC-Payload-Digest"] = revisit.digest
-        record = self._maker.create_warc_record(
-            url, "revisit", http_headers=http_headers, warc_headers_dict=warc_headers
-        )
+        if revisit.profile == "server-not-modified":
+            # No block: replay tools take a revisit's status line from its
+            # block, and pywb plays any 3xx revisit as an empty redirect, so a
+            # 304's headers here would replay as "304", not as the page.
+            record = self._maker.create_warc_record(
+                url, "revisit", payload=io.BytesIO(b""), warc_headers_dict=warc_headers
+            )
+        else:
+            record = self._maker.create_warc_record(
+                url, "revisit", http_headers=http_headers, warc_headers_dict=warc_headers
+            )
         if revisit.digest:  # the original's, as set above, not the empty payload's
             record.rec_headers.replace_header("WARC-Payload-Digest", revisit.digest)
         return record
