@@ -38,6 +38,8 @@ HOSTS = ["http://a.test", "http://b.test", "http://c.test:8080"]
 
 
 def _local_crash(frontier: Any) -> None:
+    if frontier.revisits is not None:
+        frontier.revisits.db.close()  # what it never committed is rolled back
     frontier.queue.abandon()
     frontier.seen._pending.clear()  # what a killed process never flushed
     frontier.seen._cache.close()

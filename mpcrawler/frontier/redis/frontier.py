@@ -264,7 +264,7 @@ class RedisFrontier:
         self._draining: set[str] = set()
         self._owned: list[str] = []
         self._counts = dict.fromkeys(_COUNTS, 0)
-        self.lag_ms = -1  # revisits off
+        self.lag_ms: int | None = None  # revisits off
         self.before_ms = -1  # none
         self._counts_at = 0.0
         self._last_beat = 0.0
@@ -357,13 +357,13 @@ class RedisFrontier:
             self._queue_op(["S", host, url, depth, priority, kind, due_ms, fetched_ms, state])
 
     def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
-        self.lag_ms = -1 if lag is None else max(0, int(lag * 1000))
+        self.lag_ms = None if lag is None else int(lag * 1000)
         self.before_ms = -1 if math.isinf(before) else int(before * 1000)
         self._dry_until = 0.0
 
     def next_due(self) -> float | None:
         first = self._counts["next_due"]
-        if self.lag_ms < 0 or first < 0 or 0 <= self.before_ms <= first:
+        if self.lag_ms is None or first < 0 or 0 <= self.before_ms <= first:
             return None
         return (first + self.lag_ms) / 1000.0
 
@@ -590,7 +590,8 @@ class RedisFrontier:
             args.extend(_seen_slot(url))
         skip = self._blocks.until.keys() | self._draining
         max_pages = -1 if self.max_pages is None else self.max_pages
-        args.extend((want, self.per_host, max_pages, self.lag_ms, self.before_ms, len(skip), *skip))
+        lag = "" if self.lag_ms is None else self.lag_ms  # '': revisits off
+        args.extend((want, self.per_host, max_pages, lag, self.before_ms, len(skip), *skip))
         if beat:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))

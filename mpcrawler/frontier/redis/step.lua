@@ -16,7 +16,7 @@
 --                            X url since_ms (due now if fetched before since_ms)
 --   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
---   lease   want per_host max_pages(-1: none) lag_ms(-1: no revisits)
+--   lease   want per_host max_pages(-1: none) lag_ms('': no revisits)
 --           before_ms(-1: none) nskip host*
 --   beat    0 | 1 timeout_ms node_info_json
 -- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
@@ -26,7 +26,7 @@
 --
 -- Revisits.  `rv` maps a URL to its entry, {host, depth, priority, kind,
 -- fetched_ms, state}; `due` holds the URLs waiting for their due time (ms,
--- the score).  With lag_ms >= 0, the URLs due by now - lag_ms (and before
+-- the score).  With a lag_ms, the URLs due by now - lag_ms (and before
 -- before_ms) are queued (a new seq each) before leasing, and a lease returns
 -- its URL's entry.
 --
@@ -304,7 +304,7 @@ end
 local want, per_host, max_pages = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
 local lag, before, nskip = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
 i = i + 6
-if lag >= 0 then -- revisits due by now are queued again, a batch a call
+if lag then -- revisits due by now are queued again, a batch a call
   local cutoff = '' .. (now - lag)
   if before >= 0 and before <= now - lag then cutoff = '(' .. before end
   for _, url in ipairs(redis.call('ZRANGEBYSCORE', P .. 'due', '-inf', cutoff,
@@ -383,7 +383,7 @@ if want > 0 then
       redis.call('DECR', P .. 'queued')
       taken[host] = (taken[host] or 0) + 1
       leased[#leased + 1] = head[1]
-      if lag >= 0 then
+      if lag then
         entries[#entries + 1] = redis.call('HGET', P .. 'rv', cjson.decode(head[1])[2]) or ''
       else
         entries[#entries + 1] = ''
