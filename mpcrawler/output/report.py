@@ -47,6 +47,8 @@ class Summary:
     # (ms, record number, url, status), slowest first once summarized
     slowest: list[tuple[float, int, str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)  # fetched_at of each record
+    changes: Counter[str] = field(default_factory=Counter)  # of the last pass (revisits)
+    bytes_saved: int = 0  # by the last pass's 304s
 
     def percentile(self, p: float) -> float | None:
         if not self.elapsed_ms:
@@ -69,10 +71,18 @@ def _size_band(size: int) -> str:
     return ">= 1 MB"
 
 
-def summarize(records: Iterable[dict[str, Any]]) -> Summary:
-    """The report's figures from the records (any fields may be missing)."""
+def summarize(records: Iterable[dict[str, Any]], pass_start: int = 0) -> Summary:
+    """The report's figures from the records (any fields may be missing);
+    the changes and bytes saved are those of the pass that begins at record
+    number ``pass_start``."""
     summary = Summary()
     for record in records:
+        if summary.pages >= pass_start:
+            change, saved = record.get("change"), record.get("bytes_saved")
+            if isinstance(change, str):
+                summary.changes[change] += 1
+            if isinstance(saved, int):
+                summary.bytes_saved += saved
         summary.pages += 1
         status = record.get("status")
         summary.statuses["none" if status is None else str(status)] += 1
@@ -220,6 +230,7 @@ def render(summary: Summary, settings: dict[str, Any], job: JobState, title: str
         ["pages", summary.pages],
         ["errors", summary.errors],
         ["bytes", f"{summary.bytes_total:,}"],
+        ["bytes saved (this pass's 304s)", f"{summary.bytes_saved:,}"],
         ["runs", job.runs],
         ["elapsed", f"{job.elapsed_s:,.1f} s"],
     ]
@@ -235,6 +246,7 @@ def render(summary: Summary, settings: dict[str, Any], job: JobState, title: str
         _rate_chart(summary.times, job.run_starts),
         '<div class="grid">',
         _bar_chart("statuses", "status codes", sorted(summary.statuses.items())),
+        _bar_chart("changes", "changes (this pass)", summary.changes.most_common()),
         _bar_chart("errors", "errors by kind", summary.error_kinds.most_common()),
         _bar_chart("depths", "pages per depth", depths),
         _bar_chart("sizes", "pages by size", sizes),
@@ -268,7 +280,7 @@ def write_report(job_dir: str | Path) -> Path:
     job = JobDir(job_dir)
     settings, state = job.read()
     out = Path(settings.get("out") or Path(job_dir) / "pages.jsonl")
-    summary = summarize(JsonLinesPipeline(out).records())
+    summary = summarize(JsonLinesPipeline(out).records(), state.pass_start_pages)
     path = Path(job_dir) / "report.html"
     tmp = path.with_name("report.html.tmp")
     tmp.write_text(render(summary, settings, state, str(job_dir)), encoding="utf-8")

@@ -15,7 +15,7 @@ from support import Lines, crawl_records, run_cli, start_cli
 
 from mpcrawler.testing.site import TestSite, serve_site
 
-CHARTS = ("rate", "statuses", "errors", "depths", "sizes", "download")
+CHARTS = ("rate", "changes", "statuses", "errors", "depths", "sizes", "download")
 TABLES = ("overview", "top-hosts", "error-hosts", "slowest", "runs", "settings")
 
 

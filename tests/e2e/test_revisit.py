@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import email.utils
 import glob
+import json
 import os
 import shutil
 import signal
@@ -72,8 +73,9 @@ def test_a_revisit_of_an_unchanged_site_sends_the_validators_and_gets_no_body(
     for record in records:
         assert record["digest"] == by_url[record["url"]]["digest"]
         assert record["bytes_saved"] == by_url[record["url"]]["bytes"]
-    stats = run_cli("status", str(job), "--json")
-    assert stats.returncode == 0, stats.stderr
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert status["changes"] == {"unchanged": PAGES}
+    assert status["bytes_saved"] == sum(r["bytes"] for r in first)
 
     # The archive: one revisit record per page, naming its original capture.
     originals = {
@@ -132,6 +134,11 @@ def test_edits_additions_and_deletions_are_told_apart(make_site: Any, tmp_path: 
     assert len(records) == PAGES + 1
     stats = (job / "stats.json").read_text()
     assert '"changed": 5' in stats and '"gone": 1' in stats and '"new": 1' in stats
+    assert run_cli("report", str(job)).returncode == 0
+    report = (job / "report.html").read_text()
+    chart = report.split('<svg id="changes"', 1)[1].split("</svg>", 1)[0]
+    for change, count in (("unchanged", PAGES - 6), ("changed", 5), ("new", 1), ("gone", 1)):
+        assert f">{change}<" in chart and f">{count}<" in chart
 
 
 def test_a_server_that_ignores_conditional_requests_is_seen_unchanged_by_digest(
