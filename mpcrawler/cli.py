@@ -465,6 +465,8 @@ def run_shared_status(args: argparse.Namespace) -> int:
         print(f"mpcrawler: error: {status['lost']}", file=sys.stderr)
         return EXIT_ERROR
     keys = ("crawl", "queued", "leased", "done", "errors", "seen", "late", "pages_per_s")
+    if status["scheduled"]:
+        keys += ("scheduled", "next_due")
     for key in keys:
         print(f"{key.replace('_', ' '):<15}{_cell(status[key])}")
     columns = ("node", "alive", "last_heartbeat_s", "pages", "errors", "pages_per_s", "hosts_held")

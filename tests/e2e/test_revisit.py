@@ -208,6 +208,8 @@ def test_a_shared_crawl_revisits_through_redis(make_site: Any, tmp_path: Path, c
         "unchanged": PAGES - 1,
         "changed": 1,
     }
+    status = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl)
+    assert f"scheduled      {PAGES}" in status.stdout and "next due" in status.stdout
 
 
 def test_continuous_sees_an_edit_within_its_interval_and_keeps_its_schedule_across_sigkill(

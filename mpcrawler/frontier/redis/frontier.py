@@ -31,6 +31,13 @@ before then.  Two live processes never share a node id: registering with
 the id of a live node is refused (:class:`NodeTaken`), unless that node is
 this host's and its process is gone.
 
+**Revisits.**  ``schedule`` is an op of the next step, sent before the
+ack that follows it: a hash ``rv`` keeps each scheduled URL's host, depth,
+priority, kind, fetch time and state, and a sorted set ``due`` its due
+time.  Every step of a node with revisits on (``set_revisits``) first
+queues the URLs whose time has come (``step.lua``), and each lease returns
+its URL's ``rv`` entry.  A crawl that never revisits writes neither key.
+
 **A lost crawl is an error.**  A crawl has an id, created with its first
 registration and kept in each node's job dir; a call that finds it gone
 (Redis restarted without persistence, keys deleted) or another crawl's

@@ -7,6 +7,7 @@ outside any node; neither is used while crawling.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from ...errors import FrontierError, UsageError
@@ -29,6 +30,8 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
             for key in ("queued", "done", "errors", "seen", "started", "late", "lost")
         )
         leased = client.hlen(p + "leased")
+        scheduled = client.zcard(p + "due")  # revisits waiting for their time
+        first = client.zrange(p + "due", 0, 0, withscores=True)
         infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
         alive = client.zrange(p + "alive", 0, -1, withscores=True)
         seconds, micros = client.time()  # Redis's clock, as the heartbeats are
@@ -61,6 +64,12 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
             "errors": int(errors or 0),
             "seen": int(seen or 0),
             "late": int(late or 0),
+            "scheduled": int(scheduled),
+            # The first revisit's time (its fetch, plus --revisit-after, or with
+            # --continuous its own interval), local time.
+            "next_due": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(first[0][1] / 1000))
+            if first
+            else None,
             "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
             "lost": lost_message(crawl, url, lost.decode()) if lost else None,
             "nodes": rows,
