@@ -145,12 +145,17 @@ def crawl(
 
 
 @contextlib.contextmanager
-def nginx_site(pages: int, size: int, latency: float = 0.0) -> Iterator[str]:
+def nginx_site(
+    pages: int, size: int, latency: float = 0.0, access_log: Path | None = None
+) -> Iterator[str]:
     """Debian's nginx serving a static copy of the built-in test site, written
     to a temporary directory with its own config, on a free loopback port;
     yields the site's URL.  (``apt-get install nginx``; with ``latency``,
     each page is answered after that many seconds by the echo module's
-    ``echo_sleep``: ``apt-get install libnginx-mod-http-echo``.)"""
+    ``echo_sleep``: ``apt-get install libnginx-mod-http-echo``.)  With
+    ``access_log``, nginx logs each request there as ``status body-bytes
+    if-none-match|if-modified-since uri``.  nginx sends ETag and
+    Last-Modified and answers conditional requests with 304 by default."""
     from mpcrawler.testing.site import TestSite
 
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -179,6 +184,13 @@ def nginx_site(pages: int, size: int, latency: float = 0.0) -> Iterator[str]:
         load = ""
         locations = """
         location = / { try_files /index.html =404; }"""
+    logging = "access_log off;"
+    if access_log is not None:
+        logging = (
+            "log_format revisit '$status $body_bytes_sent "
+            "$http_if_none_match|$http_if_modified_since $request_uri';\n"
+            f"    access_log {access_log} revisit;"
+        )
     (root / "nginx.conf").write_text(
         f"""{load}daemon off;
 worker_processes 1;
@@ -186,7 +198,7 @@ pid {root}/nginx.pid;
 error_log {root}/error.log warn;
 events {{ worker_connections 1024; }}
 http {{
-    access_log off;
+    {logging}
     default_type text/html;
     client_body_temp_path {root}/tmp;
     proxy_temp_path {root}/tmp;
