@@ -17,6 +17,14 @@ From nginx's access log: requests, 304s and body bytes of each crawl;
 from the process tree: wall time and CPU milliseconds a page (mpcrawler:
 master and workers; wget: its one process).  Prints medians and, for each
 revisit, the share of 304s and of the first crawl's body bytes.
+
+    python benchmarks/bench_revisit.py --state-urls 100000
+
+measures instead what the revisit schedule costs a URL: the local
+frontier's ``revisits.db`` on disk, and Redis's memory for its ``rv`` and
+``due`` keys (``MEMORY USAGE``), on a redis-server of its own, for URLs
+scheduled with the state a real page leaves (ETag, Last-Modified, digest,
+a WARC capture's id and date).
 """
 
 from __future__ import annotations
@@ -56,6 +64,72 @@ def run(cmd: list[str], log: Path, start: int) -> tuple[dict[str, float], int]:
     return {**figures, "wall_s": watched.wall_s, "cpu_s": cpu}, end
 
 
+def state_bytes(urls: int) -> None:
+    """Bytes a URL of the revisit schedule, in the local frontier and in Redis."""
+    import time
+
+    from benchmarks.common import start_redis
+    from mpcrawler.frontier import LocalFrontier, Revisit
+    from mpcrawler.frontier.redis.frontier import RedisFrontier
+    from mpcrawler.master.revisit import RevisitState
+
+    now = time.time()
+
+    def revisit(i: int) -> Revisit:
+        url = f"http://host{i % 100}.example.org/docs/section-{i // 100}/page-{i}.html"
+        state = RevisitState(
+            fetched=now,
+            status=200,
+            digest="sha1:7VIJLAQOD6JZXOWSY667UPJJ4S2HEC5R",
+            etag=f'"5f3c-{i:x}-61a2b3c4d5e6f"',
+            last_modified="Thu, 01 Jan 2026 00:00:00 GMT",
+            size=31_234,
+            warc_id="<urn:uuid:3e806725-77a1-4335-b43b-c28ab2ac62eb>",
+            warc_date="2026-12-02T00:58:52.279850Z",
+            warc_uri=url,
+        )
+        return Revisit(url, now, 3, 0, "page", state.to_json(), now)
+
+    batch = [revisit(i) for i in range(urls)]
+    scratch = Path(tempfile.mkdtemp(prefix="bench-revisit-state-"))
+    proc, redis_url, redis_dir = start_redis()
+    try:
+        local = LocalFrontier(scratch / "local")
+        for start in range(0, urls, 10_000):
+            local.schedule(batch[start : start + 10_000])
+        local.close()
+        db = scratch / "local" / "revisits.db"
+        local_bytes = db.stat().st_size + sum(
+            p.stat().st_size for p in db.parent.glob("revisits.db-*")
+        )
+        import redis
+
+        client = redis.Redis.from_url(redis_url)
+        before = int(client.info("memory")["used_memory"])
+        shared = RedisFrontier(redis_url, "state", "node-1")
+        for start in range(0, urls, 1000):
+            shared.schedule(batch[start : start + 1000])
+            shared.sync()
+        shared.close()
+        keys = {
+            k: int(client.memory_usage(f"mpc:{{state}}:{k}", samples=0) or 0) for k in ("rv", "due")
+        }
+        used = int(client.info("memory")["used_memory"]) - before
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(redis_dir, ignore_errors=True)
+    print(f"machine: {machine()}")
+    length = statistics.mean(len(r.url) for r in batch)
+    state = statistics.mean(len(r.state) for r in batch)
+    print(f"{urls} URLs scheduled, URL {length:.0f} bytes, state (JSON) {state:.0f} bytes\n")
+    print(f"local  revisits.db                {local_bytes / urls:>7.1f} bytes a URL (disk)")
+    print(f"Redis  rv (hash)                  {keys['rv'] / urls:>7.1f} bytes a URL")
+    print(f"Redis  due (sorted set)           {keys['due'] / urls:>7.1f} bytes a URL")
+    print(f"Redis  used_memory growth         {used / urls:>7.1f} bytes a URL")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -65,7 +139,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--state-urls", type=int, default=0, help="measure the schedule's bytes")
     args = parser.parse_args()
+    if args.state_urls:
+        state_bytes(args.state_urls)
+        return
     if shutil.which("wget") is None:
         raise SystemExit("wget is missing (apt-get install wget)")
     scratch = Path(tempfile.mkdtemp(prefix="bench-revisit-"))

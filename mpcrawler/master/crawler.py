@@ -212,12 +212,14 @@ class Crawler:
 
     def _start_revisits(self, job: Job, frontier: Frontier, pipelines: Pipelines) -> None:
         """Turn revisits on in the frontier; a job that kept no schedule so far
-        (crawled without revisits) gets one built from its records."""
+        (crawled without revisits), or whose schedule file is gone, gets one
+        built from its records."""
         revisits = Revisits.from_settings(self.settings)
         if not revisits.enabled:
             job.state.revisits_kept = False  # what this run records is not scheduled
             return
-        if job.state.pages and not job.state.revisits_kept:
+        lost = isinstance(frontier, LocalFrontier) and frontier.revisits is None  # moved away
+        if job.state.pages and (lost or not job.state.revisits_kept):
             imported = schedule_from_records(pipelines.output.records(), revisits)
             for start in range(0, len(imported), 1000):
                 frontier.schedule(imported[start : start + 1000])

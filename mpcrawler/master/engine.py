@@ -138,27 +138,25 @@ class Engine:
 
     def all_done(self) -> bool:
         """Nothing in flight, held or settling here, nothing this node may
-        lease, nothing due to be revisited now, and (a shared crawl)
-        nothing leased by other nodes.  A --continuous crawl is never done."""
+        lease (queued, or a revisit due now), and (a shared crawl) nothing
+        leased by other nodes.  A --continuous crawl is never done."""
         return (
             not self.pool.in_flight
             and not self.scheduler.queued
             and not self.settling
             and not self.can_lease()
             and not self.frontier.leased_elsewhere()
-            and not self.revisit_due()
+            and not self.settings.continuous
         )
 
     def revisit_due(self) -> bool:
-        """A --continuous crawl waits for what is due later; any crawl for
-        what is due now (the frontier queues it at its next lease)."""
-        if self.settings.continuous:
-            return True
+        """A revisit is due now (the frontier queues it at its next lease)."""
         due = self.frontier.next_due()
         return due is not None and due <= time.time()
 
     def can_lease(self) -> bool:
-        return bool(len(self.frontier)) and self.frontier.budget_left()
+        queued = bool(len(self.frontier)) or self.revisit_due()
+        return queued and self.frontier.budget_left()
 
     def wait_time(self) -> float:
         """Seconds until something is due: a request held for its host, a

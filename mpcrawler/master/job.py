@@ -124,6 +124,7 @@ class Job:
         assert self.path is not None
         s = self.settings
         repaired = repair(self.path, self.out, s.cache_size, s.max_depth)
+        self.state.revisits_kept = False  # the schedule went aside: built again from the records
         for line in repaired.report:
             log.warning("repair: %s", line)
         return repaired

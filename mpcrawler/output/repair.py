@@ -9,7 +9,9 @@ loss it holds URLs that are neither queued nor recorded, and those would
 never be fetched.  Step by step:
 
 1. Damaged stores are moved aside, never deleted: ``frontier/`` (if its
-   ``state.json`` is gone: nothing can read its files) and ``seen/``, as
+   ``state.json`` is gone: nothing can read its files), ``seen/`` and the
+   revisit schedule (``revisits.db``, whose rows name queue entries: the
+   next run that revisits builds it again from the records), as
    ``NAME.damaged-STAMP``.
 2. The queue is opened: a journal cut or garbled replays up to the damage.
 3. Every URL still queued is read out (leased, then released in place, or
@@ -34,6 +36,7 @@ from typing import Any
 
 from ..frontier import LocalFrontier
 from ..frontier.local.journal import STATE_FILE
+from ..frontier.local.revisits import FILE as REVISITS_FILE
 
 __all__ = ["Repair", "repair"]
 
@@ -71,6 +74,9 @@ def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> 
         report.append(f"the queue could not be read: moved aside to {aside.name}")
     if seen_dir.exists():
         seen_dir.rename(seen_dir.with_name(f"seen.damaged-{stamp}"))
+    for name in (REVISITS_FILE, f"{REVISITS_FILE}-wal", f"{REVISITS_FILE}-shm"):
+        if (job_dir / name).exists():
+            (job_dir / name).rename(job_dir / f"{name}.damaged-{stamp}")
     frontier = LocalFrontier(job_dir, cache_size=cache_size)  # a cut journal replays to the cut
     taken = []
     while (item := frontier.lease(float("inf"))) is not None:

@@ -188,6 +188,32 @@ def test_a_finished_job_revisits_only_what_is_due_and_a_job_without_a_schedule_g
     hits = page_hits(server, before)
     assert len(hits) == PAGES and all(h.if_none_match for h in hits)
     assert len(records) == 2 * PAGES
+    # --max-pages counts a pass, and a pass it cuts short still finishes.
+    records = crawl_records(server.url, job, "--revisit-after", "0", "--max-pages", "5")
+    assert len(records) == 2 * PAGES + 5
+
+
+def test_a_damaged_schedule_is_refused_and_one_moved_away_is_built_again(
+    make_site: Any, tmp_path: Path
+) -> None:
+    site = TestSite(pages=PAGES, size=3_000)
+    server = make_site(site)
+    job = tmp_path / "job"
+    crawl_records(server.url, job, "--revisit-after", "1d")
+    schedule = job / "revisits.db"
+    for name in ("revisits.db-wal", "revisits.db-shm"):
+        (job / name).unlink(missing_ok=True)
+    schedule.write_bytes(b"this is not SQLite" * 100)
+    before = len(server.log)
+    refused = run_cli(*crawl_args(server.url, job, "--revisit-after", "0"))
+    assert refused.returncode != 0
+    assert "revisits.db is damaged" in refused.stderr and "move it away" in refused.stderr
+    assert len(server.log) == before  # nothing fetched
+    schedule.unlink()
+    records = crawl_records(server.url, job, "--revisit-after", "0")
+    hits = page_hits(server, before)
+    assert len(hits) == PAGES and all(h.if_none_match for h in hits)
+    assert {r["change"] for r in records[PAGES:]} == {"unchanged"}
 
 
 def test_a_shared_crawl_revisits_through_redis(make_site: Any, tmp_path: Path, crawl: str) -> None:
