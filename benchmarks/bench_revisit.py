@@ -86,7 +86,7 @@ def state_bytes(urls: int) -> None:
             size=31_234,
             warc_id="<urn:uuid:3e806725-77a1-4335-b43b-c28ab2ac62eb>",
             warc_date="2026-12-02T00:58:52.279850Z",
-            warc_uri=url,
+            warc_uri=None,  # the page's own URL, as the crawler keeps it
         )
         return Revisit(url, now, 3, 0, "page", state.to_json(), now)
 

@@ -63,7 +63,7 @@ class RevisitState:
     size: int = 0  # bytes of the last body received (what a 304 saves)
     warc_id: str | None = None  # the original capture: WARC-Record-ID, -Date, target URI
     warc_date: str | None = None
-    warc_uri: str | None = None
+    warc_uri: str | None = None  # None: the page's own URL
 
     def to_json(self) -> str:
         fields = [
@@ -180,12 +180,18 @@ def bytes_saved(prior: RevisitState | None, status: int | None) -> int:
 
 
 def observe(
-    prior: RevisitState | None, result: PageResult, revisits: Revisits, now: float
+    prior: RevisitState | None,
+    result: PageResult,
+    revisits: Revisits,
+    now: float,
+    page_url: str | None = None,
 ) -> tuple[str, RevisitState, dict[str, Any]]:
-    """What a fetch tells of a page: its change, the state to keep for its
-    next revisit, and the fields its record gets (``change``, ``digest``,
-    ``etag`` and ``last_modified`` where known, ``bytes_saved`` for a 304).
-    A 304 and a fetch with no answer keep what the last capture said."""
+    """What a fetch of ``page_url`` (the frontier's URL; ``result.url`` is
+    its chain's last) tells of the page: its change, the state to keep for
+    its next revisit, and the fields its record gets (``change``,
+    ``digest``, ``etag`` and ``last_modified`` where known, ``bytes_saved``
+    for a 304).  A 304 and a fetch with no answer keep what the last
+    capture said."""
     status = result.status
     answered = status is not None and status != 304
     digest = result.digest if answered else (prior.digest if prior else None)
@@ -194,8 +200,9 @@ def observe(
     if not answered and prior is not None:
         etag, last_modified = etag or prior.etag, last_modified or prior.last_modified
     original = result.warc_id is not None and result.revisit is None  # a new capture
-    if original:
-        warc = (result.warc_id, result.warc_date, result.url)
+    if original:  # its URI is kept only if a redirect made it another than the page's
+        uri = None if result.url == page_url else result.url
+        warc = (result.warc_id, result.warc_date, uri)
     elif prior is not None:
         warc = (prior.warc_id, prior.warc_date, prior.warc_uri)
     else:
@@ -232,18 +239,19 @@ def schedule_from_records(records: Iterable[dict[str, Any]], revisits: Revisits)
     none (crawled without revisits): each URL's last record, and its last
     capture archived in full."""
     last: dict[str, dict[str, Any]] = {}
-    captures: dict[str, tuple[str, str, str]] = {}
+    captures: dict[str, tuple[Any, Any, Any]] = {}
     for record in records:
         url = record.get("url")
         if not isinstance(url, str) or not isinstance(record.get("fetched_at"), (int, float)):
             continue
         last[url] = record
         if record.get("warc_id") and not record.get("warc_revisit"):
-            captures[url] = (record["warc_id"], record.get("warc_date"), record.get("final_url"))
+            final = record.get("final_url")
+            captures[url] = (record["warc_id"], record.get("warc_date"), final)
     schedule = []
     for url, record in last.items():
         status = record.get("status")
-        warc = captures.get(url, (None, None, None))
+        warc_id, warc_date, final = captures.get(url, (None, None, None))
         size = record.get("bytes")
         state = RevisitState(
             fetched=float(record["fetched_at"]),
@@ -253,9 +261,9 @@ def schedule_from_records(records: Iterable[dict[str, Any]], revisits: Revisits)
             etag=record.get("etag"),
             last_modified=record.get("last_modified"),
             size=size if isinstance(size, int) else 0,
-            warc_id=warc[0],
-            warc_date=warc[1],
-            warc_uri=warc[2],
+            warc_id=warc_id,
+            warc_date=warc_date,
+            warc_uri=None if final == url else final,
         )
         depth, priority = record.get("depth"), record.get("priority")
         schedule.append(

@@ -168,7 +168,9 @@ class Settling:
     def _record(self, finished: Finish, new_links: int) -> None:
         request, result = finished.request, finished.result
         now = time.time()
-        _, state, fields = revisit.observe(request.known, result, self.revisits, now)
+        _, state, fields = revisit.observe(
+            request.known, result, self.revisits, now, request.first_url
+        )
         extra: dict[str, Any] = {**finished.extra, **outcome.kind_fields(request), **fields}
         if self.node is not None:
             extra["node"] = self.node

@@ -123,9 +123,11 @@ def test_a_304_keeps_what_the_last_capture_said() -> None:
     # A changed page is a new original capture, and counts a change.
     result = PageResult(1, "http://h/", status=200, digest="sha1:B", bytes=7, warc_id="<new>")
     result.warc_date = "2027"
-    change, state, fields = observe(prior, result, Revisits(after=0), now=99.0)
+    change, state, fields = observe(prior, result, Revisits(after=0), 99.0, "http://h/")
     assert change == "changed" and state.changes == 1 and state.size == 7
-    assert (state.warc_id, state.warc_date) == ("<new>", "2027")
+    assert (state.warc_id, state.warc_date, state.warc_uri) == ("<new>", "2027", None)
+    redirected = observe(prior, result, Revisits(after=0), 99.0, "http://h/old")[1]
+    assert redirected.warc_uri == "http://h/"  # the capture is of the chain's last URL
     assert "bytes_saved" not in fields
 
 

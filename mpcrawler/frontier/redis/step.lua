@@ -24,8 +24,8 @@
 --          {queued, leased, done, errors, seen, late, scheduled, next due ms (-1: none)},
 --          beat reply, {epoch, crawl id}, each leased member's revisit entry ('' if none)}.
 --
--- Revisits.  `rv` maps a URL to its entry, {host, depth, priority, kind,
--- fetched_ms, state}; `due` holds the URLs waiting for their due time (ms,
+-- Revisits.  `rv` maps a URL to its entry (host, depth, priority, kind,
+-- fetched_ms, state: see rv_fields); `due` holds the URLs waiting for their due time (ms,
 -- the score).  With a lag_ms, the URLs due by now - lag_ms (and before
 -- before_ms) are queued (a new seq each) before leasing, and a lease returns
 -- its URL's entry.
@@ -101,6 +101,12 @@ end
 local function owned_idle(host)
   return redis.call('HGET', P .. 'owner', host) == node
     and redis.call('HEXISTS', P .. 'inflight', host) == 0
+end
+
+-- A revisit entry: host, depth, priority, kind, fetched_ms and the state,
+-- TAB-separated (JSON never holds a raw TAB, so the state may come last as is).
+local function rv_fields(entry)
+  return string.match(entry, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t')
 end
 
 local function mark_seen(bucket, tail)
@@ -247,8 +253,8 @@ for _ = 1, n do
     redis.call('HDEL', P .. 'epoch', node)
   elseif op == 'S' then
     local url = ARGV[i + 2]
-    redis.call('HSET', P .. 'rv', url, cjson.encode({ARGV[i + 1], tonumber(ARGV[i + 3]),
-      tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 7]), ARGV[i + 8]}))
+    redis.call('HSET', P .. 'rv', url, table.concat({ARGV[i + 1], ARGV[i + 3], ARGV[i + 4],
+      ARGV[i + 5], ARGV[i + 7], ARGV[i + 8]}, '\t'))
     redis.call('ZADD', P .. 'due', tonumber(ARGV[i + 6]), url)
     i = i + 9
   elseif op == 'X' then
@@ -256,7 +262,7 @@ for _ = 1, n do
     i = i + 3
     local entry = redis.call('HGET', P .. 'rv', url)
     if entry and redis.call('ZSCORE', P .. 'due', url)
-        and cjson.decode(entry)[5] < since then
+        and tonumber(select(5, rv_fields(entry))) < since then
       redis.call('ZADD', P .. 'due', 0, url)
     end
   else
@@ -309,9 +315,9 @@ if lag then -- revisits due by now are queued again, a batch a call
   if before >= 0 and before <= now - lag then cutoff = '(' .. before end
   for _, url in ipairs(redis.call('ZRANGEBYSCORE', P .. 'due', '-inf', cutoff,
       'LIMIT', 0, 256)) do
-    local e = cjson.decode(redis.call('HGET', P .. 'rv', url))
+    local host, depth, priority, kind = rv_fields(redis.call('HGET', P .. 'rv', url))
     local seq = redis.call('INCR', P .. 'seq') - 1
-    requeue(e[1], cjson.encode({seq, url, e[2], e[3], e[4], ''}))
+    requeue(host, cjson.encode({seq, url, tonumber(depth), tonumber(priority), kind, ''}))
     redis.call('ZREM', P .. 'due', url)
   end
 end
