@@ -1,22 +1,27 @@
-"""Crawling again: a first crawl and a revisit of the unchanged site, against
-nginx, beside GNU wget -N doing the same.
+"""Crawling again: a first crawl and a revisit of the unchanged site, on two
+servers, beside GNU wget -N doing the same.
 
     python benchmarks/bench_revisit.py --pages 2000 --repeat 3
 
 Debian's nginx serves a static copy of the built-in test site
 (``common.nginx_site``); it sends ETag and Last-Modified and answers
 conditional requests with 304 on its own, so the revisit is measured
-against a server the project did not write.  Each round, alternated:
+against a server the project did not write.  The built-in site (served
+from this process) does the same.  Each round, on each server, the tools
+in alternated order:
 
 * mpcrawler: ``crawl URL --job-dir J``, then ``crawl URL --job-dir J
   --revisit-after 0`` (robots.txt obeyed, as wget does);
 * wget: ``wget -r -l inf -N -P DIR URL``, then the same command again
-  (``-N``: If-Modified-Since from the files' times).
+  (``-N``: If-Modified-Since from the files' times).  wget 1.21 does not
+  recurse into a page that answered 304, so its revisit stops at the home
+  page; so the older way runs too, ``--no-if-modified-since`` (a plain GET,
+  the body not saved if the file is no newer: nginx still sends it).
 
-From nginx's access log: requests, 304s and body bytes of each crawl;
-from the process tree: wall time and CPU milliseconds a page (mpcrawler:
-master and workers; wget: its one process).  Prints medians and, for each
-revisit, the share of 304s and of the first crawl's body bytes.
+From the server's log (nginx's access log, the built-in site's own):
+requests, conditional ones, 304s and body bytes of each crawl; from the
+process tree: wall time and CPU milliseconds a page (mpcrawler: master and
+workers; wget: its one process, as "master").  Prints medians.
 
     python benchmarks/bench_revisit.py --state-urls 100000
 
@@ -34,34 +39,58 @@ import shutil
 import statistics
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import machine, nginx_site, run_watched
+from mpcrawler.testing.site import TestSite, serve_site
 
 
-def served(log: Path, start: int) -> tuple[dict[str, int], int]:
-    """Requests, 304s, body bytes and conditional requests logged from byte ``start``; the end."""
-    text = log.read_text(encoding="utf-8") if log.exists() else ""
-    figures = {"requests": 0, "not_modified": 0, "body_bytes": 0, "conditional": 0}
-    for line in text[start:].splitlines():
-        status, size, validators, _ = line.split(" ", 3)
-        figures["requests"] += 1
-        figures["not_modified"] += status == "304"
-        figures["body_bytes"] += int(size)
-        figures["conditional"] += validators not in ("-|-", "|")
-    return figures, len(text)
+class Served:
+    """What a server saw since a mark: nginx's access log, or the built-in
+    site's own log (``SiteServer.log``)."""
+
+    def __init__(self, log: Path | None = None, site: Any = None) -> None:
+        self.log, self.site, self.mark = log, site, 0
+
+    def since_mark(self) -> dict[str, float]:
+        """Requests, conditional ones, 304s and body bytes since the last call."""
+        if self.site is not None:
+            hits = self.site.log[self.mark :]
+            self.mark += len(hits)
+            rows = [
+                (h.status, h.body_bytes, bool(h.if_none_match or h.if_modified_since)) for h in hits
+            ]
+        else:
+            assert self.log is not None
+            text = self.log.read_text(encoding="utf-8") if self.log.exists() else ""
+            lines = text[self.mark :].splitlines()
+            self.mark = len(text)
+            rows = []
+            for line in lines:
+                status, size, validators, _ = line.split(" ", 3)
+                rows.append((int(status), int(size), validators not in ("-|-", "|")))
+        return {
+            "requests": len(rows),
+            "conditional": sum(c for _, _, c in rows),
+            "not_modified": sum(s == 304 for s, _, _ in rows),
+            "body_bytes": sum(b for _, b, _ in rows),
+        }
 
 
-def run(cmd: list[str], log: Path, start: int) -> tuple[dict[str, float], int]:
+def run(cmd: list[str], served: Served) -> dict[str, float]:
     watched = run_watched(cmd, interval=0.05)
     if watched.returncode not in (0, 8):  # wget: 8 for the 404 of robots.txt
         raise SystemExit(f"{cmd[0]} failed ({watched.returncode}): {watched.stderr[-2000:]}")
-    figures, end = served(log, start)
-    cpu = watched.cpu_master_s + watched.cpu_workers_s
-    return {**figures, "wall_s": watched.wall_s, "cpu_s": cpu}, end
+    return {
+        **served.since_mark(),
+        "wall_s": watched.wall_s,
+        "master_s": watched.cpu_master_s,
+        "workers_s": watched.cpu_workers_s,
+    }
 
 
 def state_bytes(urls: int) -> None:
@@ -147,52 +176,60 @@ def main() -> None:
     if shutil.which("wget") is None:
         raise SystemExit("wget is missing (apt-get install wget)")
     scratch = Path(tempfile.mkdtemp(prefix="bench-revisit-"))
-    log = scratch / "access.log"
-    results: dict[tuple[str, str], list[dict[str, float]]] = {}
+    results: dict[tuple[str, str, str], list[dict[str, float]]] = {}
     try:
-        with nginx_site(args.pages, args.size, access_log=log) as url:
-            offset = 0
+        with ExitStack() as stack:
+            log = scratch / "access.log"
+            nginx = stack.enter_context(nginx_site(args.pages, args.size, access_log=log))
+            builtin = stack.enter_context(serve_site(TestSite(pages=args.pages, size=args.size)))
+            servers = {
+                "nginx": (nginx, Served(log=log)),
+                "builtin": (builtin.url, Served(site=builtin)),
+            }
             for n in range(args.repeat):
-                job, mirror = scratch / f"job-{n}", scratch / f"wget-{n}"
-                crawl = [sys.executable, "-m", "mpcrawler", "crawl", url, "--job-dir", str(job)]
-                crawl += ["--workers", str(args.workers), "--threads", str(args.threads)]
-                crawl += ["--quiet"]
-                wget = ["wget", "-q", "-r", "-l", "inf", "-N", "-P", str(mirror), url]
-                plans = [
-                    ("mpcrawler", [crawl, [*crawl, "--revisit-after", "0"]]),
-                    ("wget -N", [wget, wget]),
-                ]
-                for name, (first, again) in plans if n % 2 == 0 else reversed(plans):
-                    for phase, cmd in (("first", first), ("revisit", again)):
-                        figures, offset = run(cmd, log, offset)
-                        results.setdefault((name, phase), []).append(figures)
-                shutil.rmtree(job, ignore_errors=True)
-                shutil.rmtree(mirror, ignore_errors=True)
+                for server, (url, served) in servers.items():
+                    for tool, first, again in plans(url, scratch / f"{server}-{n}", args):
+                        for phase, cmd in (("first", first), ("revisit", again)):
+                            results.setdefault((server, tool, phase), []).append(run(cmd, served))
+                    shutil.rmtree(scratch / f"{server}-{n}", ignore_errors=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"machine: {machine()}")
     print(
-        f"site: {args.pages} pages of {args.size} bytes on nginx, no latency; mpcrawler "
+        f"site: {args.pages} pages of {args.size} bytes, no latency; mpcrawler "
         f"{args.workers} workers x {args.threads} slots; medians of {args.repeat} rounds, "
         "the tools alternated\n"
     )
-    head = (
-        f"{'tool':<10}{'crawl':<8}{'requests':>9}{'cond.':>7}{'304s':>7}{'body bytes':>13}"
-        f"{'wall s':>8}{'CPU ms/page':>12}{'304 share':>10}{'bytes vs 1st':>13}"
+    print(
+        f"{'server':<8}{'tool':<32}{'crawl':<8}{'requests':>9}{'cond.':>7}{'304s':>7}"
+        f"{'body bytes':>13}{'wall s':>8}{'master ms/p':>12}{'workers ms/p':>13}"
     )
-    print(head)
-    for (name, phase), runs in results.items():
+    for (server, tool, phase), runs in results.items():
         med: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-        first = statistics.median(r["body_bytes"] for r in results[(name, "first")])
         pages = max(1, med["requests"])
-        share = med["not_modified"] / pages
         print(
-            f"{name:<10}{phase:<8}{med['requests']:>9.0f}{med['conditional']:>7.0f}"
-            f"{med['not_modified']:>7.0f}"
-            f"{med['body_bytes']:>13,.0f}{med['wall_s']:>8.2f}"
-            f"{1000 * med['cpu_s'] / pages:>12.2f}{share:>10.1%}"
-            f"{med['body_bytes'] / max(1, first):>13.2%}"
+            f"{server:<8}{tool:<32}{phase:<8}{med['requests']:>9.0f}{med['conditional']:>7.0f}"
+            f"{med['not_modified']:>7.0f}{med['body_bytes']:>13,.0f}{med['wall_s']:>8.2f}"
+            f"{1000 * med['master_s'] / pages:>12.2f}{1000 * med['workers_s'] / pages:>13.2f}"
         )
+
+
+def plans(
+    url: str, scratch: Path, args: argparse.Namespace
+) -> list[tuple[str, list[str], list[str]]]:
+    """(tool, first crawl, revisit) of each tool, in a fresh directory; the
+    order alternates with the directory's round number."""
+    job = scratch / "job"
+    crawl = [sys.executable, "-m", "mpcrawler", "crawl", url, "--job-dir", str(job), "--quiet"]
+    crawl += ["--workers", str(args.workers), "--threads", str(args.threads)]
+    wget = ["wget", "-q", "-r", "-l", "inf", "-N", "-P", str(scratch / "wget"), url]
+    by_get = [*wget[:6], "--no-if-modified-since", "-P", str(scratch / "wget-get"), url]
+    found = [
+        ("mpcrawler", crawl, [*crawl, "--revisit-after", "0"]),
+        ("wget -N", wget, wget),
+        ("wget -N --no-if-modified-since", by_get, by_get),
+    ]
+    return found if int(scratch.name.rsplit("-", 1)[1]) % 2 == 0 else found[::-1]
 
 
 if __name__ == "__main__":

@@ -188,18 +188,8 @@ class Settling:
         if info is not None:
             if self.revisits.enabled:
                 due = self.revisits.due(state)
-                self.frontier.schedule(
-                    [
-                        Revisit(
-                            info.url,
-                            due,
-                            info.depth,
-                            info.priority,
-                            info.kind,
-                            state.to_json(),
-                            now,
-                        )
-                    ]
-                )
+                kept = state.to_json()
+                again = Revisit(info.url, due, info.depth, info.priority, info.kind, kept, now)
+                self.frontier.schedule([again])
             self.frontier.ack(info, seen=request.hops, error=bool(record["error"]))
         self.counters.count(record)

@@ -245,6 +245,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def do_HEAD(self) -> None:
+        """As GET, without the body (wget -N --no-if-modified-since asks so)."""
+        self.do_GET()
+
     def do_GET(self) -> None:
         server = self.server
         path = self.path.split("?", 1)[0]
@@ -296,14 +300,15 @@ class _Handler(BaseHTTPRequestHandler):
         if status != 304:
             self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        sent = b"" if self.command == "HEAD" else body
+        self.wfile.write(sent)
         server = self.server
         with server.hits_lock:
             server.log.append(
                 Hit(
                     self.path,
                     status,
-                    len(body),
+                    len(sent),
                     self.headers.get("If-None-Match"),
                     self.headers.get("If-Modified-Since"),
                 )
