@@ -128,7 +128,8 @@ class WarcFiles:
         warc_headers: dict[str, str],
         revisit: Revisit,
     ) -> Any:
-        """A ``revisit`` record: the HTTP headers as received, no payload."""
+        """A ``revisit`` record: no payload, and the HTTP headers as received
+        (none for a 304: see below)."""
         warc_headers["WARC-Profile"] = PROFILES[revisit.profile]
         warc_headers["WARC-Refers-To-Target-URI"] = revisit.refers_to_uri
         warc_headers["WARC-Refers-To-Date"] = revisit.refers_to_date
@@ -136,6 +137,8 @@ class WarcFiles:
             warc_headers["WARC-Refers-To"] = revisit.refers_to
         if revisit.digest:
             warc_headers["WARC-Payload-Digest"] = revisit.digest
+        # warcio keeps the WARC-Payload-Digest given (the original's): a
+        # revisit's block has no payload to digest.
         if revisit.profile == "server-not-modified":
             # No block: replay tools take a revisit's status line from its
             # block, and pywb plays any 3xx revisit as an empty redirect, so a
@@ -147,8 +150,6 @@ class WarcFiles:
             record = self._maker.create_warc_record(
                 url, "revisit", http_headers=http_headers, warc_headers_dict=warc_headers
             )
-        if revisit.digest:  # the original's, as set above, not the empty payload's
-            record.rec_headers.replace_header("WARC-Payload-Digest", revisit.digest)
         return record
 
     def write_outlinks(self, url: str, links: list[str]) -> None:

@@ -276,6 +276,7 @@ def test_continuous_sees_an_edit_within_its_interval_and_keeps_its_schedule_acro
     wait(lambda: len(records()) >= kept + 10)
     os.killpg(lines.proc.pid, signal.SIGTERM)
     lines.finish()
+    assert lines.proc.returncode == 130  # stopped, resumable, as any batch job
     resumed = page_hits(server, before)
     assert resumed and all(h.if_none_match for h in resumed), resumed
     assert {r["change"] for r in records()[kept:]} <= {"unchanged"}
