@@ -31,6 +31,13 @@ from mpcrawler.testing.site import Hit, SiteServer, TestSite
 PAGES = 40
 
 
+@pytest.fixture
+def served(make_site: Any) -> tuple[TestSite, SiteServer]:
+    """The site of most tests here, and its server."""
+    site = TestSite(pages=PAGES, size=3_000)
+    return site, make_site(site)
+
+
 def page_hits(server: SiteServer, start: int = 0) -> list[Hit]:
     return [h for h in server.log[start:] if h.path != "/robots.txt"]
 
@@ -46,10 +53,9 @@ def warc_records(directory: Path) -> list[Any]:
 
 
 def test_a_revisit_of_an_unchanged_site_sends_the_validators_and_gets_no_body(
-    make_site: Any, tmp_path: Path
+    served: tuple[TestSite, SiteServer], tmp_path: Path
 ) -> None:
-    site = TestSite(pages=PAGES, size=3_000)
-    server = make_site(site)
+    site, server = served
     job, warc = tmp_path / "job", tmp_path / "warc"
     first = crawl_records(server.url, job, "--warc", str(warc))
     assert len(first) == PAGES
@@ -111,9 +117,10 @@ def test_a_revisit_of_an_unchanged_site_sends_the_validators_and_gets_no_body(
     assert check.returncode == 0, check.stdout[-2000:]
 
 
-def test_edits_additions_and_deletions_are_told_apart(make_site: Any, tmp_path: Path) -> None:
-    site = TestSite(pages=PAGES, size=3_000)
-    server = make_site(site)
+def test_edits_additions_and_deletions_are_told_apart(
+    served: tuple[TestSite, SiteServer], tmp_path: Path
+) -> None:
+    site, server = served
     job = tmp_path / "job"
     crawl_records(server.url, job)
     edited = [3, 5, 8, 13, 21]
@@ -170,10 +177,9 @@ def test_a_server_that_ignores_conditional_requests_is_seen_unchanged_by_digest(
 
 
 def test_a_finished_job_revisits_only_what_is_due_and_a_job_without_a_schedule_gets_one(
-    make_site: Any, tmp_path: Path
+    served: tuple[TestSite, SiteServer], tmp_path: Path
 ) -> None:
-    site = TestSite(pages=PAGES, size=3_000)
-    server = make_site(site)
+    _, server = served
     job = tmp_path / "job"
     crawl_records(server.url, job)  # no revisits: no schedule kept
     before = len(server.log)
@@ -194,10 +200,9 @@ def test_a_finished_job_revisits_only_what_is_due_and_a_job_without_a_schedule_g
 
 
 def test_a_damaged_schedule_is_refused_and_one_moved_away_is_built_again(
-    make_site: Any, tmp_path: Path
+    served: tuple[TestSite, SiteServer], tmp_path: Path
 ) -> None:
-    site = TestSite(pages=PAGES, size=3_000)
-    server = make_site(site)
+    _, server = served
     job = tmp_path / "job"
     crawl_records(server.url, job, "--revisit-after", "1d")
     schedule = job / "revisits.db"
@@ -216,11 +221,12 @@ def test_a_damaged_schedule_is_refused_and_one_moved_away_is_built_again(
     assert {r["change"] for r in records[PAGES:]} == {"unchanged"}
 
 
-def test_a_shared_crawl_revisits_through_redis(make_site: Any, tmp_path: Path, crawl: str) -> None:
+def test_a_shared_crawl_revisits_through_redis(
+    served: tuple[TestSite, SiteServer], tmp_path: Path, crawl: str
+) -> None:
     import redis_server
 
-    site = TestSite(pages=PAGES, size=3_000)
-    server = make_site(site)
+    site, server = served
     shared = ["--redis", redis_server.url(), "--crawl", crawl]
     job = tmp_path / "job"
     crawl_records(server.url, job, *shared, "--revisit-after", "1d")
