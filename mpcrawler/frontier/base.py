@@ -199,7 +199,8 @@ class Frontier(Protocol):
 
     def expedite(self, items: Sequence[tuple[str, float]]) -> int:
         """Each scheduled URL last fetched before the Unix time given with it
-        (a sitemap's newer ``<lastmod>``) is due now; how many."""
+        (a sitemap's newer ``<lastmod>``) is due now; how many (a shared
+        frontier, whose next step does it: how many it will check)."""
 
     def set_budget(
         self,
