@@ -176,7 +176,7 @@ class LocalFrontier:
             if row is None:
                 break
             if row.queued == NOT_QUEUED and self._due(row.due):
-                self.revisits.mark_queued(item.url, item.seq)  # a copy a kill left: it does
+                self.revisits.mark_queued(item.url, item.seq)  # due, none queued: this one serves
             elif row.queued != item.seq:  # a copy a kill left, or one queued twice
                 self.queue.ack(item)
                 self.stale += 1
@@ -194,11 +194,8 @@ class LocalFrontier:
         for url in seen:
             self.seen.add(url)
         if item.seq in self._revisit_seqs and self.revisits is not None:
-            self._revisit_seqs.discard(item.seq)  # not scheduled again (revisits off now): waits
-            self.revisits.db.execute(
-                "UPDATE revisits SET queued = -1 WHERE url = ? AND queued = ?",
-                (item.url, item.seq),
-            )
+            self._revisit_seqs.discard(item.seq)
+            self.revisits.unmark(item.url, item.seq)  # not scheduled again (revisits off): waits
         self.queue.ack(item)
 
     def release(self, item: UrlInfo) -> None:
@@ -232,6 +229,7 @@ class LocalFrontier:
         if self.revisits is not None:
             stats["scheduled"] = self.revisits.waiting()
             stats["next_due"] = self.next_due()
+            stats["stale"] = self.stale
         return stats
 
     def __len__(self) -> int:

@@ -108,6 +108,15 @@ class RevisitStore:
     def mark_queued(self, url: str, seq: int) -> None:
         self.db.execute("UPDATE revisits SET queued = ? WHERE url = ?", (seq, url))
 
+    def unmark(self, url: str, seq: int) -> None:
+        """The queued copy ``seq`` of ``url`` is done, and ``url`` was not
+        scheduled again: it waits for its (past) time again."""
+        cursor = self.db.execute(
+            "UPDATE revisits SET queued = -1 WHERE url = ? AND queued = ?", (url, seq)
+        )
+        if cursor.rowcount:
+            self.next_due = self._first_due()
+
     def refresh_next_due(self) -> None:
         self.next_due = self._first_due()
 
