@@ -112,6 +112,23 @@ def test_a_newer_lastmod_makes_a_scheduled_url_due_now(opened: Any) -> None:
     assert [i.url for i in drain(frontier)] == ["http://a.test/1"]  # 2 was not newer
 
 
+def test_a_copy_acked_with_revisits_off_stays_scheduled(opened: Any) -> None:
+    """A run without revisits fetches a copy queued by an earlier one, and
+    schedules nothing: the URL is not lost from the schedule."""
+    frontier = opened()
+    now = time.time()
+    fetched(frontier, ["http://a.test/1"], now - HOUR)
+    frontier.set_revisits(0.0)
+    promote(frontier)
+    frontier.set_revisits(None)  # the next run: revisits off, the copy still queued
+    (item,) = drain(frontier)
+    frontier.ack(item)
+    frontier.sync()
+    assert drain(frontier) == []
+    frontier.set_revisits(0.0)
+    assert [i.url for i in drain(frontier)] == ["http://a.test/1"]
+
+
 def test_a_reopened_frontier_keeps_every_schedule_and_state(opened: Any) -> None:
     frontier = opened()
     now = time.time()

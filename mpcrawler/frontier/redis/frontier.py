@@ -214,7 +214,7 @@ def _seen_slot(url: str) -> tuple[str, bytes]:
 
 def _item(member: str | bytes, entry: bytes = b"") -> UrlInfo:
     """The UrlInfo of a queue member, with the state of its revisit entry, if any."""
-    seq, url, depth, priority, kind, lastmod = json.loads(member)
+    seq, url, depth, priority, kind, lastmod, *_ = json.loads(member)  # 'R': a revisit's copy
     state = entry.split(b"\t", 5)[5].decode() if entry else None  # see step.lua's rv_fields
     return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None, state)
 

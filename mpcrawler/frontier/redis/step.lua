@@ -224,6 +224,12 @@ for _ = 1, n do
       redis.call('INCR', P .. 'done')
       if err == '1' then redis.call('INCR', P .. 'errors') end
     end
+    if string.sub(member, -5) == ',"R"]' then -- a revisit's copy: still scheduled?
+      local url = cjson.decode(member)[2]
+      if not redis.call('ZSCORE', P .. 'due', url) and redis.call('HEXISTS', P .. 'rv', url) == 1 then
+        redis.call('ZADD', P .. 'due', 0, url) -- not scheduled again (revisits off): due at once
+      end
+    end
     if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
       unown(host, node, now + wait)
     end
@@ -317,7 +323,7 @@ if lag then -- revisits due by now are queued again, a batch a call
       'LIMIT', 0, 256)) do
     local host, depth, priority, kind = rv_fields(redis.call('HGET', P .. 'rv', url))
     local seq = redis.call('INCR', P .. 'seq') - 1
-    requeue(host, cjson.encode({seq, url, tonumber(depth), tonumber(priority), kind, ''}))
+    requeue(host, cjson.encode({seq, url, tonumber(depth), tonumber(priority), kind, '', 'R'}))
     redis.call('ZREM', P .. 'due', url)
   end
 end
