@@ -95,9 +95,12 @@ def _duration(text: str) -> float:
     number, unit = text.strip(), "s"
     if number[-1:].lower() in _DURATION_UNITS:
         number, unit = number[:-1], number[-1].lower()
-    value = _number(number)
-    if value != value or value in (math.inf, -math.inf):
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r}")
+    try:
+        value = float(number)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a duration (0, 30s, 10m, 6h, 1d): {text!r}")
     return value * _DURATION_UNITS[unit]
 
 
