@@ -139,12 +139,13 @@ class Hello(NamedTuple):
 
 
 class Results(NamedTuple):
-    """Results done, requests whose download ended (their slots are free),
-    and now and then the worker's module counters."""
+    """Results done, requests whose download ended (their slots are free:
+    each id with the monotonic time its download started), and now and then
+    the worker's module counters."""
 
     worker: int
     results: list[PageResult]
-    downloaded: list[int]
+    downloaded: list[tuple[int, float]]
     summaries: list[dict[str, Any]] | None
 
 

@@ -175,7 +175,7 @@ class Engine:
     def route(self, events: list[Event]) -> None:
         for event in events:
             if isinstance(event, Downloaded):
-                self.scheduler.finished(event.request)  # its host is free of it
+                self.scheduler.finished(event.request, event.started)  # its host is free of it
             elif isinstance(event, Done):
                 self.on_done(event)
             elif isinstance(event, Lost):

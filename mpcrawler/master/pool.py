@@ -54,9 +54,11 @@ def _worker_main(*args: Any) -> None:
 
 
 class Downloaded(NamedTuple):
-    """The download of ``request`` is over (its slot is free; its result follows)."""
+    """The download of ``request``, started at ``started`` (monotonic, in its
+    worker), is over (its slot is free; its result follows)."""
 
     request: Request
+    started: float | None = None
 
 
 class Done(NamedTuple):
@@ -216,11 +218,11 @@ class WorkerPool:
                 self.slots.extend([worker.index] * message.slots)
         elif isinstance(message, Results):
             downloaded = message.downloaded
-            for request_id in downloaded:
+            for request_id, started in downloaded:
                 request = worker.requests.get(request_id)
                 if request is not None and not request.downloaded:
                     request.downloaded = True
-                    self._events.append(Downloaded(request))
+                    self._events.append(Downloaded(request, started))
             if downloaded and not self.stopping:
                 self.slots.extend([worker.index] * len(downloaded))
             for result in message.results:

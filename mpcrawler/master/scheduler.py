@@ -184,12 +184,18 @@ class Scheduler:
         heapq.heappush(self._delayed, (when, next(self._order), request))
         self.queued += 1
 
-    def finished(self, request: Request) -> None:
-        """A dispatched request came back (or its worker died)."""
+    def finished(self, request: Request, started: float | None = None) -> None:
+        """A dispatched request came back (or its worker died); ``started``:
+        when its worker began the download (monotonic, one clock for every
+        process here).  The host's next start counts from then, not from the
+        dispatch: a request that waited in its worker (a busy machine) does
+        not bring the next one closer to it than the delay."""
         host = self.hosts[request.host]
         host.in_flight -= 1
         if request.kind == "robots":
             return  # robots_result() reschedules the host
+        if started is not None:
+            host.next_start = max(host.next_start, started + max(host.delay, host.pace))
         now = self.clock()
         self._schedule(host, max(now, host.next_start))
         self._sync(host, now)

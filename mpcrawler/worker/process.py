@@ -8,7 +8,7 @@ types of :mod:`mpcrawler.messages`::
     master -> worker   FetchBatch([Fetch(id, url, kind, depth, deadline), ...])
                        Stop()
     worker -> master   Hello(worker, pid, slots)                slots free at start
-                       Results(worker, [PageResult, ...], [downloaded id, ...],
+                       Results(worker, [PageResult, ...], [(downloaded id, started), ...],
                                summaries | None)
                        Bye(worker, summaries)
                        Failed(worker, error)                    it cannot start
@@ -137,14 +137,15 @@ class Worker:
             # The master sends no more requests than there are free slots, so
             # a Downloader is always free here.
             downloader = self.free_downloaders.get()
+            started = time.monotonic()  # the host's politeness counts from here
             try:
                 result, response = self.download(downloader, fetch)
             finally:
                 self.free_downloaders.put(downloader)
             if response is None:
-                self.outbox.put((result, fetch.id))
+                self.outbox.put((result, (fetch.id, started)))
                 continue
-            self.outbox.put((None, fetch.id))
+            self.outbox.put((None, (fetch.id, started)))
             self.to_parse.put((result, response, fetch.depth + 1))
         with self._downloading_lock:
             self._downloading -= 1
@@ -178,7 +179,7 @@ class Worker:
         last_summary = 0.0
         while running:
             batch: list[PageResult] = []
-            downloaded: list[int] = []
+            downloaded: list[tuple[int, float]] = []
             item = self.outbox.get()
             while True:
                 if item is None:

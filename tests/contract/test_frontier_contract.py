@@ -448,3 +448,23 @@ def test_shared_frontier_contract() -> None:
         max_examples=100, stateful_step_count=25, deadline=None
     )
     SharedFrontierContract.TestCase().runTest()
+
+
+@pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
+def test_a_block_that_ran_out_while_asking_next_ready_still_leases(
+    name: str, tmp_path: Path
+) -> None:
+    """``next_ready`` called after a host's block ran out must not lose the
+    host: its URLs are leasable at once (it was found in a crawl that hung)."""
+    frontier = IMPLEMENTATIONS[name].open(str(tmp_path / f"f-{uuid.uuid4().hex[:8]}"), 100)
+    try:
+        host = HOSTS[0]
+        frontier.block(host, 5.0)
+        frontier.admit(host + "/a")
+        assert frontier.lease(1.0) is None
+        assert frontier.next_ready(1.0) is not None  # something to wake up for
+        frontier.next_ready(6.0)  # the block ran out meanwhile
+        item = frontier.lease(6.0)
+        assert item is not None and item.url == host + "/a"
+    finally:
+        frontier.close()

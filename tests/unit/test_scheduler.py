@@ -161,3 +161,21 @@ def test_answers_to_one_moment_of_overload_cut_the_pace_once() -> None:
     now[0] = 100.3
     scheduler.answered(later, answer(status=429))
     assert host.pace == 2 * FIRST_PACE and scheduler.pace_changes == 2
+
+
+def test_the_delay_counts_from_when_the_worker_started_the_download() -> None:
+    """A request that waited in its worker does not bring the next one
+    closer to it than the delay (the server sees starts, not dispatches)."""
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots=False, delay=1.0)
+    for path in ("a", "b", "c"):
+        scheduler.submit(scheduler.new_request(f"http://h.test/{path}"))
+    [first], _ = scheduler.dispatch(4)
+    scheduler.finished(first, started=0.3)  # its worker began it 0.3 s after dispatch
+    now[0] = 1.0
+    assert scheduler.dispatch(4) == ([], [])  # one second after the dispatch: too soon
+    now[0] = 1.3
+    [second], _ = scheduler.dispatch(4)
+    scheduler.finished(second)  # no start time known (a worker that died): the dispatch's
+    now[0] = 2.3
+    assert len(scheduler.dispatch(4)[0]) == 1

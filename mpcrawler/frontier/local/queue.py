@@ -270,7 +270,10 @@ class UrlQueueManager:
 
     def next_ready(self, now: float) -> float | None:
         """The earliest time after ``now`` a host blocked until then becomes
-        ready (None: none is); it may have nothing queued."""
+        ready (None: none is); it may have nothing queued.  Hosts whose block
+        ran out by ``now`` go back to the ready heap first (a wake that only
+        dropped their blocks would leave them out of it, queued for good)."""
+        self._wake(now)
         return self._blocks.next_time(now)
 
     def blocked(self, host: str) -> float:
