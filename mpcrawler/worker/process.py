@@ -40,6 +40,7 @@ import signal
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,10 @@ class Worker:
     def __init__(self, index: int, conn: Connection, settings: Settings, scope: Scope) -> None:
         self.index = index
         self.conn = conn
+        # The master is gone (its end of the pipe closed): nobody wants our
+        # results, so the process exits at once.  (A test that runs a worker
+        # in a thread stops it instead: an exit would end the test run, 0.)
+        self.master_gone: Callable[[], None] = lambda: os._exit(0)
         self.settings = settings
         self.slots = settings.threads
         downloader_cls = load_object(settings.downloader)
@@ -126,7 +131,7 @@ class Worker:
                 elif isinstance(message, Stop):
                     break
         except (EOFError, OSError):
-            os._exit(0)  # the master is gone; nobody wants our results
+            self.master_gone()
         for _ in range(self.threads):
             self.inbox.put(None)
 

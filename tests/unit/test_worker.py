@@ -42,13 +42,15 @@ def start_worker(threads: int = 2) -> tuple[Any, threading.Thread]:
     scope = Scope.from_seeds(settings.seeds, [], "hosts", [])
     master, child = multiprocessing.Pipe()
     worker = Worker(0, child, settings, scope)
+    worker.master_gone = lambda: None  # its slots stop; an exit would end the test run, 0
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     return master, thread
 
 
 def collect(master: Any, ids: set[int]) -> tuple[dict[int, PageResult], list[int]]:
-    """Results until every request of ``ids`` came back (10 s at most)."""
+    """Results until every request of ``ids`` came back (10 s at most); the
+    ids whose download ended (each with when it started: the clock's past)."""
     results: dict[int, PageResult] = {}
     downloaded: list[int] = []
     deadline = time.monotonic() + 10
@@ -57,7 +59,9 @@ def collect(master: Any, ids: set[int]) -> tuple[dict[int, PageResult], list[int
         message = master.recv()
         assert isinstance(message, Results)
         results.update((r.id, r) for r in message.results)
-        downloaded += message.downloaded
+        for request_id, started in message.downloaded:
+            assert isinstance(started, float) and started <= time.monotonic()
+            downloaded.append(request_id)
     return results, downloaded
 
 
