@@ -12,7 +12,6 @@ median download time of a page (the records' ``elapsed_ms``).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from contextlib import ExitStack
@@ -21,18 +20,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import crawl_figures, machine, serve
+from benchmarks.common import crawl_figures, machine, serve, site_parser
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--pages", type=int, default=2000)
-    parser.add_argument("--size", type=int, default=30_000)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = site_parser(__doc__)
     args = parser.parse_args()
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     with ExitStack() as stack:

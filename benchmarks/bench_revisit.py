@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import machine, nginx_site, run_watched
+from benchmarks.common import machine, nginx_site, run_watched, site_parser
 from mpcrawler.testing.site import TestSite, serve_site
 
 
@@ -160,14 +160,7 @@ def state_bytes(urls: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--pages", type=int, default=2000)
-    parser.add_argument("--size", type=int, default=30_000)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser = site_parser(__doc__)
     parser.add_argument("--state-urls", type=int, default=0, help="measure the schedule's bytes")
     args = parser.parse_args()
     if args.state_urls:

@@ -7,6 +7,7 @@ RSS per role.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -86,6 +87,20 @@ def run_watched(cmd: list[str], *, interval: float = 0.1, timeout: float = 1800)
     result.cpu_master_s = sum(c for pid, c in cpu.items() if roles.get(pid) == "master")
     result.cpu_workers_s = sum(c for pid, c in cpu.items() if roles.get(pid) == "worker")
     return result
+
+
+def site_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options of a script that crawls the built-in site's pages with
+    one layout, repeated: --pages, --size, --workers, --threads, --repeat."""
+    parser = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--size", type=int, default=30_000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    return parser
 
 
 def machine() -> str:
