@@ -38,6 +38,7 @@ from ..output.pipelines import Pipelines
 from ..output.repair import Repair
 from ..settings import Settings
 from .counters import Counters
+from .revisit import Revisits
 
 __all__ = ["FINISHED_AT_BUDGET", "Job"]
 
@@ -76,7 +77,7 @@ class Job:
             stored, self.state = self.dir.read()
             self.dir.check_compatible(stored, s.to_dict())
             if self.state.state == "finished":
-                if self._revisits():
+                if Revisits.from_settings(s).enabled:
                     self.new_pass()
                 elif not shared and not self._budget_raised():
                     return False
@@ -95,9 +96,6 @@ class Job:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
-
-    def _revisits(self) -> bool:
-        return self.settings.revisit_after is not None or self.settings.continuous
 
     def new_pass(self) -> None:
         """A finished job run again to revisit: its changes and page budget

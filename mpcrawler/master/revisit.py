@@ -1,7 +1,7 @@
 """Revisits: what is kept of a page to fetch it again, and the decisions on it.
 
 Pure values and functions, unit-tested without any process
-(tests/unit/test_revisit.py).  The settling (:mod:`mpcrawler.master.settle`)
+(tests/unit/test_revisit_decisions.py).  The settling (:mod:`mpcrawler.master.settle`)
 asks them once a page is recorded and hands the frontier the page's new
 :class:`RevisitState` with its due time (``Frontier.schedule``); the
 frontier gives the state back with the URL when it is due again
@@ -30,7 +30,6 @@ from ..frontier.base import KINDS, Revisit
 from ..messages import PageResult
 
 __all__ = [
-    "CHANGES",
     "DEFAULT_INTERVAL",
     "RevisitState",
     "Revisits",
@@ -41,7 +40,6 @@ __all__ = [
     "schedule_from_records",
 ]
 
-CHANGES = ("new", "changed", "unchanged", "gone")
 DEFAULT_INTERVAL = 86_400.0  # --continuous without --revisit-after: one day
 CHANGED_FACTOR = 0.8  # Nutch's db.fetch.schedule.adaptive.dec_rate = 0.2
 UNCHANGED_FACTOR = 1.4  # Nutch's db.fetch.schedule.adaptive.inc_rate = 0.4

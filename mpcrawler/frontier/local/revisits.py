@@ -98,12 +98,11 @@ class RevisitStore:
         (url, depth, priority, kind)."""
         if self.next_due is None or self.next_due > until:
             return []
-        rows = self.db.execute(
+        return self.db.execute(
             "SELECT url, depth, priority, kind FROM revisits WHERE queued < 0 AND due <= ? "
             "ORDER BY due LIMIT ?",
             (until, limit),
         ).fetchall()
-        return rows
 
     def mark_queued(self, url: str, seq: int) -> None:
         self.db.execute("UPDATE revisits SET queued = ? WHERE url = ?", (seq, url))
@@ -142,9 +141,6 @@ class RevisitStore:
         self.commit()
         self.next_due = self._first_due()
         return cursor.rowcount
-
-    def __len__(self) -> int:
-        return int(self.db.execute("SELECT count(*) FROM revisits").fetchone()[0])
 
     def waiting(self) -> int:
         return int(self.db.execute("SELECT count(*) FROM revisits WHERE queued < 0").fetchone()[0])
