@@ -115,6 +115,28 @@ class Lines:
         return "".join(self.out), "".join(self.err)
 
 
+def _group_alive(pgid: int) -> bool:
+    """A process of group ``pgid`` still runs (zombies do not count: an
+    orphan's may wait long for a parent to reap it)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def wait_group_gone(pgid: int, timeout: float = 30) -> None:
+    """Return once no process of group ``pgid`` runs (a SIGKILL reaches the
+    workers at once, but a write they were in may still land meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while _group_alive(pgid):
+        assert time.monotonic() < deadline, f"process group {pgid} still alive"
+        time.sleep(0.05)
+
+
 def crawl_args(url: str, job: Path, *args: str) -> list[str]:
     """``crawl URL`` with 2 workers x 2 slots and short retries, quietly, in ``job``."""
     return [

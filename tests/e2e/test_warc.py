@@ -11,11 +11,20 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from hostile import html, links, serve
-from support import Lines, crawl_args, crawl_records, read_records, run_cli, start_cli
+from support import (
+    Lines,
+    crawl_args,
+    crawl_records,
+    read_records,
+    run_cli,
+    start_cli,
+    wait_group_gone,
+)
 from warcio.archiveiterator import ArchiveIterator
 
 from mpcrawler.testing.site import SiteServer, TestSite
@@ -163,15 +172,22 @@ def test_files_rotate_at_the_size_given(make_site: Any, tmp_path: Path) -> None:
 
 
 def test_sigkill_then_resume_leaves_every_file_readable(make_site: Any, tmp_path: Path) -> None:
-    server: SiteServer = make_site(TestSite(pages=200, size=2_000), latency=0.02)
+    server: SiteServer = make_site(TestSite(pages=200, size=2_000), latency=0.05)
     job = tmp_path / "job"
     args = crawl_args(server.url, job, "--warc", str(job / "warc"))
     proc = start_cli(*args)
     lines = Lines(proc)
-    deadline_records = job / "pages.jsonl"
-    lines.wait_for(lambda out, err: deadline_records.exists() and _lines(deadline_records) >= 60)
+    out = job / "pages.jsonl"
+    deadline = time.monotonic() + 60
+    # The quiet crawl prints nothing to wake Lines.wait_for: watch the records
+    # themselves, or the crawl may end before the kill (then nothing is repaired).
+    while not (out.exists() and _lines(out) >= 60):
+        assert time.monotonic() < deadline and proc.poll() is None, lines.err
+        time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     lines.finish(timeout=30)
+    assert proc.returncode == -signal.SIGKILL  # killed mid-crawl, not finished
+    wait_group_gone(proc.pid)  # no worker's last write lands after the file is read
     # A kill rarely tears a record; make sure one file ends in a torn one
     # (after the whole records: the kill may have torn this one already).
     victim = warc_files(job / "warc")[0]
