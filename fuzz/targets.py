@@ -27,6 +27,7 @@ from mpcrawler.output.pipelines import JsonLinesPipeline
 from mpcrawler.settings import Settings
 from mpcrawler.web import sitemaps
 from mpcrawler.web.robots import RobotsRules
+from mpcrawler.web.filters import QueryRules, UrlRules
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
 from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.downloader import Response
@@ -44,6 +45,8 @@ _BASES = [
     "ftp://h.test/dir/",
 ]
 _SCOPE = Scope.from_seeds(["http://h.test/"], ["test"])
+_RULES = UrlRules(_SCOPE, query=QueryRules(session_ids=False))  # canonicalize's own forms
+_CLEAN = UrlRules(_SCOPE, query=QueryRules(strip=("utm_*",), sort=True))
 
 
 def _text(data: bytes) -> str:
@@ -69,7 +72,7 @@ def url_target(data: bytes) -> None:
     """canonicalize, and the worker's link resolution with its memo."""
     href_bytes, base_bytes = _split(data, 2)
     href = _text(href_bytes)
-    resolver = LinkResolver(_SCOPE, max_url_length=2048)
+    resolver = LinkResolver(_RULES, max_url_length=2048)
     for base in [_text(base_bytes), *_BASES]:
         try:
             expected: str | None = canonicalize(href, base)
@@ -77,6 +80,9 @@ def url_target(data: bytes) -> None:
             expected = None
         if expected is not None:
             _check_canonical(expected)
+            cleaned = _CLEAN.clean(expected)  # the query clean-up keeps a URL canonical
+            _check_canonical(cleaned)
+            assert _CLEAN.clean(cleaned) == cleaned, ("clean-up is not idempotent", expected)
         try:
             page = canonicalize(base)
         except InvalidURL:
@@ -121,7 +127,7 @@ def _check_analysis(analysis: Analysis, url: str) -> None:
     assert title is None or isinstance(title, str)
     json.dumps(analysis.item, ensure_ascii=False)  # it must fit in a record
     base = document_base(analysis.base, url)
-    found, inside = LinkResolver(_SCOPE, 2048).resolve(analysis.links, base)
+    found, inside = LinkResolver(_RULES, 2048).resolve(analysis.links, base)
     assert len(inside) <= found <= len(analysis.links)
     for link in inside:
         _check_canonical(link)

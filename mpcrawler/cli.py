@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 from . import stopsignals
 from .__version__ import __version__
+from .configfile import apply_config, to_toml
 from .errors import FrontierError, MpcrawlerError, UsageError
 from .settings import (
     MAX_SLOTS,
@@ -144,7 +145,22 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     and the Python API alike."""
     defaults = Settings()
     hints = typing.get_type_hints(Settings)
-    groups = {"crawl": p, "shared": p.add_argument_group(SHARED_GROUP)}
+    groups = {
+        "crawl": p,
+        "filters": p.add_argument_group("what to crawl (see 'Choosing what to crawl')"),
+        "requests": p.add_argument_group("what every request carries"),
+        "shared": p.add_argument_group(SHARED_GROUP),
+    }
+    p.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="read options from this TOML file (by their names; the command line overrides)",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the effective settings as TOML (secrets redacted) and exit",
+    )
     for name, how in OPTIONS.items():
         kind, default = hints[name], getattr(defaults, name)
         extra: dict[str, Any] = {}
@@ -201,6 +217,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
     )
     _add_crawl_options(crawl)
+
+    check = sub.add_parser(
+        "check-url",
+        help="say, without any network, whether a crawl would fetch URL, and which rule refuses it",
+    )
+    check.add_argument("url", metavar="URL")
+    check.add_argument(
+        "seeds",
+        nargs="*",
+        metavar="SEED",
+        help="the crawl's seeds (default: the job dir's, else URL itself)",
+    )
+    check.add_argument("--seeds-file", metavar="F")
+    check.add_argument("--http-user", metavar="USER", help=argparse.SUPPRESS)
+    check.add_argument("--http-password-file", metavar="FILE", help=argparse.SUPPRESS)
+    _add_crawl_options(check)
 
     demo = sub.add_parser("demo", help="serve the built-in demo site and crawl it")
     demo.add_argument("--pages", type=_positive_int, default=500)
@@ -430,6 +462,22 @@ def run_crawl(settings: Settings) -> int:
     return EXIT_OK
 
 
+def run_print_config(args: argparse.Namespace) -> int:
+    """--print-config: the settings a crawl would run with, as TOML."""
+    if not args.seeds and not args.seeds_file:
+        args.seeds = []
+        settings = Settings(**{name: getattr(args, name) for name in OPTIONS})
+    else:
+        settings = settings_from_args(args)
+    try:
+        settings.validate()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    settings.apply_scope_defaults()
+    print(to_toml(settings), end="", flush=True)
+    return EXIT_OK
+
+
 def run_status(args: argparse.Namespace) -> int:
     from .output.jobdir import JobConflict, JobDir
 
@@ -626,7 +674,12 @@ def run_site(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     stopsignals.install()  # (python -m mpcrawler did it already)
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
+        if getattr(args, "config", None):
+            sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+            args = apply_config(argv, parser, sub, args.config)
         if getattr(args, "crawl", None) and not getattr(args, "redis", None):
             args.redis = os.environ.get("REDIS_URL") or None  # a password off the command line
         if args.command in ("status", "reset") and args.redis:
@@ -634,8 +687,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check_redis_url(args.redis)
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
+        if args.command == "crawl" and args.print_config:
+            return run_print_config(args)
         if args.command == "crawl":
             return run_crawl(settings_from_args(args))
+        if args.command == "check-url":
+            from .checkurl import run_check_url
+
+            return run_check_url(args, settings_from_args)
         if args.command == "demo":
             return run_demo(args)
         if args.command == "serve-site":

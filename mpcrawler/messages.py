@@ -90,6 +90,10 @@ class PageResult:
     digest: str | None = None  # sha1:BASE32 of the body as sent (WARC-Payload-Digest)
     etag: str | None = None  # the validators the server sent
     last_modified: str | None = None
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # links refused: (url, rule)
+    robots_meta: tuple[str, ...] = ()  # what the page asks of robots (noindex, nofollow...)
+    canonical: str | None = None  # rel=canonical (the page's or its Link header's), canonical
+    skipped: str | None = None  # why the body was not read (--accept-type)
 
 
 # The error_kind of a request a worker did not start because its deadline

@@ -41,6 +41,9 @@ MIB = 1 << 20
 
 
 SCOPES = ("hosts", "domains", "any")
+POLITENESS_KEYS = ("host", "domain", "ip")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 MAX_SLOTS = 4096  # workers x threads
 
 
@@ -87,7 +90,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     size: bool = False  # bytes, with K, M or G
     duration: bool = False  # seconds, with s, m, h or d
-    group: str = "crawl"  # or "shared": the --help section
+    group: str = "crawl"  # or "filters", "requests", "shared": the --help section
 
 
 def option(default: Any = dataclasses.MISSING, **how: Any) -> Any:
@@ -322,6 +325,84 @@ class Settings:
         group="shared",
         help="stop (resumable) after Redis is unreachable this long (default %(default)s s)",
     )
+    accept_regex: list[str] = option(
+        default_factory=list,
+        metavar="RE",
+        group="filters",
+        help="crawl only URLs this Python regex finds in (repeatable: any of them)",
+    )
+    reject_regex: list[str] = option(
+        default_factory=list,
+        metavar="RE",
+        group="filters",
+        help="never crawl URLs this Python regex finds in (repeatable; wins over --accept-regex)",
+    )
+    reject_ext: str | None = option(
+        None,
+        metavar="LIST",
+        group="filters",
+        help="skip links whose path ends in one of these extensions, comma-separated "
+        "(default: archives, images, audio, video, office documents and binaries; none with "
+        "--warc; '' for none)",
+    )
+    accept_type: str | None = option(
+        None,
+        metavar="LIST",
+        group="filters",
+        help="read the bodies of these content types only, comma-separated, '*' for all; "
+        "others are closed after their headers (default: text/html,application/xhtml+xml; "
+        "all with --warc)",
+    )
+    rejected_log: str | None = option(
+        None,
+        metavar="FILE",
+        group="filters",
+        help="append one JSON line per URL refused by a rule: the URL, the rule, the page",
+    )
+    strip_query: list[str] = option(
+        default_factory=list,
+        metavar="PATTERNS",
+        group="filters",
+        help="remove query parameters whose names match these globs, comma-separated "
+        "(utm_*,gclid,fbclid; repeatable)",
+    )
+    sort_query: bool = option(False, group="filters", help="sort the query's parameters")
+    keep_session_ids: bool = option(
+        False,
+        group="filters",
+        help="keep session ids (jsessionid, phpsessid, aspsessionid*, sid, cfid, cftoken), "
+        "which are stripped from URLs by default",
+    )
+    ignore_nofollow: bool = option(
+        False,
+        group="filters",
+        help="ignore what pages ask of robots (meta robots, X-Robots-Tag, rel=nofollow)",
+    )
+    politeness_key: str = option(
+        "host",
+        choices=POLITENESS_KEYS,
+        help="what shares one delay and concurrency budget: the host name (any scheme or "
+        "port), its registered domain, or its IP address (default %(default)s)",
+    )
+    headers: list[str] = option(
+        default_factory=list,
+        flag="--header",
+        metavar="'NAME: VALUE'",
+        group="requests",
+        help="send this header with every request (repeatable)",
+    )
+    cookies: str | None = option(
+        None,
+        metavar="FILE",
+        group="requests",
+        help="send the cookies of this Netscape cookies.txt file (as wget --load-cookies)",
+    )
+    proxy: str | None = option(
+        None,
+        metavar="URL",
+        group="requests",
+        help="send every request through this http://, https:// or socks5:// proxy",
+    )
     # host (scheme://host[:port]) -> [user, password], sent as its Basic
     # Authorization header: from the seeds' own user:password@ and --http-user.
     # A secret: to_dict() writes the password as *** (only the workers get it).
@@ -334,6 +415,32 @@ class Settings:
             for name, value in BROAD_CRAWL_DEFAULTS.items():
                 if getattr(self, name) is None:
                     setattr(self, name, value)
+
+    def effective_reject_ext(self) -> list[str]:
+        """The extensions --reject-ext skips: its own, else the default list
+        (none with --warc: an archive wants everything)."""
+        if self.reject_ext is None:
+            if self.warc_dir:
+                return []
+            from .web.filters import DEFAULT_REJECT_EXT
+
+            return sorted(DEFAULT_REJECT_EXT)
+        return [e.strip().lstrip(".").lower() for e in self.reject_ext.split(",") if e.strip()]
+
+    def accepted_types(self) -> frozenset[str] | None:
+        """The content types whose bodies are read (None: every type)."""
+        if self.accept_type is None:
+            return None if self.warc_dir else frozenset(HTML_TYPES)
+        types = frozenset(t.strip().lower() for t in self.accept_type.split(",") if t.strip())
+        return None if "*" in types or "*/*" in types else types
+
+    def header_pairs(self) -> list[tuple[str, str]]:
+        """--header values as (name, value)."""
+        pairs = []
+        for text in self.headers:
+            name, _, value = text.partition(":")
+            pairs.append((name.strip(), value.strip()))
+        return pairs
 
     def output_path(self) -> Path:
         """The records file: ``out``, else pages.jsonl in the job dir, else ./pages.jsonl."""
@@ -351,6 +458,12 @@ class Settings:
         if self.redis:
             data["redis"] = redact_url(self.redis)
         data["credentials"] = {host: [user, "***"] for host, (user, _) in self.credentials.items()}
+        data["headers"] = [
+            f"{name}: ***" if name.lower() in SECRET_HEADERS else f"{name}: {value}"
+            for name, value in self.header_pairs()
+        ]
+        if self.proxy:
+            data["proxy"] = redact_url(self.proxy)
         return data
 
     @classmethod
@@ -375,6 +488,8 @@ class Settings:
             check_redis_url(self.redis)
         if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):
             raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
+        self._validate_filters()
+        self._validate_requests()
         if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
         if self.ca_bundle is not None:
@@ -386,6 +501,51 @@ class Settings:
                     f"--ca-bundle {self.ca_bundle}: no PEM certificates in it ({reason})"
                 ) from None
 
+    def _validate_filters(self) -> None:
+        for name in ("accept_regex", "reject_regex"):
+            for pattern in getattr(self, name):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"{flag_of(name)} {pattern!r}: {exc}") from None
+        if self.politeness_key not in POLITENESS_KEYS:
+            raise ValueError(f"--politeness-key must be one of {', '.join(POLITENESS_KEYS)}")
+        for types in [self.accept_type or ""]:
+            for kind in types.split(","):
+                kind = kind.strip()
+                if kind and kind != "*" and not re.fullmatch(r"[\w.+-]+/[\w.+*-]+", kind):
+                    raise ValueError(f"--accept-type {kind!r}: not a content type like text/html")
+
+    def _validate_requests(self) -> None:
+        for text in self.headers:
+            name, colon, _ = text.partition(":")
+            if not colon or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()):
+                raise ValueError(f"--header {text!r}: not 'Name: value'")
+            if "\r" in text or "\n" in text:
+                raise ValueError("--header: a header may not hold a line break")
+        if self.cookies is not None:
+            from .web.cookies import read_cookies_file
+
+            read_cookies_file(self.cookies)  # ValueError if it cannot be read
+        if self.proxy is not None:
+            scheme, sep, rest = self.proxy.partition("://")
+            if not sep or scheme.lower() not in PROXY_SCHEMES or not rest.strip("/"):
+                raise ValueError(
+                    f"--proxy {redact_url(self.proxy)}: not a proxy URL "
+                    "(http://, https://, socks5:// or socks5h://HOST:PORT)"
+                )
+            if scheme.lower().startswith("socks"):
+                try:
+                    import socks  # noqa: F401 - PySocks, requests[socks]
+                except ImportError:
+                    raise ValueError(
+                        "--proxy socks5://: PySocks is not installed "
+                        "(pip install 'requests[socks]')"
+                    ) from None
+
+
+# Headers whose values are secrets: job.json, --print-config and the log show ***.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
 
 # The option table: each command-line option's field name and how it is given.
 OPTIONS: dict[str, Option] = {

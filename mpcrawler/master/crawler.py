@@ -38,7 +38,10 @@ from ..modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_pa
 from ..output.jobdir import JobDir
 from ..output.pipelines import Pipeline, Pipelines
 from ..output.progress import Progress
+from ..output.rejected import RejectedLog
+from ..output.robotscache import RobotsCache
 from ..settings import Settings
+from ..web.filters import UrlRules, rule_flag
 from ..web.urls import Scope, host_key, split_credentials
 from .counters import Counters, crawl_stats
 from .engine import Engine
@@ -120,6 +123,14 @@ class Crawler:
         self.scope = Scope.from_seeds(
             settings.seeds, settings.allow_domains, settings.scope, settings.deny_domains
         )
+        self.rules = UrlRules.from_settings(settings, self.scope)
+        settings.seeds = list(dict.fromkeys(self.rules.clean(url) for url in settings.seeds))
+        settings.seed_priorities = {
+            self.rules.clean(url): p for url, p in settings.seed_priorities.items()
+        }
+        for url in settings.seeds:
+            if (rule := self.rules.refusal(url)) is not None:
+                raise ValueError(f"seed {url} is refused by {rule_flag(rule)}")
 
     # ------------------------------------------------------------------ run
     def run(self) -> CrawlResult:
@@ -150,7 +161,8 @@ class Crawler:
         counters = Counters.from_job(job.state)
         pipelines = Pipelines(self._pipeline_specs, s, job.out)
         pool = WorkerPool(s.workers, (s.to_dict(secrets=True), self.scope.to_dict()))
-        results = ResultHandling(s, self.scope, frontier.is_seen)
+        results = ResultHandling(s, self.rules, frontier.is_seen)
+        rejected = RejectedLog(s.rejected_log) if s.rejected_log else None
         settling = Settling(
             s,
             frontier,
@@ -158,6 +170,7 @@ class Crawler:
             counters,
             results.chains,
             node=shared.node if shared is not None else None,
+            rejected=rejected,
         )
         engine = Engine(
             s,
@@ -169,6 +182,7 @@ class Crawler:
             counters=counters,
             progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.pages),
             checkpoint=lambda: job.checkpoint(pipelines, frontier, counters, pool.restarts),
+            robots_cache=RobotsCache(job.path) if job.path else None,
         )
         if shared is not None:  # its heartbeats carry this node's figures from now on
             shared.node_info = lambda: counters.node_info(s.job_dir)
@@ -199,6 +213,8 @@ class Crawler:
             failure = exc
         finally:
             stats, failure = self._shutdown(job, engine, failure)
+            if rejected is not None:
+                rejected.close()
             stopsignals.listen(None)
             if owns_signals:
                 stopsignals.uninstall()
@@ -236,7 +252,7 @@ class Crawler:
         settling.admit([(u, 0, priorities.get(u, 0), "page", None) for u in s.seeds], ahead)
         if job.repaired is not None:  # what was queued once and lost, found again
             settling.admit(
-                [(u, d, 0, "page", None) for u, d in job.repaired.links if self.scope.allows(u)],
+                [(u, d, 0, "page", None) for u, d in job.repaired.links if self.rules.allows(u)],
                 ahead,
             )
         engine.checkpoint()

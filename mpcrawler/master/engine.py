@@ -33,6 +33,7 @@ from collections.abc import Callable
 from ..frontier import Frontier
 from ..messages import EXPIRED
 from ..output.progress import Progress
+from ..output.robotscache import RobotsCache
 from ..settings import Settings
 from .counters import Counters
 from .pool import Done, Downloaded, Event, Lost, WorkerPool
@@ -66,6 +67,7 @@ class Engine:
         progress: Progress,
         checkpoint: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
+        robots_cache: RobotsCache | None = None,
     ) -> None:
         self.settings = settings
         self.frontier, self.scheduler, self.pool = frontier, scheduler, pool
@@ -73,6 +75,7 @@ class Engine:
         self.counters, self.progress = counters, progress
         self.checkpoint = checkpoint
         self.clock = clock
+        self.robots_cache = robots_cache  # the job dir's copies, for check-url
         self.stop_requested = self.abort = self.finished = False
         self.hang_limit = settings.hang_timeout or 4 * settings.timeout + 10
         self.slots = settings.workers * settings.threads
@@ -220,6 +223,9 @@ class Engine:
                     result.error,
                     result.error_kind,
                 )
+                status = result.status
+                if self.robots_cache is not None and status and status < 500 and not action.failed:
+                    self.robots_cache.save(request.host, result.body or "" if status < 300 else "")
             self.settling.add_sitemaps(self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS))
 
     # ---------------------------------------------------------------- stop

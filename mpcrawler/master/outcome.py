@@ -76,16 +76,19 @@ class Redirect:
 
 
 def redirect_refusal(
-    target: str, request: Request, limits: Redirect, in_scope: bool, seen: bool
+    target: str, request: Request, limits: Redirect, rule: str | None, seen: bool
 ) -> str | None:
     """Why the hop of ``request`` to ``target`` (canonical) is not followed,
-    or None to follow it.  ``seen``: the target was queued or is in a chain."""
+    or None to follow it.  ``rule``: the URL rule that refuses the target
+    (None: none does); ``seen``: the target was queued or is in a chain."""
     if len(request.hops) >= limits.max_redirects:
         return f"more than {limits.max_redirects} redirects"
     if len(target) > limits.max_url_length:
         return "URL too long"
-    if not in_scope:
+    if rule == "scope":
         return "out of scope"
+    if rule is not None:
+        return f"refused by {rule}"
     if target == request.first_url or target in request.hops:
         return "redirect loop"
     if seen:
@@ -152,6 +155,12 @@ def build_record(
     }
     if result.warc_file is not None:
         record["warc_file"], record["warc_offset"] = result.warc_file, result.warc_offset
+    if result.robots_meta:
+        record["robots_meta"] = list(result.robots_meta)
+    if result.canonical is not None:
+        record["canonical"] = result.canonical
+    if result.skipped is not None:
+        record["skipped"] = result.skipped
     record.update(extra or {})
     if record_links:
         record["outlinks"] = [

@@ -26,7 +26,8 @@ from typing import Any
 from ..errors import ArchiveError, FrontierUnavailable
 from ..messages import EXPIRED, WARC_FAILED, PageResult
 from ..settings import Settings
-from ..web.urls import InvalidURL, Scope, canonicalize
+from ..web.filters import UrlRules
+from ..web.urls import InvalidURL
 from . import outcome
 from .request import Request
 
@@ -108,9 +109,9 @@ class ResultHandling:
     ``is_seen`` is the frontier's, read-only (FrontierUnavailable when a
     shared frontier cannot answer)."""
 
-    def __init__(self, settings: Settings, scope: Scope, is_seen: Callable[[str], bool]) -> None:
+    def __init__(self, settings: Settings, rules: UrlRules, is_seen: Callable[[str], bool]) -> None:
         self.settings = settings
-        self.scope = scope
+        self.rules = rules
         self.is_seen = is_seen
         self.limits = outcome.Redirect(settings.max_redirects, settings.max_url_length)
         self.chains = Chains()
@@ -153,10 +154,10 @@ class ResultHandling:
         found = []
         for text in lines[:limit]:
             try:
-                url = canonicalize(text)
+                url = self.rules.canonical(text)
             except InvalidURL:
                 continue
-            if self.scope.allows(url):
+            if self.rules.allows(url):
                 found.append(url)
         return found
 
@@ -166,16 +167,17 @@ class ResultHandling:
         why not."""
         location = result.location or ""
         try:
-            target = canonicalize(location, request.url)
+            target = self.rules.canonical(location, request.url)
         except InvalidURL as exc:
             return self._not_followed(request, result, location, exc.reason)
         try:
             seen = target in self.chains or self.is_seen(target)
         except FrontierUnavailable:  # fetch this hop again once Redis is back
             return RetryAt(request, now + 1.0)
-        reason = outcome.redirect_refusal(
-            target, request, self.limits, self.scope.allows(target), seen
-        )
+        rule = self.rules.refusal(target)
+        reason = outcome.redirect_refusal(target, request, self.limits, rule, seen)
+        if rule is not None and reason in ("out of scope", f"refused by {rule}"):
+            result.dropped.append((target, rule))  # counted, and logged with --rejected-log
         if reason == "already seen":
             extra = {"redirect_to": target, "note": "redirect target already seen"}
             return Finish(request, result, extra)

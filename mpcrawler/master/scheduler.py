@@ -40,11 +40,13 @@ from dataclasses import dataclass, field
 from ..frontier import FOREVER, Frontier
 from ..messages import PageResult
 from ..settings import Settings
+from ..web.dns import DnsCache
 from ..web.robots import RobotsRules
+from ..web.urls import hostname_of, registered_domain
 from .outcome import backoff, parse_retry_after
 from .request import Request
 
-__all__ = ["MAX_CRAWL_DELAY", "Host", "Refusal", "Request", "Scheduler"]
+__all__ = ["MAX_CRAWL_DELAY", "Group", "Host", "Refusal", "Request", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +84,38 @@ def next_pace(pace: float, good_run: int, throttled: bool, cap: float) -> tuple[
     return (0.0 if faster < FIRST_PACE / 2 else faster), 0
 
 
-@dataclass(slots=True)
-class Host:
+@dataclass(slots=True, eq=False)
+class Group:
+    """The politeness unit (``--politeness-key``): the hosts that share one
+    concurrency budget, one spacing between starts and one pace."""
+
     key: str
-    queue: deque[Request] = field(default_factory=deque)
+    members: dict[str, Host] = field(default_factory=dict)
     in_flight: int = 0
     next_start: float = 0.0
     limit: int = 1
     delay: float = 0.0
+    pace: float = 0.0  # spacing the answers asked for (0: none)
+    good_run: int = 0
+    cut_at: float = -1.0  # when the pace was last cut (answers to older requests echo it)
+    timeouts: int = 0  # in a row
+
+
+@dataclass(slots=True, eq=False)
+class Host:
+    """One origin (``scheme://host[:port]``): its robots.txt, and the
+    requests held for it; its politeness is its group's."""
+
+    key: str
+    group: Group
+    queue: deque[Request] = field(default_factory=deque)
     robots: RobotsRules | None = None
     robots_state: str = "unknown"  # unknown | fetching | ready | failed
     robots_failures: int = 0
     robots_retry_at: float = 0.0
     robots_error: str = ""  # why the last robots.txt fetch failed
     robots_error_kind: str = "robots"
-    pace: float = 0.0  # spacing the host's answers asked for (0: none)
-    good_run: int = 0
-    cut_at: float = -1.0  # when the pace was last cut (answers to older requests echo it)
-    timeouts: int = 0  # in a row
+    in_flight: int = 0  # this host's own requests in flight (its group counts them too)
     scheduled: bool = False
     blocked_until: float = 0.0  # what the frontier was last told
 
@@ -128,6 +144,7 @@ class Scheduler:
         retry_delay: float = 1.0,
         max_hosts: int | None = None,
         max_pace: float = 60.0,
+        politeness_key: str = "host",
         frontier: Frontier | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -143,6 +160,9 @@ class Scheduler:
         self.frontier = frontier  # None: only what is submitted is dispatched
         self.pace_changes = 0
         self.hosts: dict[str, Host] = {}  # least recently given work first
+        self.groups: dict[str, Group] = {}  # by politeness key
+        self.politeness_key = politeness_key
+        self.dns = DnsCache() if politeness_key == "ip" else None
         self._ready: list[tuple[float, int, str]] = []
         self._delayed: list[tuple[float, int, Request]] = []
         self._order = itertools.count()
@@ -162,6 +182,7 @@ class Scheduler:
             retry_delay=s.retry_delay,
             max_hosts=s.max_active_hosts,
             max_pace=s.max_retry_after,
+            politeness_key=s.politeness_key,
             frontier=frontier,
             clock=clock,
         )
@@ -191,14 +212,14 @@ class Scheduler:
         dispatch: a request that waited in its worker (a busy machine) does
         not bring the next one closer to it than the delay."""
         host = self.hosts[request.host]
+        group = host.group
         host.in_flight -= 1
+        group.in_flight -= 1
         if request.kind == "robots":
             return  # robots_result() reschedules the host
         if started is not None:
-            host.next_start = max(host.next_start, started + max(host.delay, host.pace))
-        now = self.clock()
-        self._schedule(host, max(now, host.next_start))
-        self._sync(host, now)
+            group.next_start = max(group.next_start, started + max(group.delay, group.pace))
+        self._wake(group, self.clock())
 
     def robots_result(
         self,
@@ -224,9 +245,9 @@ class Scheduler:
             host.robots = RobotsRules.parse(body, self.user_agent)
             host.robots_state = "ready"
             crawl_delay = host.robots.crawl_delay
-            if crawl_delay:
-                host.limit = 1
-                host.delay = max(self.delay, min(crawl_delay, MAX_CRAWL_DELAY))
+            if crawl_delay:  # the whole group: one server behind several names
+                host.group.limit = 1
+                host.group.delay = max(host.group.delay, min(crawl_delay, MAX_CRAWL_DELAY))
         elif failed or status is None or status >= 500:
             host.robots_failures += 1
             host.robots_error = error or (f"HTTP {status}" if status else "failed")
@@ -257,8 +278,7 @@ class Scheduler:
         else:  # 3xx left over, 4xx: no usable robots.txt, so no restrictions
             host.robots = None
             host.robots_state = "ready"
-        self._schedule(host, now)
-        self._sync(host, now)
+        self._wake(host.group, now)
         return list(host.robots.sitemaps) if host.robots is not None else []
 
     # ------------------------------------------------------------- dispatch
@@ -284,8 +304,9 @@ class Scheduler:
                 continue
             _, _, key = heapq.heappop(ready)
             host = self.hosts[key]
+            group = host.group
             host.scheduled = False
-            if not host.queue or host.in_flight >= host.limit:
+            if not host.queue or group.in_flight >= group.limit:
                 continue  # finished() puts it back
             if self.use_robots and host.robots_state != "ready":
                 if host.robots_state == "failed":
@@ -301,12 +322,13 @@ class Scheduler:
                     robots = self.new_request(host.key + "/robots.txt", kind="robots")
                     host.robots_state = "fetching"
                     host.in_flight += 1
+                    group.in_flight += 1
                     robots.sent_at = now
                     assigned.append(robots)
-                    self._sync(host, now)
+                    self._wake(group, now)
                 continue
-            if now < host.next_start:
-                self._schedule(host, host.next_start)
+            if now < group.next_start:
+                self._schedule(host, group.next_start)
                 continue
             request = host.queue.popleft()
             self.queued -= 1
@@ -316,11 +338,11 @@ class Scheduler:
                 self._sync(host, now)
                 continue
             host.in_flight += 1
-            host.next_start = now + max(host.delay, host.pace)
+            group.in_flight += 1
+            group.next_start = now + max(group.delay, group.pace)
             request.sent_at = now
             assigned.append(request)
-            self._schedule(host, max(now, host.next_start))
-            self._sync(host, now)
+            self._wake(group, now)
         return assigned, refused
 
     def _lease(self, now: float, want: int) -> Request | None:
@@ -336,35 +358,38 @@ class Scheduler:
         host = self.hosts.get(request.host)
         if host is None:
             return
+        group = host.group
         status, timed_out = result.status, result.error_kind == "timeout"
         retry_after = parse_retry_after(result.retry_after, time.time())
-        host.timeouts = host.timeouts + 1 if timed_out else 0
-        throttled = status in (429, 503) or host.timeouts >= TIMEOUTS_IN_A_ROW
+        group.timeouts = group.timeouts + 1 if timed_out else 0
+        throttled = status in (429, 503) or group.timeouts >= TIMEOUTS_IN_A_ROW
         if status is None and not timed_out:
             return  # a connection failure says nothing about the host's load
-        before = host.pace
-        echo = throttled and request.sent_at <= host.cut_at  # sent before the last cut
+        before = group.pace
+        echo = throttled and request.sent_at <= group.cut_at  # sent before the last cut
         if not echo:
-            host.pace, host.good_run = next_pace(host.pace, host.good_run, throttled, self.max_pace)
+            group.pace, group.good_run = next_pace(
+                group.pace, group.good_run, throttled, self.max_pace
+            )
         if throttled:  # the next request waits from now, not from the last start
-            host.timeouts = 0
-            host.next_start = max(host.next_start, self.clock() + host.pace)
+            group.timeouts = 0
+            group.next_start = max(group.next_start, self.clock() + group.pace)
             if not echo:
-                host.cut_at = self.clock()
+                group.cut_at = self.clock()
         if retry_after:
-            host.next_start = max(host.next_start, self.clock() + min(retry_after, self.max_pace))
-        self._sync(host, self.clock())
-        if host.pace != before:
+            group.next_start = max(group.next_start, self.clock() + min(retry_after, self.max_pace))
+        self._wake(group, self.clock())
+        if group.pace != before:
             self.pace_changes += 1
             why = f"HTTP {status}" if status in (429, 503) else "timeouts" if throttled else "ok"
-            if host.pace:
-                log.info("pace of %s: a request every %.2f s (%s)", host.key, host.pace, why)
+            if group.pace:
+                log.info("pace of %s: a request every %.2f s (%s)", group.key, group.pace, why)
             else:
-                log.info("pace of %s: back to its own", host.key)
+                log.info("pace of %s: back to its own", group.key)
 
     def hosts_paced(self) -> int:
         """Hosts slowed down by their answers."""
-        return sum(1 for h in self.hosts.values() if h.pace)
+        return sum(1 for g in self.groups.values() if g.pace)
 
     def hosts_waiting(self) -> int:
         """Hosts whose URLs wait for another try at their robots.txt."""
@@ -395,7 +420,8 @@ class Scheduler:
         """The host ``key``, moved to the most recent end of ``hosts``."""
         host = self.hosts.pop(key, None)
         if host is None:
-            host = Host(key, limit=self.host_concurrency, delay=self.delay)
+            group = self._group(key)
+            host = group.members[key] = Host(key, group)
             if not self.use_robots:
                 host.robots_state = "ready"
             if self.max_hosts is not None and len(self.hosts) >= self.max_hosts:
@@ -411,10 +437,40 @@ class Scheduler:
             if len(self.hosts) < self.max_hosts:  # type: ignore[operator]
                 return
             host = self.hosts[key]
-            busy = host.queue or host.in_flight or host.scheduled or host.pace
+            busy = host.queue or host.in_flight or host.scheduled or host.group.pace
             if busy or host.robots_state == "fetching":
                 continue
             del self.hosts[key]
+            group = host.group
+            del group.members[key]
+            if not group.members and not group.in_flight:
+                del self.groups[group.key]
+
+    def group_key(self, host: str) -> str:
+        """The politeness key of the host ``scheme://host[:port]``: its host
+        name (any scheme, any port: NUTCH-2623), its registered domain, or
+        its address (the name itself if it has none)."""
+        name = hostname_of(host)
+        if self.politeness_key == "domain":
+            return registered_domain(name)
+        if self.dns is not None:
+            return self.dns.address(name) or name
+        return name
+
+    def _group(self, host: str) -> Group:
+        key = self.group_key(host)
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = Group(key, limit=self.host_concurrency, delay=self.delay)
+        return group
+
+    def _wake(self, group: Group, now: float) -> None:
+        """The group's state changed: each of its hosts is scheduled again
+        and the frontier told until when it must wait."""
+        when = max(now, group.next_start)
+        for host in group.members.values():
+            self._schedule(host, when)
+            self._sync(host, now)
 
     def _sync(self, host: Host, now: float) -> None:
         """Tell the frontier until when ``host`` must wait (``ready_at``)."""
@@ -429,16 +485,17 @@ class Scheduler:
         time, or FOREVER (until something here changes).  Pure politeness:
         requests held here go first; then the concurrency limit, robots.txt
         being fetched or waited for, and the spacing between starts."""
-        if host.queue or host.in_flight >= host.limit:
+        group = host.group
+        if host.queue or group.in_flight >= group.limit:
             return FOREVER
         if self.use_robots and host.robots_state == "fetching":
             return FOREVER
-        if host.next_start > now:
-            return host.next_start
+        if group.next_start > now:
+            return group.next_start
         return 0.0
 
     def _schedule(self, host: Host, when: float) -> None:
-        if host.scheduled or not host.queue or host.in_flight >= host.limit:
+        if host.scheduled or not host.queue or host.group.in_flight >= host.group.limit:
             return
         host.scheduled = True
         heapq.heappush(self._ready, (when, next(self._order), host.key))

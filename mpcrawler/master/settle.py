@@ -22,8 +22,10 @@ from ..frontier import Frontier
 from ..frontier.base import Admission, Revisit
 from ..messages import PageResult
 from ..output.pipelines import Pipelines
+from ..output.rejected import RejectedLog
 from ..settings import Settings
 from ..web import sitemaps
+from ..web.filters import FirstSeen
 from . import outcome, revisit
 from .counters import Counters
 from .request import Request
@@ -43,6 +45,7 @@ class Settling:
         counters: Counters,
         chains: Chains,
         node: str | None = None,
+        rejected: RejectedLog | None = None,
     ) -> None:
         self.settings = settings
         self.frontier = frontier
@@ -54,6 +57,8 @@ class Settling:
         self.since = 0.0  # when the first of ``ended`` ended
         self.loose: list[Admission] = []  # to admit with no record (robots' sitemaps)
         self.revisits = revisit.Revisits.from_settings(settings)
+        self.rejected = rejected  # --rejected-log
+        self.refused = FirstSeen()  # links refused and counted (each once, while remembered)
 
     def __bool__(self) -> bool:
         """Something waits to settle."""
@@ -165,8 +170,18 @@ class Settling:
             found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
         return found, 0
 
+    def _refused(self, source: str, dropped: list[tuple[str, str]]) -> None:
+        """Count the links a page's rules refused by rule, and log them."""
+        for url, rule in dropped:
+            if self.refused.first(url):
+                self.counters.links_dropped[rule] += 1
+                if self.rejected is not None:
+                    self.rejected.write(url, rule, source)
+
     def _record(self, finished: Finish, new_links: int) -> None:
         request, result = finished.request, finished.result
+        if result.dropped:
+            self._refused(request.url, result.dropped)
         now = time.time()
         _, state, fields = revisit.observe(
             request.known, result, self.revisits, now, request.first_url

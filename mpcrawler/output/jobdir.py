@@ -59,6 +59,12 @@ SCOPE_SETTINGS = (
     "robots",
     "max_pages_per_host",
     "crawl",
+    "accept_regex",
+    "reject_regex",
+    "reject_ext",
+    "strip_query",
+    "sort_query",
+    "keep_session_ids",
 )
 
 

@@ -27,6 +27,7 @@ from lxml import etree
 from ..messages import Link
 from ..modules import BUILTIN_ANALYZERS, Module
 from ..settings import Settings
+from ..web.pagerobots import agent_token, rel_tokens
 from .downloader import Response
 
 __all__ = [
@@ -45,7 +46,7 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
-_STRAINER = SoupStrainer(["a", "area", "base", "title"])
+_STRAINER = SoupStrainer(["a", "area", "base", "title", "meta", "link"])
 
 
 @dataclass
@@ -56,6 +57,9 @@ class Analysis:
     base: str
     links: list[str | Link] = field(default_factory=list)  # hrefs, or Link(href, priority)
     item: dict[str, Any] = field(default_factory=dict)
+    metas: list[tuple[str, str]] = field(default_factory=list)  # robots meta tags: (name, content)
+    nofollow: set[str] = field(default_factory=set)  # hrefs of links marked rel=nofollow
+    canonical: str | None = None  # the href of <link rel=canonical>
 
 
 class Analyzer(Module):
@@ -66,6 +70,8 @@ class Analyzer(Module):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         self.settings = settings
+        # the meta tags that speak to us: <meta name="robots"> and our own name
+        self.robots_names = frozenset({"robots", agent_token(settings.user_agent)})
 
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
@@ -117,16 +123,33 @@ class HtmlAnalyzer(Analyzer):
             if isinstance(href, str) and href.strip():
                 base = href.strip()
         links: list[str] = []
+        nofollow: set[str] = set()
         for tag in soup.find_all(_LINK_TAGS, href=True):
             href = tag["href"]
             if isinstance(href, str):
                 links.append(href)
+                rel = tag.get("rel")
+                if rel is not None and "nofollow" in rel_tokens(rel):  # type: ignore[arg-type]
+                    nofollow.add(href)
+        metas = [
+            (str(tag.get("name")), str(tag.get("content") or ""))
+            for tag in soup.find_all("meta", attrs={"name": True})
+            if str(tag.get("name")).strip().lower() in self.robots_names
+        ]
+        canonical = None
+        for tag in soup.find_all("link", href=True):
+            if "canonical" in rel_tokens(tag.get("rel")):  # type: ignore[arg-type]
+                canonical = str(tag["href"]).strip()
+                break
         title_tag = soup.find("title")
         title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
         return Analysis(
             base=base,
             links=links,
             item={"title": title or None, "encoding": encoding},
+            metas=metas,
+            nofollow=nofollow,
+            canonical=canonical,
         )
 
 
@@ -151,14 +174,39 @@ class LxmlAnalyzer(HtmlAnalyzer):
                 if href.strip():
                     base = href.strip()
                 break
-        links = [
-            href for element in root.iter(*_LINK_TAGS) if (href := element.get("href")) is not None
+        links: list[str] = []
+        nofollow: set[str] = set()
+        for element in root.iter(*_LINK_TAGS):
+            href = element.get("href")
+            if href is not None:
+                links.append(href)
+                rel = element.get("rel")
+                if rel is not None and "nofollow" in rel_tokens(rel):
+                    nofollow.add(href)
+        metas = [
+            (name, element.get("content") or "")
+            for element in root.iter("meta")
+            if (name := element.get("name")) is not None
+            and name.strip().lower() in self.robots_names
         ]
+        canonical = None
+        for element in root.iter("link"):
+            href = element.get("href")
+            if href is not None and "canonical" in rel_tokens(element.get("rel")):
+                canonical = href.strip()
+                break
         title = None
         for element in root.iter("title"):
             title = " ".join(t.strip() for t in element.itertext() if t.strip())
             break
-        return Analysis(base=base, links=links, item={"title": title or None, "encoding": encoding})
+        return Analysis(
+            base=base,
+            links=links,
+            item={"title": title or None, "encoding": encoding},
+            metas=metas,
+            nofollow=nofollow,
+            canonical=canonical,
+        )
 
 
 _FEED_CHUNK = 512  # as BeautifulSoup feeds lxml: the same push-parser path

@@ -11,6 +11,7 @@ after 3 x ``timeout``, so a server that drips bytes cannot hold a slot.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 import socket
 import ssl
@@ -32,6 +33,7 @@ from ..modules import Module
 from ..settings import Settings
 from ..web.addresses import AddressGuard
 from ..web.codings import ACCEPT_ENCODING, BoundedDecoder
+from ..web.cookies import read_cookies_file
 from ..web.urls import host_key, hostname_of
 from ..web.validators import digest_text, new_digest
 
@@ -82,6 +84,7 @@ class Response:
     elapsed_ms: float = 0.0
     exchange: Exchange | None = None
     digest: str | None = None  # sha1:BASE32 of the body as sent (see web.validators)
+    skipped: str | None = None  # why the body was not read (its type is not accepted)
 
 
 class ConnectFailed(DownloadError):
@@ -238,6 +241,14 @@ def _connect_reason(exc: BaseException) -> str:
     return os.strerror(error.errno).lower() if isinstance(error, OSError) else str(exc)
 
 
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _name_not_found(exc: BaseException) -> bool:
     error = _find(exc, lambda e: isinstance(e, socket.gaierror))
     permanent = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
@@ -277,11 +288,29 @@ class HttpDownloader(Downloader):
             host: "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
             for host, (user, password) in settings.credentials.items()
         }
+        self.session.headers.update(settings.header_pairs())  # --header wins
+        if settings.cookies:
+            for c in read_cookies_file(settings.cookies):
+                self.session.cookies.set_cookie(
+                    requests.cookies.create_cookie(
+                        c.name,
+                        c.value,
+                        domain=c.domain,
+                        path=c.path,
+                        secure=c.secure,
+                        expires=c.expires,
+                    )
+                )
+        self.accept_types = settings.accepted_types()
+        # Through a proxy the proxy resolves names and connects, so only a
+        # host written as an address can be checked here (see the README).
+        self.proxies = {"http": settings.proxy, "https": settings.proxy} if settings.proxy else {}
+        self.guard = guard
         self.keep_exchange = bool(settings.warc_dir)
         self.session.max_redirects = 5
         # Looking up proxy settings in the environment costs more than a
         # loopback request; skip it when there are none to find.
-        self.session.trust_env = bool(urllib.request.getproxies())
+        self.session.trust_env = bool(urllib.request.getproxies()) and not self.proxies
         self.timeout = (settings.timeout, settings.timeout)
 
     def download(
@@ -293,8 +322,13 @@ class HttpDownloader(Downloader):
         headers: dict[str, str] | None = None,
     ) -> Response:
         limit = self.settings.max_bytes if max_bytes is None else max_bytes
+        # A page's body is read only for the accepted types; robots.txt and
+        # sitemaps (fetched with their own max_bytes) whatever their type.
+        accept = self.accept_types if max_bytes is None else None
         with self.track():
             started = time.perf_counter()
+            if self.proxies and (reason := self._proxied_refusal(url)):
+                raise BlockedAddress(f"blocked address: {reason}")
             try:
                 raw = self._get(url, follow_redirects, headers)
             except _Refused as exc:
@@ -314,9 +348,15 @@ class HttpDownloader(Downloader):
             except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
                 raise DownloadError(f"request failed: {exc}") from None
             try:
-                return self._read(raw, url, limit, started, follow_redirects)
+                return self._read(raw, url, limit, started, follow_redirects, accept)
             finally:
                 raw.close()
+
+    def _proxied_refusal(self, url: str) -> str | None:
+        """Through a proxy, which resolves and connects: the private-network
+        rule for a host written as an address."""
+        host = hostname_of(url)
+        return self.guard.refusal(host, host) if _is_address(host) else None
 
     def _get(
         self, url: str, follow_redirects: bool, extra: dict[str, str] | None = None
@@ -355,7 +395,7 @@ class HttpDownloader(Downloader):
             timeout=self.timeout,
             allow_redirects=follow_redirects,
             verify=session.verify,
-            proxies={},
+            proxies=self.proxies,
         )
 
     def _read(
@@ -365,10 +405,23 @@ class HttpDownloader(Downloader):
         limit: int,
         started: float,
         follow_redirects: bool,
+        accept: frozenset[str] | None = None,
     ) -> Response:
-        """Read the body as sent, decode it within ``limit`` bytes."""
+        """Read the body as sent, decode it within ``limit`` bytes; a body
+        of a content type not in ``accept`` (None: all) is not read."""
         headers = {k.lower(): v for k, v in raw.headers.items()}
         content_type, charset = parse_content_type(headers.get("content-type", ""))
+        if accept is not None and content_type and content_type not in accept:
+            return Response(
+                url=raw.url if follow_redirects else url,
+                status=raw.status_code,
+                headers=headers,
+                content_type=content_type,
+                charset=charset,
+                elapsed_ms=(time.perf_counter() - started) * 1000.0,
+                exchange=self._exchange(raw, [], "unspecified") if self.keep_exchange else None,
+                skipped=f"content type {content_type} not accepted (--accept-type)",
+            )
         decoder = BoundedDecoder(headers.get("content-encoding", ""))
         chunks: list[bytes] = []
         sent: list[bytes] | None = [] if self.keep_exchange else None

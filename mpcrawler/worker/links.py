@@ -14,7 +14,8 @@ import re
 import threading
 
 from ..messages import Link, link_parts
-from ..web.urls import C0_AND_SPACE, InvalidURL, Scope, canonicalize, resolve
+from ..web.filters import UrlRules
+from ..web.urls import C0_AND_SPACE, InvalidURL, resolve
 
 __all__ = ["SENT_LINKS", "LinkResolver", "SentLinks", "document_base"]
 
@@ -37,7 +38,8 @@ def document_base(href: str, url: str) -> str:
 
 
 class LinkResolver:
-    """Resolves, canonicalises, length-checks and scope-filters raw hrefs.
+    """Resolves, canonicalises (by the crawl's ``UrlRules``: query clean-up
+    included), length-checks and filters raw hrefs.
 
     Keeps a bounded memo keyed by the href and the part of the base URL its
     resolution depends on (nothing, the scheme, the origin, the directory or
@@ -46,8 +48,8 @@ class LinkResolver:
     repeat on many pages of a site.
     """
 
-    def __init__(self, scope: Scope, max_url_length: int, memo_size: int = 10_000) -> None:
-        self.scope = scope
+    def __init__(self, rules: UrlRules, max_url_length: int, memo_size: int = 10_000) -> None:
+        self.rules = rules
         self.max_url_length = max_url_length
         self._memo: dict[tuple[str, str], str | None] = {}
         self._memo_size = memo_size
@@ -85,7 +87,7 @@ class LinkResolver:
         if cached != "":
             return cached
         try:
-            url: str | None = canonicalize(stripped, base)
+            url: str | None = self.rules.canonical(stripped, base)
         except InvalidURL:
             url = None
         if url is not None and len(url) > self.max_url_length:
@@ -96,16 +98,16 @@ class LinkResolver:
         return url
 
     def resolve(self, hrefs: list[str | Link], base: str) -> tuple[int, list[str]]:
-        """(number of distinct fetchable links, the in-scope ones in page order)."""
+        """(number of distinct fetchable links, the allowed ones in page order)."""
         links = self.resolve_all(hrefs, base)
-        return len(links), [url for url, in_scope, _ in links if in_scope]
+        return len(links), [url for url, refusal, _ in links if refusal is None]
 
-    def resolve_all(self, hrefs: list[str | Link], base: str) -> list[tuple[str, bool, int]]:
-        """The distinct fetchable links in page order, each with whether the
-        crawl's scope allows it and its priority (a Link's, else 0; the
-        highest, for a URL linked more than once)."""
-        found: dict[str, tuple[bool, int]] = {}
-        allows = self.scope.allows
+    def resolve_all(self, hrefs: list[str | Link], base: str) -> list[tuple[str, str | None, int]]:
+        """The distinct fetchable links in page order, each with the rule
+        that refuses it (None: the crawl wants it) and its priority (a
+        Link's, else 0; the highest, for a URL linked more than once)."""
+        found: dict[str, tuple[str | None, int]] = {}
+        refusal = self.rules.refusal
         for link in hrefs:
             href, priority = (link, 0) if type(link) is str else link_parts(link)
             if len(href) > self.max_url_length * 3:
@@ -115,10 +117,10 @@ class LinkResolver:
                 continue
             known = found.get(url)
             if known is None:
-                found[url] = (allows(url), priority)
+                found[url] = (refusal(url), priority)
             elif priority > known[1]:
                 found[url] = (known[0], priority)
-        return [(url, in_scope, priority) for url, (in_scope, priority) in found.items()]
+        return [(url, rule, priority) for url, (rule, priority) in found.items()]
 
 
 class SentLinks:

@@ -60,12 +60,14 @@ from ..messages import (
 from ..modules import load_object, process_usage
 from ..settings import Settings
 from ..web import sitemaps
+from ..web.filters import FirstSeen, UrlRules
+from ..web.pagerobots import agent_token, canonical_from_link_header, page_directives
 from ..web.robots import decode_robots
 from ..web.urls import Scope
 from ..web.validators import conditional_headers
 from .analyzer import Analyzer
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
-from .links import LinkResolver, SentLinks, document_base
+from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
 from .revisit import Revisit, revisit_of
 
 if TYPE_CHECKING:
@@ -91,8 +93,11 @@ class Worker:
         analyzer_cls = load_object(settings.analyzer)
         self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
         self.analyzer: Analyzer = analyzer_cls(settings)
-        self.resolver = LinkResolver(scope, settings.max_url_length)
+        self.rules = UrlRules.from_settings(settings, scope)
+        self.resolver = LinkResolver(self.rules, settings.max_url_length)
         self.sent = SentLinks()
+        self.refused = FirstSeen(SENT_LINKS)  # links refused and reported (once each)
+        self.agent = agent_token(settings.user_agent)
         self.warc: WarcFiles | None = None
         if settings.warc_dir:
             from .warc import WarcFiles  # warcio only when archiving
@@ -256,6 +261,9 @@ class Worker:
         result.digest = response.digest
         result.etag = response.headers.get("etag")
         result.last_modified = response.headers.get("last-modified")
+        if response.skipped:  # a type not accepted: its headers are all there is
+            result.skipped, result.digest = response.skipped, None
+            return result, None
         if response.status == 304:  # not modified: the last capture's links stand
             return result, None
         if response.status in (429, 503):
@@ -313,10 +321,28 @@ class Worker:
             base = document_base(analysis.base, response.url)
             links = self.resolver.resolve_all(analysis.links, base)
             result.links = len(links)
-            result.outlinks = [(url, priority) for url, in_scope, priority in links if in_scope]
+            directives = page_directives(
+                analysis.metas, _header_values(response, "x-robots-tag"), self.agent
+            )
+            result.robots_meta = directives
+            obey = not self.settings.ignore_nofollow
+            if obey and "nofollow" in directives:
+                links = [(url, rule or "nofollow", p) for url, rule, p in links]
+            elif obey and analysis.nofollow:
+                marked = {self.resolver.canonical(href, base) for href in analysis.nofollow}
+                links = [
+                    (u, rule or ("nofollow" if u in marked else None), p) for u, rule, p in links
+                ]
+            result.outlinks = [(url, priority) for url, rule, priority in links if rule is None]
+            result.dropped = [
+                (url, rule)
+                for url, rule, _ in links
+                if rule is not None and self.refused.first(url)
+            ]
             if self.settings.record_links:
-                result.all_links = links
-            result.item = analysis.item
+                result.all_links = [(url, rule is None, p) for url, rule, p in links]
+            result.canonical = self._canonical(analysis.canonical, response, base)
+            result.item = analysis.item if not (obey and "noindex" in directives) else {}
             if self.warc is not None and response.exchange is not None and not self.warc_failed:
                 try:
                     self.warc.write_outlinks(response.url, [url for url, _, _ in links])
@@ -329,6 +355,18 @@ class Worker:
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)
 
+    def _allowed(self, result: PageResult, url: str) -> bool:
+        """The rules allow ``url``; if not, its refusal goes with ``result`` (once)."""
+        rule = self.rules.refusal(url)
+        if rule is not None and self.refused.first(url):
+            result.dropped.append((url, rule))
+        return rule is None
+
+    def _canonical(self, href: str | None, response: Response, base: str) -> str | None:
+        """The page's rel=canonical (its own, else its Link header's), canonical."""
+        href = href or canonical_from_link_header(response.headers.get("link"))
+        return None if href is None else self.resolver.canonical(href, base)
+
     def read_sitemap(self, result: PageResult, response: Response) -> None:
         """Add what a sitemap lists to ``result``: its pages (resolved and in
         scope) with their priorities and lastmods, and its child sitemaps."""
@@ -339,23 +377,27 @@ class Worker:
         except sitemaps.SitemapError as exc:
             result.error, result.error_kind = f"sitemap: {exc}", "sitemap"
             return
-        allows = self.resolver.scope.allows
         found: dict[str, int] = {}
         for loc, priority, lastmod in sitemap.pages:
             url = self.resolver.canonical(loc, response.url)
-            if url is not None and allows(url) and url not in found:
+            if url is not None and self._allowed(result, url) and url not in found:
                 found[url] = priority
                 if lastmod:
                     result.lastmods[url] = lastmod[:64]
         for loc in sitemap.sitemaps:
             url = self.resolver.canonical(loc, response.url)
-            if url is not None and allows(url) and url not in result.sitemaps:
+            if url is not None and self._allowed(result, url) and url not in result.sitemaps:
                 result.sitemaps.append(url)
         result.outlinks = list(found.items())
         result.links = len(sitemap.pages) + len(sitemap.sitemaps)
         result.item = {"sitemap_urls": len(found), "sitemap_children": len(result.sitemaps)}
         if sitemap.dropped:
             result.item["sitemap_dropped"] = sitemap.dropped
+
+
+def _header_values(response: Response, name: str) -> list[str]:
+    value = response.headers.get(name)
+    return [value] if value else []
 
 
 def _log_to_file(log_file: str | None) -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mpcrawler.settings import Settings
 from mpcrawler.testing.site import TestSite
+from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope
 from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.downloader import (
@@ -44,7 +45,7 @@ def analyze(
     analysis = cls(Settings()).analyze(
         Response(url=url, status=200, body=body, content_type=content_type, charset=charset)
     )
-    resolver = LinkResolver(Scope.from_seeds([url], ["site.test"]), 2048)
+    resolver = LinkResolver(UrlRules(Scope.from_seeds([url], ["site.test"])), 2048)
     _, links = resolver.resolve(analysis.links, document_base(analysis.base, url))
     return analysis.item.get("title"), links
 

@@ -26,6 +26,7 @@ from mpcrawler.messages import PageResult
 from mpcrawler.output.pipelines import Pipelines
 from mpcrawler.output.progress import Progress
 from mpcrawler.settings import Settings
+from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope, host_key
 
 Answer = Callable[[Request], PageResult | None]  # None: the worker dies with it
@@ -213,7 +214,7 @@ def make_engine(
     frontier = FakeFrontier()
     pool = FakePool(answer, slots)
     counters = Counters()
-    results = ResultHandling(settings, scope, frontier.is_seen)
+    results = ResultHandling(settings, UrlRules.from_settings(settings, scope), frontier.is_seen)
     pipelines = Pipelines([], settings, tmp_path / "pages.jsonl")
     pipelines.open()
     settling = Settling(settings, frontier, pipelines, counters, results.chains)

@@ -54,23 +54,25 @@ def test_backoff_doubles_heeds_retry_after_and_is_capped() -> None:
 
 def test_redirect_refusals_in_order() -> None:
     fresh = request()
-    assert outcome.redirect_refusal("http://a.test/y", fresh, LIMITS, True, False) is None
+    assert outcome.redirect_refusal("http://a.test/y", fresh, LIMITS, None, False) is None
     chained = request(hops=["http://a.test/1", "http://a.test/2"])
-    assert outcome.redirect_refusal("http://a.test/y", chained, LIMITS, True, False) == (
+    assert outcome.redirect_refusal("http://a.test/y", chained, LIMITS, None, False) == (
         "more than 2 redirects"
     )
-    assert outcome.redirect_refusal("http://a.test/" + "y" * 40, fresh, LIMITS, True, False) == (
+    assert outcome.redirect_refusal("http://a.test/" + "y" * 40, fresh, LIMITS, None, False) == (
         "URL too long"
     )
-    assert outcome.redirect_refusal("http://b.test/", fresh, LIMITS, False, False) == "out of scope"
-    assert outcome.redirect_refusal("http://a.test/x", fresh, LIMITS, True, False) == (
+    assert (
+        outcome.redirect_refusal("http://b.test/", fresh, LIMITS, "scope", False) == "out of scope"
+    )
+    assert outcome.redirect_refusal("http://a.test/x", fresh, LIMITS, None, False) == (
         "redirect loop"
     )
     looped = request(hops=["http://a.test/1"], origin="http://a.test/0")
-    assert outcome.redirect_refusal("http://a.test/0", looped, LIMITS, True, False) == (
+    assert outcome.redirect_refusal("http://a.test/0", looped, LIMITS, None, False) == (
         "redirect loop"
     )
-    assert outcome.redirect_refusal("http://a.test/y", fresh, LIMITS, True, True) == "already seen"
+    assert outcome.redirect_refusal("http://a.test/y", fresh, LIMITS, None, True) == "already seen"
 
 
 def test_a_lost_request_is_tried_again_until_it_crashed_three_workers() -> None:

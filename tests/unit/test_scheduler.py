@@ -129,7 +129,7 @@ def test_retry_after_and_timeouts_slow_the_host() -> None:
     scheduler = Scheduler(clock=lambda: now[0], robots=False, max_pace=30)
     request = scheduler.new_request("http://h.test/a")
     scheduler.submit(request)
-    host = scheduler.hosts["http://h.test"]
+    host = scheduler.hosts["http://h.test"].group
     scheduler.answered(request, answer(status=429, retry_after="300"))
     assert host.pace == FIRST_PACE and host.next_start == 130.0  # Retry-After, capped
     now[0], request.sent_at = 101.0, 100.5  # a request sent after that cut
@@ -154,7 +154,7 @@ def test_answers_to_one_moment_of_overload_cut_the_pace_once() -> None:
     now[0] = 100.1
     for request in assigned:
         scheduler.answered(request, answer(status=429))
-    host = scheduler.hosts["http://h.test"]
+    host = scheduler.hosts["http://h.test"].group
     assert host.pace == FIRST_PACE and scheduler.pace_changes == 1
     later = scheduler.new_request("http://h.test/later")
     later.sent_at = 100.2  # after the cut
