@@ -21,7 +21,7 @@ from .output.robotscache import RobotsCache
 from .settings import Settings
 from .web.filters import UrlRules, rule_flag
 from .web.robots import RobotsRules
-from .web.urls import InvalidURL, Scope, host_key
+from .web.urls import InvalidURL, Scope, canonicalize, host_key
 
 __all__ = ["run_check_url", "verdict"]
 
@@ -77,6 +77,11 @@ def _detail(rule: str, url: str, settings: Settings) -> str:
 def run_check_url(
     args: argparse.Namespace, settings_from_args: Callable[[argparse.Namespace], Settings]
 ) -> int:
+    try:
+        canonicalize(args.url)
+    except InvalidURL as exc:
+        print(f"canonical  (none)\nverdict    refused by malformed: {exc.reason}")
+        return 1
     if not args.seeds and not args.seeds_file:
         args.seeds = _job_seeds(args.job_dir) or [args.url]
     settings = settings_from_args(args)

@@ -50,6 +50,9 @@ class Hit:
     end: float = 0.0
     agent: str = ""  # the User-Agent header
     authorization: str = ""  # the Authorization header
+    headers: dict[str, str] = field(default_factory=dict)  # every header (names lower-case)
+    sent: int = 0  # body bytes the socket took
+    done: threading.Event = field(default_factory=threading.Event)  # the reply is over
 
 
 @dataclass
@@ -109,6 +112,7 @@ class Handler(BaseHTTPRequestHandler):
             time.monotonic(),
             agent=self.headers.get("User-Agent", ""),
             authorization=self.headers.get("Authorization", ""),
+            headers={k.lower(): v for k, v in self.headers.items()},
         )
         with log.lock:
             n = sum(1 for h in log.hits if h.path == self.path)
@@ -135,14 +139,18 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+                hit.sent = len(body)
             else:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
                 for chunk in body:
                     self.wfile.write(chunk)
+                    hit.sent += len(chunk)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        finally:
+            hit.done.set()
 
 
 @contextmanager

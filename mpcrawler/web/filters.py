@@ -156,7 +156,12 @@ class UrlRules:
             reject=tuple(settings.reject_regex),
             reject_ext=frozenset(settings.effective_reject_ext()),
             query=QueryRules(
-                strip=tuple(p.lower() for p in settings.strip_query),
+                strip=tuple(
+                    p.strip().lower()
+                    for text in settings.strip_query
+                    for p in text.split(",")
+                    if p.strip()
+                ),
                 sort=settings.sort_query,
                 session_ids=not settings.keep_session_ids,
             ),
