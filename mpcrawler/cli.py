@@ -376,7 +376,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def check_paths(settings: Settings) -> None:
-    """Usage errors for a job dir, output or log file that cannot be written."""
+    """Usage errors for a job dir, output, log or rejected log that cannot be written."""
     if settings.job_dir:
         job = Path(settings.job_dir)
         if job.exists() and not job.is_dir():
@@ -385,6 +385,8 @@ def check_paths(settings: Settings) -> None:
     _check_writable(settings.output_path(), "output")
     if settings.log_file:
         _check_writable(Path(settings.log_file), "log file")
+    if settings.rejected_log:
+        _check_writable(Path(settings.rejected_log), "rejected log")
 
 
 def _pairs(values: dict[str, Any]) -> str:

@@ -74,13 +74,13 @@ def _convert(path: str, key: str, action: argparse.Action, value: Any) -> Any:
         return list(items)
     if isinstance(value, bool | list | dict):
         raise UsageError(f"{where} must be a {'number' if action.type else 'string'}")
+    if action.type is None and not isinstance(value, str):
+        raise UsageError(f"{where} must be a string")
     if action.type is not None:
         try:
-            return action.type(str(value))
+            value = action.type(str(value))
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise UsageError(f"{where}: {exc}") from None
-    if not isinstance(value, str):
-        raise UsageError(f"{where} must be a string")
     if action.choices is not None and value not in action.choices:
         raise UsageError(f"{where} must be one of {', '.join(map(str, action.choices))}")
     return value

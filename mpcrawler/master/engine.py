@@ -226,7 +226,9 @@ class Engine:
                 status = result.status
                 if self.robots_cache is not None and status and status < 500 and not action.failed:
                     self.robots_cache.save(request.host, result.body or "" if status < 300 else "")
-            self.settling.add_sitemaps(self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS))
+            found, refused = self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS)
+            self.settling.add_sitemaps(found)
+            self.settling.refused_links(request.url, refused)
 
     # ---------------------------------------------------------------- stop
     def request_stop(self) -> bool:

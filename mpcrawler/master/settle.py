@@ -170,8 +170,9 @@ class Settling:
             found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
         return found, 0
 
-    def _refused(self, source: str, dropped: list[tuple[str, str]]) -> None:
-        """Count the links a page's rules refused by rule, and log them."""
+    def refused_links(self, source: str, dropped: list[tuple[str, str]]) -> None:
+        """Count the URLs the rules refused on ``source`` (a page, a redirect,
+        a sitemap or a robots.txt) by rule, each once, and log them."""
         for url, rule in dropped:
             if self.refused.first(url):
                 self.counters.links_dropped[rule] += 1
@@ -181,7 +182,7 @@ class Settling:
     def _record(self, finished: Finish, new_links: int) -> None:
         request, result = finished.request, finished.result
         if result.dropped:
-            self._refused(request.url, result.dropped)
+            self.refused_links(request.url, result.dropped)
         now = time.time()
         _, state, fields = revisit.observe(
             request.known, result, self.revisits, now, request.first_url

@@ -16,7 +16,9 @@ new bytes, new validators), ``add`` a page linked from another (which is
 edited), ``delete`` one (404).  Pages carry an ``ETag`` and a
 ``Last-Modified`` and answer conditional requests with 304, as nginx does;
 ``conditional=False`` makes the server ignore them (the same 200 every
-time), ``validators=False`` leaves the headers out.
+time), ``validators=False`` leaves the headers out.  ``session_ids=True``
+puts a new ``;jsessionid=`` in every link of every answer, as a servlet
+does for a client without cookies.
 """
 
 from __future__ import annotations
@@ -141,7 +143,10 @@ class TestSite:
         out += [rng.randrange(self.pages) for _ in range(min(self.fanout, self.pages))]
         return out + self.added_links.get(i, [])
 
-    def body(self, i: int, port: int) -> bytes:
+    def body(self, i: int, port: int, session: str | None = None) -> bytes:
+        """Page ``i``'s HTML; with a ``session``, every link carries it as
+        ``;jsessionid=`` (a servlet's URL rewriting for a client without
+        cookies)."""
         hrefs = []
         for n, j in enumerate(self.links(i)):
             if n % 5 == 3 and i != 0 and j != 0:
@@ -157,6 +162,8 @@ class TestSite:
             "mailto:crawler@example.invalid",
             "javascript:void(0)",
         ]
+        if session is not None:
+            hrefs = [_with_session(h, session) for h in hrefs]
         nav = "\n".join(f'<li><a href="{h}">link {n}</a></li>' for n, h in enumerate(hrefs))
         edition = self.editions.get(i, 0)
         head = (
@@ -181,6 +188,13 @@ class TestSite:
                 number = int(rest)
                 index = number if number < self.pages + len(self.added) else None
         return None if index in self.deleted else index
+
+
+def _with_session(href: str, session: str) -> str:
+    if not href.lower().startswith(("http", "/")) and not href[:1].isdigit():
+        return href  # mailto:, javascript:
+    cut = min((at for at in (href.find("#"), href.find("?")) if at >= 0), default=len(href))
+    return f"{href[:cut]};jsessionid={session}{href[cut:]}"
 
 
 class Hit(NamedTuple):
@@ -210,12 +224,15 @@ class SiteServer(ThreadingHTTPServer):
         *,
         conditional: bool = True,
         validators: bool = True,
+        session_ids: bool = False,
     ) -> None:
         self.site = site
         self.latency = latency
         self.robots = robots
         self.conditional = conditional
         self.validators = validators
+        self.session_ids = session_ids  # every answer gives a new session id to its links
+        self.sessions = 0
         self.hits: collections.Counter[str] = collections.Counter()
         self.log: list[Hit] = []
         self.hits_lock = threading.Lock()
@@ -251,7 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         server = self.server
-        path = self.path.split("?", 1)[0]
+        path = self.path.split("?", 1)[0].split(";", 1)[0]
         with server.hits_lock:
             server.hits[self.path] += 1
         if server.latency:
@@ -270,7 +287,12 @@ class _Handler(BaseHTTPRequestHandler):
             if server.conditional and self._not_modified(etag, modified):
                 self._send(304, b"", "", headers)
                 return
-        body = server.site.body(index, server.port)
+        session = None
+        if server.session_ids:
+            with server.hits_lock:
+                server.sessions += 1
+                session = f"{server.sessions:032X}"
+        body = server.site.body(index, server.port, session)
         self._send(200, body, "text/html; charset=utf-8", headers)
 
     def _not_modified(self, etag: str, modified: str) -> bool:

@@ -177,8 +177,9 @@ class UrlRules:
         """A canonical URL with its query cleaned up."""
         return self.query.apply(url) if self.query else url
 
-    def refusal(self, url: str) -> str | None:
-        """Why the crawl does not fetch ``url`` (canonical): one of RULES, or None."""
+    def refusal(self, url: str, sitemap: bool = False) -> str | None:
+        """Why the crawl does not fetch ``url`` (canonical): one of RULES, or
+        None.  The extensions do not apply to a ``sitemap`` (``.xml.gz``)."""
         scope = self.scope
         if scope.deny and any(is_subdomain(hostname_of(url), d) for d in scope.deny):
             return "deny_domain"
@@ -189,7 +190,7 @@ class UrlRules:
             return "reject_regex"
         if accept and not any(a.search(url) for a in accept):
             return "accept_regex"
-        if self.reject_ext and extension_of(url) in self.reject_ext:
+        if self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
             return "reject_ext"
         return None
 

@@ -355,9 +355,10 @@ class Worker:
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)
 
-    def _allowed(self, result: PageResult, url: str) -> bool:
-        """The rules allow ``url``; if not, its refusal goes with ``result`` (once)."""
-        rule = self.rules.refusal(url)
+    def _allowed(self, result: PageResult, url: str, sitemap: bool = False) -> bool:
+        """The rules allow ``url`` (a ``sitemap``'s?); if not, its refusal
+        goes with ``result`` (once)."""
+        rule = self.rules.refusal(url, sitemap)
         if rule is not None and self.refused.first(url):
             result.dropped.append((url, rule))
         return rule is None
@@ -386,7 +387,7 @@ class Worker:
                     result.lastmods[url] = lastmod[:64]
         for loc in sitemap.sitemaps:
             url = self.resolver.canonical(loc, response.url)
-            if url is not None and self._allowed(result, url) and url not in result.sitemaps:
+            if url is not None and self._allowed(result, url, True) and url not in result.sitemaps:
                 result.sitemaps.append(url)
         result.outlinks = list(found.items())
         result.links = len(sitemap.pages) + len(sitemap.sitemaps)

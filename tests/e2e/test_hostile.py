@@ -180,7 +180,8 @@ def test_only_html_is_parsed(tmp_path: Path) -> None:
         "/no-type": lambda h, n: (200, {}, b'<a href="/hidden2">x</a>'),
     }
     with serve(routes, default=lambda h, n: links()) as server:
-        records = crawl(server.url + "/", tmp_path)
+        # Every body read and every extension fetched: the analyzer's own rule.
+        records = crawl(server.url + "/", tmp_path, "--accept-type", "*", "--reject-ext", "")
         fetched = set(server.log.counts())
     assert "/hidden1" not in fetched and "/hidden2" not in fetched
     assert "/from-xhtml" in fetched
