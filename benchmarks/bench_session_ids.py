@@ -14,37 +14,14 @@ reached, and the requests spent a page; and each crawl's wall time.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import machine
+from benchmarks import common
 from mpcrawler.testing.site import SiteServer, TestSite, serving
-
-
-def crawl(url: str, job: Path, *extra: str) -> float:
-    started = time.monotonic()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mpcrawler",
-            "crawl",
-            url,
-            "--job-dir",
-            str(job),
-            "--quiet",
-            "--no-robots",
-            *extra,
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    return time.monotonic() - started
 
 
 def main() -> None:
@@ -52,14 +29,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=500)
     parser.add_argument("--budget", type=int, default=5000, help="--max-pages when ids are kept")
     args = parser.parse_args()
-    print(machine())
+    print(common.machine())
     print(f"site: {args.pages} pages, a new jsessionid in every link of every answer\n")
     print("| crawl | requests | distinct pages | requests a page | wall s |")
     print("|---|---|---|---|---|")
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        serving(SiteServer(TestSite(pages=args.pages), session_ids=True)) as server,
-    ):
+    with serving(SiteServer(TestSite(pages=args.pages), session_ids=True)) as server:
         for name, extra in (
             ("default (ids stripped)", []),
             (
@@ -68,7 +42,9 @@ def main() -> None:
             ),
         ):
             before = len(server.log)
-            wall = crawl(server.url, Path(tmp) / name.split()[0].strip("-"), *extra)
+            started = time.monotonic()
+            common.crawl(server.url, 2, 4, extra=tuple(extra))
+            wall = time.monotonic() - started
             hits = server.log[before:]
             distinct = len({h.path.split(";")[0] for h in hits if h.status == 200})
             print(

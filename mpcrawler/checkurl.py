@@ -75,8 +75,9 @@ def _detail(rule: str, url: str, settings: Settings) -> str:
 
 
 def run_check_url(
-    args: argparse.Namespace, settings_from_args: Callable[[argparse.Namespace], Settings]
+    args: argparse.Namespace, effective_settings: Callable[[argparse.Namespace], Settings]
 ) -> int:
+    """The command; ``effective_settings`` is the CLI's (checked settings)."""
     try:
         canonicalize(args.url)
     except InvalidURL as exc:
@@ -84,12 +85,7 @@ def run_check_url(
         return 1
     if not args.seeds and not args.seeds_file:
         args.seeds = _job_seeds(args.job_dir) or [args.url]
-    settings = settings_from_args(args)
-    try:
-        settings.validate()
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    settings.apply_scope_defaults()
+    settings = effective_settings(args)
     canonical, rule, detail = verdict(args.url, settings)
     print(f"canonical  {canonical if canonical is not None else '(none)'}")
     if rule is None:

@@ -464,10 +464,10 @@ def run_crawl(settings: Settings) -> int:
     return EXIT_OK
 
 
-def run_print_config(args: argparse.Namespace) -> int:
-    """--print-config: the settings a crawl would run with, as TOML."""
+def effective_settings(args: argparse.Namespace) -> Settings:
+    """The settings a crawl with ``args`` runs with: checked (a UsageError
+    if not possible), broad-crawl defaults applied.  No seed is needed."""
     if not args.seeds and not args.seeds_file:
-        args.seeds = []
         settings = Settings(**{name: getattr(args, name) for name in OPTIONS})
     else:
         settings = settings_from_args(args)
@@ -476,7 +476,12 @@ def run_print_config(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     settings.apply_scope_defaults()
-    print(to_toml(settings), end="", flush=True)
+    return settings
+
+
+def run_print_config(args: argparse.Namespace) -> int:
+    """--print-config: the settings a crawl would run with, as TOML."""
+    print(to_toml(effective_settings(args)), end="", flush=True)
     return EXIT_OK
 
 
@@ -696,7 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check-url":
             from .checkurl import run_check_url
 
-            return run_check_url(args, settings_from_args)
+            return run_check_url(args, effective_settings)
         if args.command == "demo":
             return run_demo(args)
         if args.command == "serve-site":
