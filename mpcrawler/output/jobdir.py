@@ -244,8 +244,17 @@ class JobDir:
         return pid
 
     def check_compatible(self, stored: dict[str, Any], settings: dict[str, Any]) -> None:
+        """JobConflict unless ``settings`` crawl what ``stored`` did (a
+        setting a job dir of an older version lacks had its default)."""
+        defaults: dict[str, Any] | None = None
         for name in SCOPE_SETTINGS:
             old, new = stored.get(name), settings.get(name)
+            if name not in stored:
+                if defaults is None:
+                    from ..settings import Settings
+
+                    defaults = Settings(workers=1).to_dict()
+                old = defaults.get(name)
             if isinstance(old, list) and isinstance(new, list):
                 old, new = sorted(old), sorted(new)
             if old != new:

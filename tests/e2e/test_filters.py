@@ -370,3 +370,16 @@ def test_check_url_names_the_rule_and_reads_the_jobs_robots(tmp_path: Path) -> N
     )
     code, lines = check(server.url + "/open", "--job-dir", str(job))
     assert code == 0 and "allowed by robots.txt" in lines[1]
+
+
+def test_the_query_clean_up_is_part_of_the_job(tmp_path: Path) -> None:
+    with serve({"/": lambda h, n: links("/a?utm_x=1")}, default=lambda h, n: links()) as server:
+        job = tmp_path / "job"
+        first = run_cli(*crawl_args(server.url + "/", job, "--max-pages", "1"))
+        assert first.returncode == 0, first.stderr
+        changed = run_cli(*crawl_args(server.url + "/", job, "--strip-query", "utm_*"))
+        assert changed.returncode == 2
+        assert "strip-query=[], not ['utm_*']" in changed.stderr
+        same = run_cli(*crawl_args(server.url + "/", job, "--max-pages", "2"))
+        assert same.returncode == 0, same.stderr
+        assert server.log.counts()["/a?utm_x=1"] == 1

@@ -284,3 +284,15 @@ def test_printed_config_reads_back(tmp_path: pytest.TempPathFactory) -> None:
     values = load_config(str(path), _parser())
     assert values["reject_regex"] == ['a"b\\'] and values["delay"] == 0.5
     assert values["seeds"] == ["http://h.test/"] and "max_pages" not in values
+
+
+def test_an_older_job_dir_resumes_with_the_defaults(tmp_path: pytest.TempPathFactory) -> None:
+    from mpcrawler.errors import JobConflict
+    from mpcrawler.output.jobdir import JobDir
+
+    new = Settings(seeds=["http://a.test/"]).to_dict()
+    older = {k: v for k, v in new.items() if k not in ("strip_query", "keep_session_ids")}
+    JobDir(str(tmp_path)).check_compatible(older, new)
+    with pytest.raises(JobConflict, match="strip-query=\\[\\], not \\['utm_\\*'\\]"):
+        changed = Settings(seeds=["http://a.test/"], strip_query=["utm_*"]).to_dict()
+        JobDir(str(tmp_path)).check_compatible(older, changed)
