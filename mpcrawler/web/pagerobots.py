@@ -13,7 +13,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["agent_token", "canonical_from_link_header", "page_directives", "rel_tokens"]
+__all__ = [
+    "agent_token",
+    "apply_nofollow",
+    "canonical_from_link_header",
+    "page_directives",
+    "rel_tokens",
+]
 
 # Directives that take a value after a colon: "max-snippet: 20" is not an agent.
 _VALUED = frozenset({"max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"})
@@ -77,3 +83,17 @@ def canonical_from_link_header(value: str | None) -> str | None:
             if name.strip().lower() == "rel" and "canonical" in rel.strip("\"' ").lower().split():
                 return match.group(1).strip()
     return None
+
+
+def apply_nofollow(
+    links: list[tuple[str, str | None, int]], directives: tuple[str, ...], marked: set[str | None]
+) -> list[tuple[str, str | None, int]]:
+    """A page's links (url, the rule refusing it or None, priority) with
+    ``nofollow`` as the rule of those it asks robots not to follow: all of
+    them under a ``nofollow`` directive, else those ``marked`` rel=nofollow.
+    A link another rule refuses keeps that rule."""
+    if "nofollow" in directives:
+        return [(url, rule or "nofollow", p) for url, rule, p in links]
+    if not marked:
+        return links
+    return [(url, rule or ("nofollow" if url in marked else None), p) for url, rule, p in links]

@@ -61,7 +61,12 @@ from ..modules import load_object, process_usage
 from ..settings import Settings
 from ..web import sitemaps
 from ..web.filters import FirstSeen, UrlRules
-from ..web.pagerobots import agent_token, canonical_from_link_header, page_directives
+from ..web.pagerobots import (
+    agent_token,
+    apply_nofollow,
+    canonical_from_link_header,
+    page_directives,
+)
 from ..web.robots import decode_robots
 from ..web.urls import Scope
 from ..web.validators import conditional_headers
@@ -326,13 +331,9 @@ class Worker:
             )
             result.robots_meta = directives
             obey = not self.settings.ignore_nofollow
-            if obey and "nofollow" in directives:
-                links = [(url, rule or "nofollow", p) for url, rule, p in links]
-            elif obey and analysis.nofollow:
+            if obey:
                 marked = {self.resolver.canonical(href, base) for href in analysis.nofollow}
-                links = [
-                    (u, rule or ("nofollow" if u in marked else None), p) for u, rule, p in links
-                ]
+                links = apply_nofollow(links, directives, marked)
             result.outlinks = [(url, priority) for url, rule, priority in links if rule is None]
             result.dropped = [
                 (url, rule)

@@ -17,6 +17,7 @@ from mpcrawler.web.dns import DnsCache, read_hosts_file
 from mpcrawler.web.filters import DEFAULT_REJECT_EXT, FirstSeen, QueryRules, UrlRules, extension_of
 from mpcrawler.web.pagerobots import (
     agent_token,
+    apply_nofollow,
     canonical_from_link_header,
     page_directives,
     rel_tokens,
@@ -296,3 +297,18 @@ def test_an_older_job_dir_resumes_with_the_defaults(tmp_path: pytest.TempPathFac
     with pytest.raises(JobConflict, match="strip-query=\\[\\], not \\['utm_\\*'\\]"):
         changed = Settings(seeds=["http://a.test/"], strip_query=["utm_*"]).to_dict()
         JobDir(str(tmp_path)).check_compatible(older, changed)
+
+
+def test_apply_nofollow() -> None:
+    links: list[tuple[str, str | None, int]] = [("a", None, 0), ("b", "scope", 1), ("c", None, 2)]
+    assert apply_nofollow(links, ("nofollow",), set()) == [
+        ("a", "nofollow", 0),
+        ("b", "scope", 1),
+        ("c", "nofollow", 2),
+    ]
+    assert apply_nofollow(links, ("noindex",), {"c"}) == [
+        ("a", None, 0),
+        ("b", "scope", 1),
+        ("c", "nofollow", 2),
+    ]
+    assert apply_nofollow(links, (), set()) is links
