@@ -26,8 +26,8 @@ from mpcrawler.output.jobdir import recount
 from mpcrawler.output.pipelines import JsonLinesPipeline
 from mpcrawler.settings import Settings
 from mpcrawler.web import sitemaps
-from mpcrawler.web.robots import RobotsRules
 from mpcrawler.web.filters import QueryRules, UrlRules
+from mpcrawler.web.robots import RobotsRules
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
 from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.downloader import Response
