@@ -270,10 +270,13 @@ def serve(server: str, pages: int, latency: float, size: int) -> AbstractContext
     return site_process(pages, latency, size)
 
 
-def crawl_figures(url: str, workers: int, threads: int, analyzer: str) -> dict[str, float]:
-    """One crawl of ``url`` with ``--analyzer analyzer``: pages, pages/s, CPU
-    milliseconds a page of the master and of the workers, median download."""
-    stats, _ = crawl(url, workers, threads, extra=("--analyzer", analyzer))
+def crawl_figures(
+    url: str, workers: int, threads: int, analyzer: str, extra: tuple[str, ...] = ()
+) -> dict[str, float]:
+    """One crawl of ``url`` with ``--analyzer analyzer`` (and ``extra``
+    options): pages, pages/s, CPU milliseconds a page of the master and of
+    the workers, median download."""
+    stats, _ = crawl(url, workers, threads, extra=("--analyzer", analyzer, *extra))
     pages, procs = stats["pages"], stats["processes"]
     return {
         "pages": pages,

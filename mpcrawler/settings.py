@@ -403,6 +403,16 @@ class Settings:
         group="requests",
         help="send every request through this http://, https:// or socks5:// proxy",
     )
+    metrics_port: int | None = option(
+        None,
+        minimum=0,
+        maximum=65535,
+        metavar="PORT",
+        help="serve /metrics (Prometheus) and /status (JSON) on this port while crawling",
+    )
+    metrics_bind: str = option(
+        "127.0.0.1", metavar="ADDRESS", help="--metrics-port's address (default %(default)s)"
+    )
     # host (scheme://host[:port]) -> [user, password], sent as its Basic
     # Authorization header: from the seeds' own user:password@ and --http-user.
     # A secret: to_dict() writes the password as *** (only the workers get it).

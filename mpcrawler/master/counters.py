@@ -9,6 +9,7 @@ progress line here.  No I/O.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import os
 import time
@@ -18,7 +19,10 @@ from typing import Any
 from ..modules import process_usage
 from ..output.jobdir import JobState, count_record, recount
 
-__all__ = ["Counters", "crawl_stats"]
+__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats"]
+
+# Upper bounds (seconds) of the fetch-time histogram (``--metrics-port``).
+FETCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 @dataclass
@@ -40,6 +44,11 @@ class Counters:
     restarts_before: int = 0
     elapsed_before: float = 0.0
     started: float = field(default_factory=time.monotonic)
+    # This run's, for the metrics: body bytes, and fetch times by bucket
+    # (FETCH_BUCKETS, then +Inf) with their sum in seconds.
+    run_bytes: int = 0
+    fetch_counts: list[int] = field(default_factory=lambda: [0] * (len(FETCH_BUCKETS) + 1))
+    fetch_sum: float = 0.0
 
     @classmethod
     def from_job(cls, job: JobState) -> Counters:
@@ -67,6 +76,13 @@ class Counters:
 
     def count(self, record: dict[str, Any]) -> None:
         self.pages += 1
+        size, elapsed = record.get("bytes"), record.get("elapsed_ms")
+        if isinstance(size, int):
+            self.run_bytes += size
+        if isinstance(elapsed, int | float):
+            seconds = elapsed / 1000.0
+            self.fetch_counts[bisect.bisect_left(FETCH_BUCKETS, seconds)] += 1
+            self.fetch_sum += seconds
         self.new_pages += record.get("change", "new") == "new"
         self.bytes_saved += count_record(record, self.statuses, self.errors, self.changes)
 

@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import stopsignals
-from ..errors import ArchiveError, CrawlError, FrontierError, JobConflict
+from ..errors import ArchiveError, CrawlError, FrontierError, JobConflict, UsageError
 from ..frontier import Frontier, LocalFrontier
 from ..frontier.redis import RedisFrontier
 from ..modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path
 from ..output.jobdir import JobDir
+from ..output.metrics import MetricsServer
 from ..output.pipelines import Pipeline, Pipelines
 from ..output.progress import Progress
 from ..output.rejected import RejectedLog
@@ -93,6 +94,7 @@ class Crawler:
         pipelines: list[Pipeline | type | str] | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics: MetricsServer | None = None
         if analyzer is not None:
             settings.analyzer = object_path(analyzer)
         settings.analyzer = BUILTIN_ANALYZERS.get(settings.analyzer, settings.analyzer)
@@ -136,6 +138,12 @@ class Crawler:
     def run(self) -> CrawlResult:
         shared = self._open_shared_frontier()  # before anything is written: it may fail
         try:
+            self.metrics = self._metrics_server()  # its port, too
+        except BaseException:
+            if shared is not None:
+                shared.close()
+            raise
+        try:
             job = Job(self.settings)
             try:
                 if not job.open(shared=shared is not None):
@@ -144,6 +152,8 @@ class Crawler:
             finally:
                 job.unlock()
         finally:
+            if self.metrics is not None:
+                self.metrics.close()
             if shared is not None:  # left even if the job dir refused the crawl
                 shared.close()  # (a no-op once the crawl closed it)
 
@@ -183,7 +193,12 @@ class Crawler:
             progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.pages),
             checkpoint=lambda: job.checkpoint(pipelines, frontier, counters, pool.restarts),
             robots_cache=RobotsCache(job.path) if job.path else None,
+            metrics=self.metrics,
         )
+        if self.metrics is not None:
+            state_dir = job.state_dir
+            self.metrics.status = lambda: JobDir(state_dir).status()
+            self.metrics.start()
         if shared is not None:  # its heartbeats carry this node's figures from now on
             shared.node_info = lambda: counters.node_info(s.job_dir)
         failure: BaseException | None = None
@@ -329,6 +344,21 @@ class Crawler:
                 "out": str(job.out),
             },
         )
+
+    def _metrics_server(self) -> MetricsServer | None:
+        """The --metrics-port server, listening (not yet serving); UsageError
+        if the port cannot be had."""
+        s = self.settings
+        if s.metrics_port is None:
+            return None
+        labels = {"node": s.node} if s.redis and s.node else {}
+        try:
+            return MetricsServer(s.metrics_bind, s.metrics_port, dict, labels)
+        except OSError as exc:
+            raise UsageError(
+                f"--metrics-port: cannot listen on {s.metrics_bind}:{s.metrics_port}: "
+                f"{exc.strerror or exc}"
+            ) from None
 
     def _open_shared_frontier(self) -> RedisFrontier | None:
         """The crawl's RedisFrontier with --redis (FrontierError if unreachable)."""

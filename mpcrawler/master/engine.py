@@ -26,16 +26,21 @@ then asks the workers to exit and routes their last results.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import logging
+import math
 import time
 from collections.abc import Callable
 
 from ..frontier import Frontier
 from ..messages import EXPIRED
+from ..output.metrics import INTERVAL as METRICS_INTERVAL
+from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
-from .counters import Counters
+from .counters import FETCH_BUCKETS, Counters
 from .pool import Done, Downloaded, Event, Lost, WorkerPool
 from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
@@ -68,6 +73,7 @@ class Engine:
         checkpoint: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
         robots_cache: RobotsCache | None = None,
+        metrics: MetricsServer | None = None,
     ) -> None:
         self.settings = settings
         self.frontier, self.scheduler, self.pool = frontier, scheduler, pool
@@ -76,6 +82,9 @@ class Engine:
         self.checkpoint = checkpoint
         self.clock = clock
         self.robots_cache = robots_cache  # the job dir's copies, for check-url
+        self.metrics = metrics  # --metrics-port: given a snapshot every INTERVAL
+        self._metrics_due = 0.0
+        self._at_start: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self.stop_requested = self.abort = self.finished = False
         self.hang_limit = settings.hang_timeout or 4 * settings.timeout + 10
         self.slots = settings.workers * settings.threads
@@ -85,6 +94,7 @@ class Engine:
         """Turn until the crawl is done (``finished``) or stopped."""
         grace_deadline: float | None = None
         last_checkpoint = last_hang_check = self.clock()
+        self._at_start = (dict(self.counters.statuses), dict(self.counters.errors))
         while not self.abort:
             self.counters.loop_turns += 1
             now = self.clock()
@@ -109,6 +119,9 @@ class Engine:
             self.settle(self.clock())
             self.frontier.tick()
             now = self.clock()
+            if self.metrics is not None and now >= self._metrics_due:
+                self._metrics_due = now + METRICS_INTERVAL
+                self.metrics.publish(self.metrics_snapshot())
             if now - last_hang_check >= 1.0:
                 last_hang_check = now
                 self.pool.kill_hung(self.hang_limit)
@@ -255,6 +268,28 @@ class Engine:
         """(downloading, parsing): the requests in the workers, by state."""
         parsing = sum(r.downloaded for r in self.pool.in_flight.values())
         return len(self.pool.in_flight) - parsing, parsing
+
+    def metrics_snapshot(self) -> Snapshot:
+        """This run's figures for --metrics-port."""
+        c = self.counters
+        statuses, errors = self._at_start
+        pages: collections.Counter[str] = collections.Counter()
+        for status, count in c.statuses.items():
+            pages[f"{status[0]}xx" if status[:1].isdigit() else status] += count - statuses.get(
+                status, 0
+            )
+        states = self.states()
+        counts = itertools.accumulate(c.fetch_counts)
+        return Snapshot(
+            pages=dict(pages),
+            errors={k: n - errors.get(k, 0) for k, n in c.errors.items() if n > errors.get(k, 0)},
+            bytes=c.run_bytes,
+            queued=states["queued"],
+            in_flight={k: states[k] for k in ("buffered", "downloading", "parsing")},
+            hosts_paced=self.scheduler.hosts_paced(),
+            fetch_buckets=tuple(zip((*FETCH_BUCKETS, math.inf), counts, strict=True)),
+            fetch_sum=c.fetch_sum,
+        )
 
     def states(self) -> dict[str, int]:
         """The states of the URLs of this crawl, most important first; the

@@ -1,0 +1,172 @@
+"""Metrics that monitoring can scrape (``--metrics-port``): ``/metrics`` and ``/status``.
+
+A small HTTP server in a thread of the master serves:
+
+- ``/metrics``: the Prometheus text format, written by prometheus-client
+  from the last ``Snapshot`` (see ``metric_families``);
+- ``/status``: the same JSON as ``status --json`` (read from the job dir,
+  as that command does).
+
+The master is the only writer of crawl state: it hands the server a new
+immutable ``Snapshot`` of plain values (``publish``) at most every
+``INTERVAL`` seconds from its loop; the server's thread only reads the last
+one.  Counters are this run's (Prometheus counters start at zero with the
+process); each node of a shared crawl serves its own, labelled ``node``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+
+__all__ = ["INTERVAL", "MetricsServer", "Snapshot", "metric_families"]
+
+log = logging.getLogger(__name__)
+
+INTERVAL = 0.25  # seconds between snapshots: /metrics lags the records by less
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The crawl's figures at one moment, as plain values."""
+
+    pages: dict[str, int] = field(default_factory=dict)  # by status class: 2xx, 4xx, none...
+    errors: dict[str, int] = field(default_factory=dict)  # by error kind
+    bytes: int = 0
+    queued: int = 0
+    in_flight: dict[str, int] = field(default_factory=dict)  # buffered, downloading, parsing
+    hosts_paced: int = 0
+    fetch_buckets: tuple[tuple[float, int], ...] = ()  # (upper bound, count), cumulative
+    fetch_sum: float = 0.0
+
+
+def metric_families(snapshot: Snapshot, labels: dict[str, str]) -> Iterator[Metric]:
+    """The Prometheus metrics of ``snapshot``, each with ``labels`` too."""
+    names, values = list(labels), list(labels.values())
+    pages = CounterMetricFamily(
+        "mpcrawler_pages", "Pages recorded in this run", labels=[*names, "status"]
+    )
+    for status, count in sorted(snapshot.pages.items()):
+        pages.add_metric([*values, status], count)
+    yield pages
+    errors = CounterMetricFamily(
+        "mpcrawler_errors", "Pages recorded with an error in this run", labels=[*names, "kind"]
+    )
+    for kind, count in sorted(snapshot.errors.items()):
+        errors.add_metric([*values, kind], count)
+    yield errors
+    size = CounterMetricFamily("mpcrawler_bytes", "Body bytes downloaded in this run", labels=names)
+    size.add_metric(values, snapshot.bytes)
+    yield size
+    queued = GaugeMetricFamily("mpcrawler_queued", "URLs in the frontier", labels=names)
+    queued.add_metric(values, snapshot.queued)
+    yield queued
+    in_flight = GaugeMetricFamily(
+        "mpcrawler_in_flight", "URLs taken from the frontier, by state", labels=[*names, "state"]
+    )
+    for state, count in snapshot.in_flight.items():
+        in_flight.add_metric([*values, state], count)
+    yield in_flight
+    paced = GaugeMetricFamily(
+        "mpcrawler_hosts_paced", "Politeness groups slowed down by their answers", labels=names
+    )
+    paced.add_metric(values, snapshot.hosts_paced)
+    yield paced
+    fetch = HistogramMetricFamily(
+        "mpcrawler_fetch_seconds", "Download time of a recorded page", labels=names
+    )
+    buckets = [(_bound(bound), count) for bound, count in snapshot.fetch_buckets]
+    if buckets:  # none before the master's first snapshot
+        fetch.add_metric(values, buckets, sum_value=snapshot.fetch_sum)
+    yield fetch
+
+
+def _bound(value: float) -> str:
+    return "+Inf" if value == float("inf") else repr(value)
+
+
+class _Latest(Collector):
+    def __init__(self, server: MetricsServer) -> None:
+        self.server = server
+
+    def collect(self) -> Iterator[Metric]:
+        return metric_families(self.server.snapshot, self.server.labels)
+
+
+class MetricsServer:
+    """Serves /metrics and /status on ``bind``:``port`` from a daemon thread."""
+
+    def __init__(
+        self,
+        bind: str,
+        port: int,
+        status: Callable[[], dict[str, Any]],
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self.snapshot = Snapshot()
+        self.labels = labels or {}
+        self.status = status
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Latest(self))
+        self.httpd = ThreadingHTTPServer((bind, port), _handler(self))
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.httpd.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        self.thread.start()
+        log.info("metrics on http://%s:%d/metrics", *self.address)
+
+    def publish(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot  # one reference: the server reads whole ones
+
+    def close(self) -> None:
+        if self.thread.is_alive():  # shutdown() waits for a loop that never ran
+            self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, kind = generate_latest(server.registry), CONTENT_TYPE_LATEST
+            elif path == "/status":
+                try:
+                    body = json.dumps(server.status(), indent=2).encode()
+                except Exception as exc:  # a job.json being replaced, unreadable
+                    self.send_error(503, f"status unavailable: {exc}")
+                    return
+                kind = "application/json"
+            else:
+                self.send_error(404, "try /metrics or /status")
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
