@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import typing
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from typing import Any, NoReturn
 from . import stopsignals
 from .__version__ import __version__
 from .configfile import apply_config, to_toml
+from .control import SETTABLE
 from .errors import FrontierError, MpcrawlerError, UsageError
 from .settings import (
     MAX_SLOTS,
@@ -233,6 +235,25 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--http-user", metavar="USER", help=argparse.SUPPRESS)
     check.add_argument("--http-password-file", metavar="FILE", help=argparse.SUPPRESS)
     _add_crawl_options(check)
+
+    control = sub.add_parser(
+        "control",
+        help="steer a crawl through its job dir: pause, resume, stop, set NAME=VALUE",
+    )
+    control.add_argument("job_dir", metavar="DIR")
+    control.add_argument("action", metavar="COMMAND", choices=["pause", "resume", "stop", "set"])
+    control.add_argument(
+        "values",
+        nargs="*",
+        metavar="NAME=VALUE",
+        help="set: delay, host-concurrency, max-pages, max-depth",
+    )
+    control.add_argument(
+        "--wait",
+        type=_non_negative_float,
+        default=10.0,
+        help="seconds to wait for a running crawl's answer (default %(default)s)",
+    )
 
     demo = sub.add_parser("demo", help="serve the built-in demo site and crawl it")
     demo.add_argument("--pages", type=_positive_int, default=500)
@@ -485,6 +506,40 @@ def run_print_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_control(args: argparse.Namespace) -> int:
+    """Put a command in a job's inbox; wait (bounded) for a running crawl's
+    answer.  Exit 0 applied (or queued for the next start), 1 refused."""
+    from .control import answers, parse_set, write_command
+    from .output.jobdir import JobDir
+
+    job = JobDir(args.job_dir)
+    if not job.exists() and not job.started():
+        raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
+    try:
+        values = parse_set(args.values) if args.action == "set" else {}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.values and args.action != "set":
+        raise UsageError(f"{args.action} takes no NAME=VALUE")
+    running = job.running_pid() is not None
+    if args.action == "stop" and not running:
+        raise UsageError(f"the crawl of {args.job_dir} is not running: nothing to stop")
+    names = {setting: name for name, (setting, _, _) in SETTABLE.items()}
+    ident = write_command(args.job_dir, args.action, {names[k]: v for k, v in values.items()})
+    if not running:
+        print(f"{args.action}: the crawl is not running; applied at its next start")
+        return EXIT_OK
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        answer = next((a for a in answers(args.job_dir, 50) if a.get("id") == ident), None)
+        if answer is not None:
+            print(f"{args.action}: {answer['answer']}")
+            return EXIT_OK if answer["answer"] == "applied" else EXIT_ERROR
+        time.sleep(0.1)
+    print(f"{args.action}: sent; no answer within {args.wait:g} s (see status)")
+    return EXIT_OK
+
+
 def run_status(args: argparse.Namespace) -> int:
     from .output.jobdir import JobConflict, JobDir
 
@@ -704,6 +759,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_check_url(args, effective_settings)
         if args.command == "demo":
             return run_demo(args)
+        if args.command == "control":
+            return run_control(args)
         if args.command == "serve-site":
             return run_site(args)
         if args.command == "status":

@@ -215,6 +215,10 @@ class Frontier(Protocol):
         (``host_pages``: counted before).  A shared frontier keeps the counts
         crawl-wide itself and ignores ``done`` and ``host_pages``."""
 
+    def set_max_pages(self, max_pages: int | None) -> None:
+        """A new ``max_pages`` for the running crawl (``set_budget``'s
+        counts stay as they are)."""
+
     def budget_left(self) -> bool:
         """The page budget (``set_budget``) is not spent."""
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import stopsignals
+from ..control import Inbox
 from ..errors import ArchiveError, CrawlError, FrontierError, JobConflict, UsageError
 from ..frontier import Frontier, LocalFrontier
 from ..frontier.redis import RedisFrontier
@@ -52,6 +53,7 @@ from .results import DISK_FULL, ResultHandling
 from .revisit import Revisits, schedule_from_records
 from .scheduler import Scheduler
 from .settle import Settling
+from .steering import Steering
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -195,6 +197,10 @@ class Crawler:
             robots_cache=RobotsCache(job.path) if job.path else None,
             metrics=self.metrics,
         )
+        if job.path is not None:  # commands reach a job dir one can name
+            engine.steering = Steering(
+                Inbox(job.path), s, engine.scheduler, frontier, job.state, engine.request_stop
+            )
         if self.metrics is not None:
             state_dir = job.state_dir
             self.metrics.status = lambda: JobDir(state_dir).status()

@@ -46,6 +46,7 @@ from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
 from .scheduler import Scheduler
 from .settle import Settling
+from .steering import POLL_INTERVAL, Steering
 
 __all__ = ["MAX_ROBOTS_SITEMAPS", "Engine"]
 
@@ -74,6 +75,7 @@ class Engine:
         clock: Callable[[], float] = time.monotonic,
         robots_cache: RobotsCache | None = None,
         metrics: MetricsServer | None = None,
+        steering: Steering | None = None,
     ) -> None:
         self.settings = settings
         self.frontier, self.scheduler, self.pool = frontier, scheduler, pool
@@ -83,6 +85,7 @@ class Engine:
         self.clock = clock
         self.robots_cache = robots_cache  # the job dir's copies, for check-url
         self.metrics = metrics  # --metrics-port: given a snapshot every INTERVAL
+        self.steering = steering  # the job's control commands (pause, set...)
         self._metrics_due = 0.0
         self._at_start: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self.stop_requested = self.abort = self.finished = False
@@ -110,6 +113,8 @@ class Engine:
                     )
                 if not self.pool.in_flight or now >= grace_deadline:
                     return
+            elif self.paused:
+                pass  # in-flight requests finish; nothing new starts
             elif self.frontier.available():  # a shared frontier's Redis may be down
                 self.dispatch(now)
                 if self.all_done():
@@ -119,6 +124,8 @@ class Engine:
             self.settle(self.clock())
             self.frontier.tick()
             now = self.clock()
+            if self.steering is not None:
+                self.steering.poll(now)
             if self.metrics is not None and now >= self._metrics_due:
                 self._metrics_due = now + METRICS_INTERVAL
                 self.metrics.publish(self.metrics_snapshot())
@@ -152,6 +159,11 @@ class Engine:
             want = self.pool.free + self.slots
             self.settling.settle(now, want)
 
+    @property
+    def paused(self) -> bool:
+        """A control command paused the crawl: no request starts."""
+        return self.steering is not None and self.steering.paused
+
     def all_done(self) -> bool:
         """Nothing in flight, held or settling here, nothing this node may
         lease (queued, or a revisit due now), and (a shared crawl) nothing
@@ -180,6 +192,8 @@ class Engine:
         free = self.pool.free
         held = self.scheduler.next_event(free)
         wait = min(IDLE_WAIT if held is None else held, self.settling.wait())
+        if self.steering is not None:
+            wait = min(wait, POLL_INTERVAL)  # commands are read this often
         if free and self.can_lease():
             now = self.clock()
             when = self.frontier.next_ready(now)

@@ -39,6 +39,7 @@ from ..output.repair import Repair
 from ..settings import Settings
 from .counters import Counters
 from .revisit import Revisits
+from .steering import apply_overrides
 
 __all__ = ["FINISHED_AT_BUDGET", "Job"]
 
@@ -75,6 +76,7 @@ class Job:
         s = self.settings
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
+            apply_overrides(s, self.state.overrides)  # a control `set`, kept for resumes
             self.dir.check_compatible(stored, s.to_dict())
             if self.state.state == "finished":
                 if Revisits.from_settings(s).enabled:

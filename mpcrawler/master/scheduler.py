@@ -95,6 +95,7 @@ class Group:
     next_start: float = 0.0
     limit: int = 1
     delay: float = 0.0
+    crawl_delay: float = 0.0  # the largest Crawl-delay of its hosts' robots.txt (capped)
     pace: float = 0.0  # spacing the answers asked for (0: none)
     good_run: int = 0
     cut_at: float = -1.0  # when the pace was last cut (answers to older requests echo it)
@@ -246,8 +247,9 @@ class Scheduler:
             host.robots_state = "ready"
             crawl_delay = host.robots.crawl_delay
             if crawl_delay:  # the whole group: one server behind several names
-                host.group.limit = 1
-                host.group.delay = max(host.group.delay, min(crawl_delay, MAX_CRAWL_DELAY))
+                group = host.group
+                group.crawl_delay = max(group.crawl_delay, min(crawl_delay, MAX_CRAWL_DELAY))
+                group.limit, group.delay = 1, max(self.delay, group.crawl_delay)
         elif failed or status is None or status >= 500:
             host.robots_failures += 1
             host.robots_error = error or (f"HTTP {status}" if status else "failed")
@@ -386,6 +388,16 @@ class Scheduler:
                 log.info("pace of %s: a request every %.2f s (%s)", group.key, group.pace, why)
             else:
                 log.info("pace of %s: back to its own", group.key)
+
+    def set_politeness(self, delay: float, host_concurrency: int) -> None:
+        """New --delay and --host-concurrency for every group, now (a
+        Crawl-delay still makes its group one at a time, and no faster)."""
+        self.delay, self.host_concurrency = delay, host_concurrency
+        now = self.clock()
+        for group in self.groups.values():
+            group.delay = max(delay, group.crawl_delay)
+            group.limit = 1 if group.crawl_delay else host_concurrency
+            self._wake(group, now)
 
     def hosts_paced(self) -> int:
         """Hosts slowed down by their answers."""

@@ -92,6 +92,8 @@ class JobState:
     passes: int = 1  # revisits: passes over the job (a finished job run again starts one)
     pass_start_pages: int = 0  # pages recorded before this pass (--max-pages counts a pass)
     pass_started_at: float = 0.0  # Unix time this pass began (a page fetched since is not due)
+    paused: bool = False  # a control command paused the crawl (a resume starts paused)
+    overrides: dict[str, float] = field(default_factory=dict)  # settings a control `set` changed
 
 
 def _same_kind(value: Any, default: Any) -> bool:
@@ -189,9 +191,15 @@ class JobDir:
             raise JobDamaged(f"{self.file} is damaged: 'job' and 'settings' must be objects")
         defaults = JobState()
         for name, value in job.items():
-            if name in JobState.__dataclass_fields__ and not _same_kind(
-                value, getattr(defaults, name)
-            ):
+            if name == "overrides":  # settings: numbers, not counts
+                good = isinstance(value, dict) and all(
+                    isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+                )
+            else:
+                good = name not in JobState.__dataclass_fields__ or _same_kind(
+                    value, getattr(defaults, name)
+                )
+            if not good:
                 raise JobDamaged(
                     f"{self.file} is damaged: job.{name} is {value!r}, "
                     f"not {_kind_name(getattr(defaults, name))}"
@@ -311,7 +319,29 @@ class JobDir:
             "seeds": settings.get("seeds", []),
             "message": state.message,
             **revisit_status(self.path, settings, state),
+            **control_status(self.path, state),
         }
+
+
+def control_status(path: Path, state: JobState) -> dict[str, Any]:
+    """What ``status`` says of control commands: paused, settings changed,
+    the last answers."""
+    from ..control import answers
+
+    shown: dict[str, Any] = {}
+    if state.paused:
+        shown["paused"] = True
+    if state.overrides:
+        shown["settings_set"] = state.overrides
+    if last := answers(path, 5):
+        shown["commands"] = [
+            " ".join(
+                [str(a.get("command")), *(f"{k}={v}" for k, v in (a.get("args") or {}).items())]
+            )
+            + f" -> {a.get('answer')}"
+            for a in last
+        ]
+    return shown
 
 
 def revisit_status(path: Path, settings: dict[str, Any], state: JobState) -> dict[str, Any]:

@@ -131,6 +131,9 @@ class LocalFrontier:
         self.started = done
         self.host_pages = Counter(host_pages or {})
 
+    def set_max_pages(self, max_pages: int | None) -> None:
+        self.max_pages = max_pages
+
     def admit(
         self,
         url: str,

@@ -499,6 +499,10 @@ class RedisFrontier:
     ) -> None:
         self.max_pages, self.max_pages_per_host = max_pages, max_pages_per_host
 
+    def set_max_pages(self, max_pages: int | None) -> None:
+        self.max_pages = max_pages
+        self._dry_until = 0.0
+
     def take_over_budget(self) -> int:
         taken, self.over_budget = self.over_budget, 0
         return taken
