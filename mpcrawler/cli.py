@@ -1,4 +1,5 @@
-"""The command line: ``python -m mpcrawler crawl|demo|status|verify|report|reset|serve-site``.
+"""The command line: ``python -m mpcrawler COMMAND``, COMMAND one of crawl,
+check-url, control, demo, status, verify, report, reset, serve-site.
 
 Parses and checks everything before anything is crawled: a usage error
 prints one line on stderr and exits 2.  Then it builds a Settings, runs a

@@ -121,17 +121,21 @@ def write_command(job_dir: str | Path, name: str, args: dict[str, Any]) -> str:
 def answers(job_dir: str | Path, last: int = 10) -> list[dict[str, Any]]:
     """The last answered commands, oldest first (for ``status``)."""
     _, _, done = _dirs(job_dir)
-    try:
-        names = sorted(done.iterdir())[-last:]
-    except OSError:
-        return []
     found = []
-    for path in names:
+    for path in _by_age(done)[-last:]:
         try:
             found.append(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue
     return found
+
+
+def _by_age(folder: Path) -> list[Path]:
+    """The files of ``folder``, the longest answered first."""
+    try:
+        return sorted(folder.iterdir(), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    except OSError:  # none yet, or one went meanwhile
+        return []
 
 
 class Inbox:
@@ -165,6 +169,5 @@ class Inbox:
         record = {**data, "file": path.name, "answer": answer, "answered_at": round(time.time(), 3)}
         (self.done / path.name).write_text(json.dumps(record), encoding="utf-8")
         path.unlink(missing_ok=True)
-        old = sorted(self.done.iterdir())
-        for stale in old[:-KEEP_DONE]:
+        for stale in _by_age(self.done)[:-KEEP_DONE]:
             stale.unlink(missing_ok=True)

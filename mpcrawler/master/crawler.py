@@ -199,7 +199,13 @@ class Crawler:
         )
         if job.path is not None:  # commands reach a job dir one can name
             engine.steering = Steering(
-                Inbox(job.path), s, engine.scheduler, frontier, job.state, engine.request_stop
+                Inbox(job.path),
+                s,
+                engine.scheduler,
+                frontier,
+                job.state,
+                engine.request_stop,
+                changed=engine.checkpoint,
             )
         if self.metrics is not None:
             state_dir = job.state_dir

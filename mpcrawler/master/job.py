@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..control import Inbox
 from ..errors import JobDamaged
 from ..frontier import Frontier
 from ..output.jobdir import JobDir, JobState, write_atomically
@@ -39,7 +40,7 @@ from ..output.repair import Repair
 from ..settings import Settings
 from .counters import Counters
 from .revisit import Revisits
-from .steering import apply_overrides
+from .steering import answer_waiting, apply_overrides
 
 __all__ = ["FINISHED_AT_BUDGET", "Job"]
 
@@ -76,6 +77,7 @@ class Job:
         s = self.settings
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
+            answer_waiting(Inbox(self.path), self.state)  # commands sent while it was not running
             apply_overrides(s, self.state.overrides)  # a control `set`, kept for resumes
             self.dir.check_compatible(stored, s.to_dict())
             if self.state.state == "finished":

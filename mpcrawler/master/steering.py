@@ -28,7 +28,7 @@ from ..output.jobdir import JobState
 from ..settings import Settings
 from .scheduler import Scheduler
 
-__all__ = ["POLL_INTERVAL", "Steering", "apply_overrides"]
+__all__ = ["POLL_INTERVAL", "Steering", "answer_waiting", "apply_overrides"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,35 @@ def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> None:
             setattr(settings, name, value)
 
 
+def _answer(inbox: Inbox, apply: Callable[[Command], str]) -> bool:
+    """Apply or refuse every waiting command, answer and log each; whether any was."""
+    taken = inbox.take()
+    for path, data, command in taken:
+        answer = command if isinstance(command, str) else apply(command)
+        what = command.describe() if isinstance(command, Command) else path.name
+        if answer != "applied":
+            answer = f"refused: {answer}"
+        log.warning("control: %s: %s", what, answer)
+        inbox.answer(path, data, answer)
+    return bool(taken)
+
+
+def answer_waiting(inbox: Inbox, state: JobState) -> None:
+    """At a job's start: the commands sent while it was not running, applied
+    to its state (a stop is refused: there was nothing to stop)."""
+
+    def apply(command: Command) -> str:
+        if command.name == "stop":
+            return "the crawl was not running"
+        if command.name == "set":
+            state.overrides = {**state.overrides, **command.args}
+        else:
+            state.paused = command.name == "pause"
+        return "applied"
+
+    _answer(inbox, apply)
+
+
 class Steering:
     def __init__(
         self,
@@ -51,11 +80,13 @@ class Steering:
         frontier: Frontier,
         state: JobState,
         stop: Callable[[], object],
+        changed: Callable[[], object] = lambda: None,
     ) -> None:
         self.inbox = inbox
         self.settings, self.scheduler, self.frontier = settings, scheduler, frontier
         self.state = state
         self.stop = stop
+        self.changed = changed  # a checkpoint: status shows the change at once
         self._due = 0.0
 
     @property
@@ -66,15 +97,8 @@ class Steering:
         if now < self._due:
             return
         self._due = now + POLL_INTERVAL
-        for path, data, command in self.inbox.take():
-            answer = command if isinstance(command, str) else self.apply(command)
-            what = command.describe() if isinstance(command, Command) else path.name
-            if answer == "applied":
-                log.warning("control: %s: applied", what)
-            else:
-                answer = f"refused: {answer}"
-                log.warning("control: %s: %s", what, answer)
-            self.inbox.answer(path, data, answer)
+        if _answer(self.inbox, self.apply):
+            self.changed()
 
     def apply(self, command: Command) -> str:
         """Carry ``command`` out: "applied", or why not."""

@@ -1,0 +1,109 @@
+"""control DIR pause|resume|set|stop on a running crawl, seen from the
+server's log (issue 26, the local part)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hostile import Handler, Reply, links, serve
+from support import Lines, crawl_args, run_cli, start_cli
+
+PAGES = [f"/p{i}" for i in range(400)]
+
+
+def slow_page(handler: Handler, n: int) -> Reply:
+    time.sleep(0.05)  # the server's own latency, so the crawl lasts
+    return links()
+
+
+def wait_for(check: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``check`` every 20 ms for ``timeout`` seconds: whether it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+def control(job: Path, *args: str) -> str:
+    proc = run_cli("control", str(job), *args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_pause_resume_set_and_stop_a_running_crawl(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    routes = {"/": lambda h, n: links(*PAGES)}
+    with serve(routes, default=slow_page) as server:
+        hits = server.log.hits
+        proc = start_cli(*crawl_args(server.url + "/", job, "--no-robots", "--workers", "1"))
+        output = Lines(proc)
+        assert wait_for(lambda: len(hits) >= 10, 30), "the crawl did not start"
+
+        assert control(job, "pause") == "pause: applied"
+        paused_at = time.monotonic()
+        status = json.loads(run_cli("status", str(job), "--json").stdout)
+        # Requests in flight at the pause began before it: nothing starts after.
+        assert not wait_for(lambda: any(h.start > paused_at for h in hits), 3.0)
+
+        assert control(job, "resume") == "resume: applied"
+        resumed_at = time.monotonic()
+        assert wait_for(lambda: any(h.start > resumed_at for h in hits), 5.0)
+
+        (job / "control" / "inbox" / "zz-broken.json").write_text("{not json", encoding="utf-8")
+        done = job / "control" / "done" / "zz-broken.json"
+        assert wait_for(done.exists, 5.0), "a malformed command was not answered"
+        answered_at = time.monotonic()
+        assert wait_for(lambda: any(h.start > answered_at for h in hits), 5.0)
+
+        assert control(job, "set", "delay=0.5") == "set: applied"
+        set_at = time.monotonic()
+        assert wait_for(lambda: sum(h.start > set_at for h in hits) >= 5, 10.0)
+        later = sorted(h.start for h in hits if h.start > set_at)
+
+        assert control(job, "stop") == "stop: applied"
+        _, stderr = output.finish()
+    assert proc.returncode == 130, stderr
+    assert status["paused"] is True and status["state"] == "running"
+    assert json.loads(done.read_text())["answer"].startswith("refused: not a command file")
+    gaps = [b - a for a, b in itertools.pairwise(later)]
+    assert min(gaps) >= 0.45, gaps
+    final = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert final["settings_set"] == {"delay": 0.5}
+    assert [c.split(" -> ")[1] for c in final["commands"]] == [
+        "applied",
+        "applied",
+        "refused: not a command file: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)",
+        "applied",
+        "applied",
+    ]
+
+
+def test_commands_are_checked_and_kept_for_the_next_start(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    with serve({"/": lambda h, n: links("/a")}, default=lambda h, n: links()) as server:
+        first = run_cli(*crawl_args(server.url + "/", job, "--max-pages", "1"))
+        assert first.returncode == 0, first.stderr
+        for args, message in [
+            (("set", "speed=3"), "not NAME=VALUE"),
+            (("set", "delay=-1"), "set delay: must be at least 0"),
+            (("stop",), "is not running: nothing to stop"),
+            (("pause", "x=1"), "pause takes no NAME=VALUE"),
+        ]:
+            proc = run_cli("control", str(job), *args)
+            assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+        assert control(job, "set", "max-pages=2") == (
+            "set: the crawl is not running; applied at its next start"
+        )
+        again = run_cli(*crawl_args(server.url + "/", job, "--max-pages", "1"))
+        assert again.returncode == 0, again.stderr
+        counts = server.log.counts()
+    assert counts["/a"] == 1  # the second run's budget was the command's, 2
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert status["settings_set"] == {"max_pages": 2} and status["pages"] == 2
