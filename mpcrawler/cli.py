@@ -242,12 +242,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="steer a crawl through its job dir: pause, resume, stop, set NAME=VALUE",
     )
     control.add_argument("job_dir", metavar="DIR")
-    control.add_argument("action", metavar="COMMAND", choices=["pause", "resume", "stop", "set"])
+    control.add_argument(
+        "action", metavar="COMMAND", choices=["pause", "resume", "stop", "set", "add-seeds"]
+    )
     control.add_argument(
         "values",
         nargs="*",
-        metavar="NAME=VALUE",
-        help="set: delay, host-concurrency, max-pages, max-depth",
+        metavar="NAME=VALUE|URL",
+        help="set: NAME=VALUE with NAME delay, host-concurrency, max-pages, max-depth; "
+        "add-seeds: URLs",
+    )
+    control.add_argument("--file", metavar="F", help="add-seeds: one URL a line")
+    control.add_argument(
+        "--priority", type=_integer, default=0, help="add-seeds: their priority (default 0)"
     )
     control.add_argument(
         "--wait",
@@ -507,6 +514,25 @@ def run_print_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _control_urls(args: argparse.Namespace) -> list[str]:
+    """add-seeds' URLs (arguments and --file), each checked."""
+    urls = list(args.values)
+    if args.file:
+        try:
+            lines = Path(args.file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read {args.file}: {exc}") from None
+        urls += [t for line in lines if (t := line.strip()) and not t.startswith("#")]
+    if not urls:
+        raise UsageError("add-seeds needs URLs (or --file F)")
+    for url in urls:
+        try:
+            split_credentials(url)
+        except InvalidURL as exc:
+            raise UsageError(f"malformed URL {redact_url(url)!r}: {exc.reason}") from None
+    return urls
+
+
 def run_control(args: argparse.Namespace) -> int:
     """Put a command in a job's inbox; wait (bounded) for a running crawl's
     answer.  Exit 0 applied (or queued for the next start), 1 refused."""
@@ -520,13 +546,17 @@ def run_control(args: argparse.Namespace) -> int:
         values = parse_set(args.values) if args.action == "set" else {}
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.values and args.action != "set":
+    if args.action == "add-seeds":
+        values = {"urls": _control_urls(args), "priority": args.priority}
+    elif args.values and args.action != "set":
         raise UsageError(f"{args.action} takes no NAME=VALUE")
     running = job.running_pid() is not None
     if args.action == "stop" and not running:
         raise UsageError(f"the crawl of {args.job_dir} is not running: nothing to stop")
-    names = {setting: name for name, (setting, _, _) in SETTABLE.items()}
-    ident = write_command(args.job_dir, args.action, {names[k]: v for k, v in values.items()})
+    if args.action == "set":
+        names = {setting: name for name, (setting, _, _) in SETTABLE.items()}
+        values = {names[k]: v for k, v in values.items()}
+    ident = write_command(args.job_dir, args.action, values)
     if not running:
         print(f"{args.action}: the crawl is not running; applied at its next start")
         return EXIT_OK
@@ -535,7 +565,7 @@ def run_control(args: argparse.Namespace) -> int:
         answer = next((a for a in answers(args.job_dir, 50) if a.get("id") == ident), None)
         if answer is not None:
             print(f"{args.action}: {answer['answer']}")
-            return EXIT_OK if answer["answer"] == "applied" else EXIT_ERROR
+            return EXIT_OK if answer["answer"].startswith("applied") else EXIT_ERROR
         time.sleep(0.1)
     print(f"{args.action}: sent; no answer within {args.wait:g} s (see status)")
     return EXIT_OK

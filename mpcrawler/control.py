@@ -14,7 +14,10 @@ The commands, checked here for the CLI and the crawl alike:
 - ``resume``;
 - ``stop``: as SIGTERM (only to a running crawl);
 - ``set NAME=VALUE...``: ``delay``, ``host-concurrency``, ``max-pages``,
-  ``max-depth``; kept in the job for its resumes.
+  ``max-depth``; kept in the job for its resumes;
+- ``add-seeds`` (``{"urls": [...], "priority": N}``): queued at once, at
+  their priority, through the URL rules, robots.txt and the seen set; the
+  scope grows to take their hosts; kept in the job for its resumes.
 
 No pickle: JSON only.  Pure parsing plus plain file moves.
 """
@@ -40,7 +43,7 @@ __all__ = [
     "write_command",
 ]
 
-COMMANDS = ("pause", "resume", "stop", "set")
+COMMANDS = ("pause", "resume", "stop", "set", "add-seeds")
 # name -> (setting, type, least value)
 SETTABLE: dict[str, tuple[str, type, float]] = {
     "delay": ("delay", float, 0.0),
@@ -58,6 +61,8 @@ class Command:
     args: dict[str, Any]  # set: {setting: value}
 
     def describe(self) -> str:
+        if self.name == "add-seeds":
+            return f"add-seeds {' '.join(self.args['urls'])} (priority {self.args['priority']})"
         if self.name == "set":
             return "set " + " ".join(f"{k}={v}" for k, v in self.args.items())
         return self.name
@@ -95,6 +100,13 @@ def parse_command(data: Any) -> Command:
         raise ValueError("args must be an object")
     if name == "set":  # {"delay": 0.5}: the names as on the command line
         args = parse_set([f"{k}={v}" for k, v in args.items()])
+    elif name == "add-seeds":
+        urls, priority = args.get("urls"), args.get("priority", 0)
+        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+            raise ValueError("add-seeds needs urls, a list of URLs")
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ValueError("add-seeds: priority must be an integer")
+        args = {"urls": urls, "priority": priority}
     elif args:
         raise ValueError(f"{name} takes no arguments")
     return Command(str(data.get("id") or ""), name, args)

@@ -27,6 +27,7 @@ __all__ = [
     "FromWorker",
     "Hello",
     "Link",
+    "NewScope",
     "PageResult",
     "Prior",
     "Results",
@@ -135,6 +136,12 @@ class Stop(NamedTuple):
     """Finish what you hold, say Bye, exit."""
 
 
+class NewScope(NamedTuple):
+    """The crawl's scope grew (seeds added while it runs): filter links by this."""
+
+    scope: dict[str, Any]
+
+
 # Worker -> master
 class Hello(NamedTuple):
     worker: int
@@ -165,5 +172,5 @@ class Failed(NamedTuple):
     error: str
 
 
-ToWorker = FetchBatch | Stop
+ToWorker = FetchBatch | Stop | NewScope
 FromWorker = Hello | Results | Bye | Failed

@@ -44,7 +44,8 @@ from ..output.rejected import RejectedLog
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
 from ..web.filters import UrlRules, rule_flag
-from ..web.urls import Scope, host_key, split_credentials
+from ..web.redact import redact_url
+from ..web.urls import InvalidURL, Scope, host_key, split_credentials
 from .counters import Counters, crawl_stats
 from .engine import Engine
 from .job import FINISHED_AT_BUDGET, Job
@@ -159,8 +160,16 @@ class Crawler:
             if shared is not None:  # left even if the job dir refused the crawl
                 shared.close()  # (a no-op once the crawl closed it)
 
+    def _grow_scope(self, added: dict[str, int]) -> None:
+        """The scope and rules with the seeds ``add-seeds`` gave too."""
+        s = self.settings
+        self.scope = Scope.from_seeds([*s.seeds, *added], s.allow_domains, s.scope, s.deny_domains)
+        self.rules = UrlRules.from_settings(s, self.scope)
+
     def _run(self, job: Job, shared: RedisFrontier | None) -> CrawlResult:
         s = self.settings
+        if job.state.added_seeds:
+            self._grow_scope(job.state.added_seeds)
         if shared is not None:
             job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
         frontier: Frontier = (
@@ -206,6 +215,9 @@ class Crawler:
                 job.state,
                 engine.request_stop,
                 changed=engine.checkpoint,
+                add_seeds=lambda urls, priority: self._add_seeds(
+                    job, results, pool, settling, urls, priority
+                ),
             )
         if self.metrics is not None:
             state_dir = job.state_dir
@@ -253,6 +265,36 @@ class Crawler:
             ) from failure
         return CrawlResult(stats, job.out, job.path, interrupted=not engine.finished)
 
+    def _add_seeds(
+        self,
+        job: Job,
+        results: ResultHandling,
+        pool: WorkerPool,
+        settling: Settling,
+        urls: list[str],
+        priority: int,
+    ) -> str:
+        """``control add-seeds``: the scope grows to take their hosts (here,
+        in the workers and in the job, for its resumes), and those the rules
+        allow are queued at ``priority``.  The answer."""
+        found: dict[str, int] = {}
+        for text in urls:
+            try:
+                found[self.rules.canonical(text)] = priority
+            except InvalidURL as exc:
+                return f"malformed URL {redact_url(text)!r}: {exc.reason}"
+        job.state.added_seeds = {**job.state.added_seeds, **found}
+        self._grow_scope(job.state.added_seeds)
+        results.rules = self.rules
+        pool.set_scope(self.scope.to_dict())
+        refused = {url: rule for url in found if (rule := self.rules.refusal(url))}
+        wanted = [(url, 0, priority, "page", None) for url in found if url not in refused]
+        queued = sum(settling.admit(wanted)) if wanted else 0
+        answer = f"applied: {queued} queued, {len(wanted) - queued} seen before"
+        if refused:
+            answer += ", refused: " + ", ".join(f"{u} ({r})" for u, r in refused.items())
+        return answer
+
     def _start_revisits(self, job: Job, frontier: Frontier, pipelines: Pipelines) -> None:
         """Turn revisits on in the frontier; a job that kept no schedule so far
         (crawled without revisits), or whose schedule file is gone, gets one
@@ -276,7 +318,8 @@ class Crawler:
         s = self.settings
         priorities = s.seed_priorities
         ahead = s.workers * s.threads  # a shared frontier leases that many in the same call
-        settling.admit([(u, 0, priorities.get(u, 0), "page", None) for u in s.seeds], ahead)
+        seeds = {u: priorities.get(u, 0) for u in s.seeds} | job.state.added_seeds
+        settling.admit([(u, 0, p, "page", None) for u, p in seeds.items()], ahead)
         if job.repaired is not None:  # what was queued once and lost, found again
             settling.admit(
                 [(u, d, 0, "page", None) for u, d in job.repaired.links if self.rules.allows(u)],

@@ -35,7 +35,18 @@ from typing import Any, NamedTuple
 
 from .. import stopsignals
 from ..errors import PoolError
-from ..messages import Bye, Failed, Fetch, FetchBatch, FromWorker, Hello, PageResult, Results, Stop
+from ..messages import (
+    Bye,
+    Failed,
+    Fetch,
+    FetchBatch,
+    FromWorker,
+    Hello,
+    NewScope,
+    PageResult,
+    Results,
+    Stop,
+)
 from .request import Request
 
 __all__ = ["Done", "Downloaded", "Event", "Lost", "PoolError", "WorkerPool"]
@@ -154,6 +165,14 @@ class WorkerPool:
         return len(self.slots)
 
     # ------------------------------------------------------------- traffic
+    def set_scope(self, scope: dict[str, Any]) -> None:
+        """Every worker filters links by ``scope`` from now on (a restarted
+        one starts with it)."""
+        self._args = (self._args[0], scope)
+        for worker in self.workers.values():
+            with contextlib.suppress(OSError):  # a dead one restarts with the new args
+                worker.conn.send(NewScope(scope))
+
     def send(self, requests: list[Request], deadline: float = 0.0) -> None:
         """Send each request to a free slot (``free`` at least as many); one
         not started by ``deadline`` (monotonic, 0: none) comes back as

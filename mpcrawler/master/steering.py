@@ -7,6 +7,7 @@ answering and logging every one:
 
     pause / resume   ``paused``: the engine starts no request while it is set
     stop             as a stop signal (``stop()``, the engine's request_stop)
+    add-seeds        the crawler's ``add_seeds``: rules, scope, workers, frontier
     set NAME=VALUE   the setting now: delay and host concurrency through the
                      scheduler, max-pages through the frontier, max-depth in
                      the settings the settling reads; kept in the job's
@@ -48,7 +49,7 @@ def _answer(inbox: Inbox, apply: Callable[[Command], str]) -> bool:
     for path, data, command in taken:
         answer = command if isinstance(command, str) else apply(command)
         what = command.describe() if isinstance(command, Command) else path.name
-        if answer != "applied":
+        if not answer.startswith("applied"):
             answer = f"refused: {answer}"
         log.warning("control: %s: %s", what, answer)
         inbox.answer(path, data, answer)
@@ -64,6 +65,9 @@ def answer_waiting(inbox: Inbox, state: JobState) -> None:
             return "the crawl was not running"
         if command.name == "set":
             state.overrides = {**state.overrides, **command.args}
+        elif command.name == "add-seeds":  # admitted when the crawl starts
+            for url in command.args["urls"]:
+                state.added_seeds[url] = command.args["priority"]
         else:
             state.paused = command.name == "pause"
         return "applied"
@@ -81,12 +85,14 @@ class Steering:
         state: JobState,
         stop: Callable[[], object],
         changed: Callable[[], object] = lambda: None,
+        add_seeds: Callable[[list[str], int], str] | None = None,
     ) -> None:
         self.inbox = inbox
         self.settings, self.scheduler, self.frontier = settings, scheduler, frontier
         self.state = state
         self.stop = stop
         self.changed = changed  # a checkpoint: status shows the change at once
+        self.add_seeds = add_seeds  # the crawler's: scope, workers and frontier
         self._due = 0.0
 
     @property
@@ -112,6 +118,10 @@ class Steering:
             for name, value in command.args.items():
                 self._set(name, value)
             self.state.overrides = {**self.state.overrides, **command.args}
+        elif command.name == "add-seeds":
+            if self.add_seeds is None:
+                return "this crawl cannot take seeds"
+            return self.add_seeds(command.args["urls"], command.args["priority"])
         return "applied"
 
     def _set(self, name: str, value: Any) -> None:

@@ -94,6 +94,7 @@ class JobState:
     pass_started_at: float = 0.0  # Unix time this pass began (a page fetched since is not due)
     paused: bool = False  # a control command paused the crawl (a resume starts paused)
     overrides: dict[str, float] = field(default_factory=dict)  # settings a control `set` changed
+    added_seeds: dict[str, int] = field(default_factory=dict)  # `add-seeds`: URL -> priority
 
 
 def _same_kind(value: Any, default: Any) -> bool:

@@ -6,6 +6,7 @@ Analyzer.  It talks to the master over one duplex pipe, in the small named
 types of :mod:`mpcrawler.messages`::
 
     master -> worker   FetchBatch([Fetch(id, url, kind, depth, deadline), ...])
+                       NewScope(scope)                          seeds added while running
                        Stop()
     worker -> master   Hello(worker, pid, slots)                slots free at start
                        Results(worker, [PageResult, ...], [(downloaded id, started), ...],
@@ -53,6 +54,7 @@ from ..messages import (
     Fetch,
     FetchBatch,
     Hello,
+    NewScope,
     PageResult,
     Results,
     Stop,
@@ -138,12 +140,20 @@ class Worker:
                 if isinstance(message, FetchBatch):
                     for fetch in message.requests:
                         self.inbox.put(fetch)
+                elif isinstance(message, NewScope):
+                    self.set_scope(Scope.from_dict(message.scope))
                 elif isinstance(message, Stop):
                     break
         except (EOFError, OSError):
             self.master_gone()
         for _ in range(self.threads):
             self.inbox.put(None)
+
+    def set_scope(self, scope: Scope) -> None:
+        """The crawl's scope grew: links are filtered by it from now on (one
+        assignment each, so the parser sees the old rules or the new)."""
+        self.rules = UrlRules.from_settings(self.settings, scope)
+        self.resolver = LinkResolver(self.rules, self.settings.max_url_length)
 
     def work(self) -> None:
         """A download thread: take a request, download it in a free slot,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hostile import Handler, Reply, links, serve
-from support import Lines, crawl_args, run_cli, start_cli
+from support import Lines, crawl_args, read_records, run_cli, start_cli
 
 PAGES = [f"/p{i}" for i in range(400)]
 
@@ -107,3 +107,38 @@ def test_commands_are_checked_and_kept_for_the_next_start(tmp_path: Path) -> Non
     assert counts["/a"] == 1  # the second run's budget was the command's, 2
     status = json.loads(run_cli("status", str(job), "--json").stdout)
     assert status["settings_set"] == {"max_pages": 2} and status["pages"] == 2
+
+
+def test_seeds_added_to_a_running_crawl_go_ahead_of_its_queue(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    many = [f"/q{i}" for i in range(5000)]
+    with (
+        serve({"/": lambda h, n: links(*many)}, default=slow_page) as busy,
+        serve(
+            {"/": lambda h, n: links("/b1")}, default=lambda h, n: links(), host="127.0.0.2"
+        ) as new,
+    ):
+        proc = start_cli(
+            *crawl_args(
+                busy.url + "/", job, "--no-robots", "--workers", "1", "--allow-private-networks"
+            )
+        )
+        output = Lines(proc)
+        assert wait_for(lambda: len(busy.log.hits) >= 10, 30), "the crawl did not start"
+        answer = control(job, "add-seeds", new.url + "/", "--priority", "10")
+        added_at = time.monotonic()
+        assert answer == "add-seeds: applied: 1 queued, 0 seen before"
+        assert wait_for(lambda: new.log.counts()["/"] == 1, 10.0), "the new host waits"
+        first = min(h.start for h in new.log.hits)
+        again = control(job, "add-seeds", new.url + "/")
+        assert control(job, "stop") == "stop: applied"
+        output.finish()
+    assert first - added_at < 2.0
+    assert again == "add-seeds: applied: 0 queued, 1 seen before"
+    assert len(busy.log.hits) < 1000  # the 5,000 queued before were still waiting
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert status["state"] == "interrupted"
+    [record] = [r for r in read_records(job / "pages.jsonl") if r["url"] == new.url + "/"]
+    assert record["new_links"] == 1  # /b1: the workers took the new host into the scope
+    saved = json.loads((job / "job.json").read_text())["job"]["added_seeds"]
+    assert saved == {new.url + "/": 0}  # kept for resumes, at its last priority
