@@ -303,6 +303,7 @@ class Engine:
             hosts_paced=self.scheduler.hosts_paced(),
             fetch_buckets=tuple(zip((*FETCH_BUCKETS, math.inf), counts, strict=True)),
             fetch_sum=c.fetch_sum,
+            paused=self.paused,
         )
 
     def states(self) -> dict[str, int]:

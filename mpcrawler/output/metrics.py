@@ -52,6 +52,7 @@ class Snapshot:
     hosts_paced: int = 0
     fetch_buckets: tuple[tuple[float, int], ...] = ()  # (upper bound, count), cumulative
     fetch_sum: float = 0.0
+    paused: bool = False
 
 
 def metric_families(snapshot: Snapshot, labels: dict[str, str]) -> Iterator[Metric]:
@@ -86,6 +87,11 @@ def metric_families(snapshot: Snapshot, labels: dict[str, str]) -> Iterator[Metr
     )
     paced.add_metric(values, snapshot.hosts_paced)
     yield paced
+    paused = GaugeMetricFamily(
+        "mpcrawler_paused", "1 while a control command holds the crawl paused", labels=names
+    )
+    paused.add_metric(values, int(snapshot.paused))
+    yield paused
     fetch = HistogramMetricFamily(
         "mpcrawler_fetch_seconds", "Download time of a recorded page", labels=names
     )

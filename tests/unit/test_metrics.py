@@ -42,6 +42,7 @@ def test_a_snapshot_with_a_node_label() -> None:
         hosts_paced=1,
         fetch_buckets=((0.1, 4), (1.0, 5), (math.inf, 6)),
         fetch_sum=2.5,
+        paused=True,
     )
     samples = exposed(snapshot, {"node": "n1"})
     node = ("node", "n1")
@@ -51,3 +52,5 @@ def test_a_snapshot_with_a_node_label() -> None:
     assert samples[f"mpcrawler_fetch_seconds_bucket{[('le', '+Inf'), node]}"] == 6
     assert samples[f"mpcrawler_fetch_seconds_sum{[node]}"] == 2.5
     assert samples[f"mpcrawler_hosts_paced{[node]}"] == 1
+    assert samples[f"mpcrawler_paused{[node]}"] == 1
+    assert exposed(Snapshot(), {})["mpcrawler_paused[]"] == 0
