@@ -205,6 +205,7 @@ class Hit(NamedTuple):
     body_bytes: int  # bytes of body sent
     if_none_match: str | None
     if_modified_since: str | None
+    at: float = 0.0  # when the request arrived (monotonic)
 
 
 class SiteServer(ThreadingHTTPServer):
@@ -256,6 +257,7 @@ class SiteServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: SiteServer
+    arrived = 0.0
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out without a 40 ms stall
 
@@ -267,6 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self) -> None:
+        self.arrived = time.monotonic()  # before the latency
         server = self.server
         path = self.path.split("?", 1)[0].split(";", 1)[0]
         with server.hits_lock:
@@ -333,6 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
                     len(sent),
                     self.headers.get("If-None-Match"),
                     self.headers.get("If-Modified-Since"),
+                    self.arrived,
                 )
             )
 

@@ -1,0 +1,131 @@
+"""How long a control command takes to act on a running crawl.
+
+    python benchmarks/bench_control.py --repeat 5
+
+Two built-in sites (the second on 127.0.0.2) with 20 ms of latency; a crawl
+of the first (1 worker x 4 slots) in a job dir.  Each round sends, through
+``python -m mpcrawler control``: pause, resume, set delay=0.5, add-seeds
+(the second site, priority 10) and stop, and measures, from the command's
+start (the CLI's process launch) and from the servers' logs:
+
+* the answer: when the CLI returned with the crawl's answer;
+* pause: the last request that arrived after the command was sent;
+* resume: the first request after it;
+* set delay=0.5: the first request after which every gap is 0.5 s or more;
+* add-seeds: the new host's first request;
+* stop: the crawl's exit.
+
+Prints the medians in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import common
+from mpcrawler.testing.site import SiteServer, TestSite, serving
+
+
+def control(job: str, *args: str) -> float:
+    """Send a command; seconds until its answer came back."""
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "mpcrawler", "control", job, *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.monotonic() - started
+
+
+def arrivals(server: SiteServer, after: float) -> list[float]:
+    return sorted(hit.at for hit in list(server.log) if hit.at > after)
+
+
+def one_round(busy: SiteServer, new: SiteServer) -> dict[str, float]:
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        job = str(Path(tmp) / "job")
+        crawl = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mpcrawler",
+                "crawl",
+                busy.url,
+                "--job-dir",
+                job,
+                "--quiet",
+                "--workers",
+                "1",
+                "--threads",
+                "4",
+                "--no-robots",
+                "--allow-private-networks",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        while len(busy.log) < 50:
+            time.sleep(0.01)
+        sent = time.monotonic()
+        figures["pause answer"] = control(job, "pause")
+        figures["pause: last request"] = max(arrivals(busy, sent), default=sent) - sent
+        time.sleep(1.0)
+        sent = time.monotonic()
+        figures["resume answer"] = control(job, "resume")
+        while not arrivals(busy, sent):
+            time.sleep(0.005)
+        figures["resume: first request"] = arrivals(busy, sent)[0] - sent
+        sent = time.monotonic()
+        figures["set answer"] = control(job, "set", "delay=0.5")
+        while len(arrivals(busy, sent)) < 8:
+            time.sleep(0.01)
+        starts = arrivals(busy, sent)
+        paced = next(
+            i
+            for i in range(len(starts))
+            if all(b - a >= 0.45 for a, b in itertools.pairwise(starts[i:]))
+        )
+        figures["set delay: paced from"] = starts[paced] - sent
+        sent = time.monotonic()
+        figures["add-seeds answer"] = control(job, "add-seeds", new.url, "--priority", "10")
+        while not arrivals(new, sent):
+            time.sleep(0.005)
+        figures["add-seeds: first request"] = arrivals(new, sent)[0] - sent
+        sent = time.monotonic()
+        figures["stop answer"] = control(job, "stop")
+        crawl.wait(60)
+        figures["stop: exit"] = time.monotonic() - sent
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    print(common.machine())
+    rounds = []
+    for _ in range(args.repeat):
+        with (
+            serving(SiteServer(TestSite(pages=20_000, size=5_000), latency=0.02)) as busy,
+            serving(SiteServer(TestSite(pages=50, size=5_000), "127.0.0.2")) as new,
+        ):
+            rounds.append(one_round(busy, new))
+    print(f"\nmedians of {args.repeat} rounds, seconds from sending the command\n")
+    print("| measure | median s | range |")
+    print("|---|---|---|")
+    for name in rounds[0]:
+        values = [r[name] for r in rounds]
+        print(f"| {name} | {statistics.median(values):.2f} | {min(values):.2f}-{max(values):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
