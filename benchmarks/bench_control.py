@@ -72,6 +72,7 @@ def one_round(busy: SiteServer, new: SiteServer) -> dict[str, float]:
                 "--allow-private-networks",
             ],
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,  # its log of each command
         )
         while len(busy.log) < 50:
             time.sleep(0.01)
