@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import collections
+import itertools
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -18,8 +20,9 @@ from typing import Any
 
 from ..modules import process_usage
 from ..output.jobdir import JobState, count_record, recount
+from ..output.metrics import Snapshot
 
-__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats"]
+__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot"]
 
 # Upper bounds (seconds) of the fetch-time histogram (``--metrics-port``).
 FETCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -113,6 +116,37 @@ class Counters:
             "discarded": self.discarded,
             "job_dir": job_dir,
         }
+
+
+def metrics_snapshot(
+    counters: Counters,
+    at_start: tuple[dict[str, int], dict[str, int]],
+    states: dict[str, int],
+    hosts_paced: int,
+    paused: bool,
+) -> Snapshot:
+    """This run's figures for --metrics-port: pages by status class and
+    errors by kind since ``at_start`` (the counts when the run began), body
+    bytes and fetch times, the URLs by state."""
+    statuses, errors = at_start
+    pages: collections.Counter[str] = collections.Counter()
+    for status, count in counters.statuses.items():
+        name = f"{status[0]}xx" if status[:1].isdigit() else status
+        pages[name] += count - statuses.get(status, 0)
+    cumulative = itertools.accumulate(counters.fetch_counts)
+    return Snapshot(
+        pages=dict(pages),
+        errors={
+            k: n - errors.get(k, 0) for k, n in counters.errors.items() if n > errors.get(k, 0)
+        },
+        bytes=counters.run_bytes,
+        queued=states["queued"],
+        in_flight={k: states[k] for k in ("buffered", "downloading", "parsing")},
+        hosts_paced=hosts_paced,
+        fetch_buckets=tuple(zip((*FETCH_BUCKETS, math.inf), cumulative, strict=True)),
+        fetch_sum=counters.fetch_sum,
+        paused=paused,
+    )
 
 
 def crawl_stats(

@@ -12,7 +12,10 @@ One turn: if the frontier can be used, settle what ended, dispatch to the
 free slots and send; then wait once, on every worker at once, for at most
 the time until something is due (a host's next start, a retry, a batch
 window); route each event the pool returns; settle; let the frontier do its
-upkeep; kill a hung worker; checkpoint when due.
+upkeep; let the steering read the job's control commands (pause, set,
+add-seeds, stop; a paused crawl dispatches nothing); hand the metrics server
+a snapshot (``counters.metrics_snapshot``); kill a hung worker; checkpoint
+when due.
 
 One failure rule for leases (``Settling.lease_lost``): a request whose
 lease passed to another node (a shared frontier's node that was declared
@@ -26,10 +29,7 @@ then asks the workers to exit and routes their last results.
 
 from __future__ import annotations
 
-import collections
-import itertools
 import logging
-import math
 import time
 from collections.abc import Callable
 
@@ -40,7 +40,7 @@ from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
-from .counters import FETCH_BUCKETS, Counters
+from .counters import Counters, metrics_snapshot
 from .pool import Done, Downloaded, Event, Lost, WorkerPool
 from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
@@ -285,25 +285,8 @@ class Engine:
 
     def metrics_snapshot(self) -> Snapshot:
         """This run's figures for --metrics-port."""
-        c = self.counters
-        statuses, errors = self._at_start
-        pages: collections.Counter[str] = collections.Counter()
-        for status, count in c.statuses.items():
-            pages[f"{status[0]}xx" if status[:1].isdigit() else status] += count - statuses.get(
-                status, 0
-            )
-        states = self.states()
-        counts = itertools.accumulate(c.fetch_counts)
-        return Snapshot(
-            pages=dict(pages),
-            errors={k: n - errors.get(k, 0) for k, n in c.errors.items() if n > errors.get(k, 0)},
-            bytes=c.run_bytes,
-            queued=states["queued"],
-            in_flight={k: states[k] for k in ("buffered", "downloading", "parsing")},
-            hosts_paced=self.scheduler.hosts_paced(),
-            fetch_buckets=tuple(zip((*FETCH_BUCKETS, math.inf), counts, strict=True)),
-            fetch_sum=c.fetch_sum,
-            paused=self.paused,
+        return metrics_snapshot(
+            self.counters, self._at_start, self.states(), self.scheduler.hosts_paced(), self.paused
         )
 
     def states(self) -> dict[str, int]:

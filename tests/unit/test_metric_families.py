@@ -54,3 +54,26 @@ def test_a_snapshot_with_a_node_label() -> None:
     assert samples[f"mpcrawler_hosts_paced{[node]}"] == 1
     assert samples[f"mpcrawler_paused{[node]}"] == 1
     assert exposed(Snapshot(), {})["mpcrawler_paused[]"] == 0
+
+
+def test_the_snapshot_counts_this_run_by_class() -> None:
+    from mpcrawler.master.counters import Counters, metrics_snapshot
+
+    counters = Counters()
+    counters.statuses.update({"200": 3, "404": 1})
+    counters.errors.update({"http_4xx": 1})
+    at_start = (dict(counters.statuses), dict(counters.errors))  # a resumed run's counts
+    for record in (
+        {"status": 200, "bytes": 10, "elapsed_ms": 3.0, "error": None},
+        {"status": 204, "bytes": 0, "elapsed_ms": 40.0, "error": None},
+        {"status": None, "bytes": 0, "elapsed_ms": 9000.0, "error": "x", "error_kind": "dns"},
+    ):
+        counters.count(record)
+    states = {"queued": 4, "buffered": 1, "downloading": 2, "parsing": 3}
+    snapshot = metrics_snapshot(counters, at_start, states, 1, False)
+    assert snapshot.pages == {"2xx": 2, "4xx": 0, "none": 1}
+    assert snapshot.errors == {"dns": 1} and snapshot.bytes == 10
+    assert snapshot.in_flight == {"buffered": 1, "downloading": 2, "parsing": 3}
+    buckets = dict(snapshot.fetch_buckets)
+    assert (buckets[0.005], buckets[0.05], buckets[5.0], buckets[10.0]) == (1, 2, 2, 3)
+    assert buckets[math.inf] == 3 and snapshot.fetch_sum == 9.043
