@@ -30,7 +30,6 @@ from typing import Any, NoReturn
 from . import stopsignals
 from .__version__ import __version__
 from .configfile import apply_config, to_toml
-from .control import SETTABLE
 from .errors import FrontierError, MpcrawlerError, UsageError
 from .settings import (
     MAX_SLOTS,
@@ -186,6 +185,28 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         groups[how.group].add_argument(flag_of(name), dest=name, help=how.help, **extra)
 
 
+def _add_seed_options(p: argparse.ArgumentParser, seeds_help: str) -> None:
+    """The seeds and their credentials, as ``read_seeds`` and
+    ``http_credentials`` take them (crawl, and check-url's crawl)."""
+    p.add_argument("seeds", nargs="*", metavar="SEED", help=seeds_help)
+    p.add_argument(
+        "--seeds-file",
+        metavar="F",
+        help="one URL a line, optionally followed by a TAB and its integer priority; "
+        "blank lines and # comments ignored",
+    )
+    p.add_argument(
+        "--http-user",
+        metavar="USER",
+        help="send the seeds' hosts Basic credentials (as a seed's user:password@ does)",
+    )
+    p.add_argument(
+        "--http-password-file",
+        metavar="FILE",
+        help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mpcrawler",
@@ -202,23 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    crawl.add_argument("seeds", nargs="*", metavar="SEED", help="http(s) URLs to start from")
-    crawl.add_argument(
-        "--seeds-file",
-        metavar="F",
-        help="one URL a line, optionally followed by a TAB and its integer priority; "
-        "blank lines and # comments ignored",
-    )
-    crawl.add_argument(
-        "--http-user",
-        metavar="USER",
-        help="send the seeds' hosts Basic credentials (as a seed's user:password@ does)",
-    )
-    crawl.add_argument(
-        "--http-password-file",
-        metavar="FILE",
-        help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
-    )
+    _add_seed_options(crawl, "http(s) URLs to start from")
     _add_crawl_options(crawl)
 
     check = sub.add_parser(
@@ -226,15 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="say, without any network, whether a crawl would fetch URL, and which rule refuses it",
     )
     check.add_argument("url", metavar="URL")
-    check.add_argument(
-        "seeds",
-        nargs="*",
-        metavar="SEED",
-        help="the crawl's seeds (default: the job dir's, else URL itself)",
-    )
-    check.add_argument("--seeds-file", metavar="F")
-    check.add_argument("--http-user", metavar="USER", help=argparse.SUPPRESS)
-    check.add_argument("--http-password-file", metavar="FILE", help=argparse.SUPPRESS)
+    _add_seed_options(check, "the crawl's seeds (default: the job dir's, else URL itself)")
     _add_crawl_options(check)
 
     control = sub.add_parser(
@@ -542,20 +539,20 @@ def run_control(args: argparse.Namespace) -> int:
     job = JobDir(args.job_dir)
     if not job.exists() and not job.started():
         raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
-    try:
-        values = parse_set(args.values) if args.action == "set" else {}
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.action == "add-seeds":
+    values: dict[str, Any] = {}
+    if args.action == "set":
+        try:
+            parse_set(args.values)  # checked here; the crawl reads the pairs as given
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        values = dict(pair.split("=", 1) for pair in args.values)
+    elif args.action == "add-seeds":
         values = {"urls": _control_urls(args), "priority": args.priority}
-    elif args.values and args.action != "set":
+    elif args.values:
         raise UsageError(f"{args.action} takes no NAME=VALUE")
     running = job.running_pid() is not None
     if args.action == "stop" and not running:
         raise UsageError(f"the crawl of {args.job_dir} is not running: nothing to stop")
-    if args.action == "set":
-        names = {setting: name for name, (setting, _, _) in SETTABLE.items()}
-        values = {names[k]: v for k, v in values.items()}
     ident = write_command(args.job_dir, args.action, values)
     if not running:
         print(f"{args.action}: the crawl is not running; applied at its next start")

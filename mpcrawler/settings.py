@@ -47,6 +47,11 @@ PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 MAX_SLOTS = 4096  # workers x threads
 
 
+def comma_list(*texts: str) -> list[str]:
+    """The comma-separated items of ``texts``, stripped, lower-case, none empty."""
+    return [item.strip().lower() for text in texts for item in text.split(",") if item.strip()]
+
+
 def check_redis_url(url: str) -> None:
     """ValueError (one line, the password hidden) unless ``url`` is a
     redis://, rediss:// or unix:// URL whose database, if given, is a number."""
@@ -435,14 +440,18 @@ class Settings:
             from .web.filters import DEFAULT_REJECT_EXT
 
             return sorted(DEFAULT_REJECT_EXT)
-        return [e.strip().lstrip(".").lower() for e in self.reject_ext.split(",") if e.strip()]
+        return [e.lstrip(".") for e in comma_list(self.reject_ext)]
 
     def accepted_types(self) -> frozenset[str] | None:
         """The content types whose bodies are read (None: every type)."""
         if self.accept_type is None:
             return None if self.warc_dir else frozenset(HTML_TYPES)
-        types = frozenset(t.strip().lower() for t in self.accept_type.split(",") if t.strip())
+        types = frozenset(comma_list(self.accept_type))
         return None if "*" in types or "*/*" in types else types
+
+    def strip_patterns(self) -> list[str]:
+        """--strip-query's parameter name globs, lower-case."""
+        return comma_list(*self.strip_query)
 
     def header_pairs(self) -> list[tuple[str, str]]:
         """--header values as (name, value)."""
@@ -520,11 +529,9 @@ class Settings:
                     raise ValueError(f"{flag_of(name)} {pattern!r}: {exc}") from None
         if self.politeness_key not in POLITENESS_KEYS:
             raise ValueError(f"--politeness-key must be one of {', '.join(POLITENESS_KEYS)}")
-        for types in [self.accept_type or ""]:
-            for kind in types.split(","):
-                kind = kind.strip()
-                if kind and kind != "*" and not re.fullmatch(r"[\w.+-]+/[\w.+*-]+", kind):
-                    raise ValueError(f"--accept-type {kind!r}: not a content type like text/html")
+        for kind in comma_list(self.accept_type or ""):
+            if kind != "*" and not re.fullmatch(r"[\w.+-]+/[\w.+*-]+", kind):
+                raise ValueError(f"--accept-type {kind!r}: not a content type like text/html")
 
     def _validate_requests(self) -> None:
         for text in self.headers:

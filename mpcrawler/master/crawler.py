@@ -125,10 +125,7 @@ class Crawler:
         for url, creds in seeds:
             if creds is not None:
                 settings.credentials.setdefault(host_key(url), list(creds))
-        self.scope = Scope.from_seeds(
-            settings.seeds, settings.allow_domains, settings.scope, settings.deny_domains
-        )
-        self.rules = UrlRules.from_settings(settings, self.scope)
+        self._build_rules({})
         settings.seeds = list(dict.fromkeys(self.rules.clean(url) for url in settings.seeds))
         settings.seed_priorities = {
             self.rules.clean(url): p for url, p in settings.seed_priorities.items()
@@ -160,8 +157,8 @@ class Crawler:
             if shared is not None:  # left even if the job dir refused the crawl
                 shared.close()  # (a no-op once the crawl closed it)
 
-    def _grow_scope(self, added: dict[str, int]) -> None:
-        """The scope and rules with the seeds ``add-seeds`` gave too."""
+    def _build_rules(self, added: dict[str, int]) -> None:
+        """The scope and URL rules of the seeds, and of those ``add-seeds`` gave."""
         s = self.settings
         self.scope = Scope.from_seeds([*s.seeds, *added], s.allow_domains, s.scope, s.deny_domains)
         self.rules = UrlRules.from_settings(s, self.scope)
@@ -169,7 +166,7 @@ class Crawler:
     def _run(self, job: Job, shared: RedisFrontier | None) -> CrawlResult:
         s = self.settings
         if job.state.added_seeds:
-            self._grow_scope(job.state.added_seeds)
+            self._build_rules(job.state.added_seeds)
         if shared is not None:
             job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
         frontier: Frontier = (
@@ -284,7 +281,7 @@ class Crawler:
             except InvalidURL as exc:
                 return f"malformed URL {redact_url(text)!r}: {exc.reason}"
         job.state.added_seeds = {**job.state.added_seeds, **found}
-        self._grow_scope(job.state.added_seeds)
+        self._build_rules(job.state.added_seeds)
         results.rules = self.rules
         pool.set_scope(self.scope.to_dict())
         refused = {url: rule for url in found if (rule := self.rules.refusal(url))}

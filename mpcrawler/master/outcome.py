@@ -29,6 +29,7 @@ __all__ = [
     "parse_retry_after",
     "redirect_refusal",
     "robots_failed",
+    "rule_refusal",
     "should_retry",
 ]
 
@@ -85,15 +86,18 @@ def redirect_refusal(
         return f"more than {limits.max_redirects} redirects"
     if len(target) > limits.max_url_length:
         return "URL too long"
-    if rule == "scope":
-        return "out of scope"
     if rule is not None:
-        return f"refused by {rule}"
+        return rule_refusal(rule)
     if target == request.first_url or target in request.hops:
         return "redirect loop"
     if seen:
         return "already seen"
     return None
+
+
+def rule_refusal(rule: str) -> str:
+    """Why a redirect is not followed when the URL rule ``rule`` refuses its target."""
+    return "out of scope" if rule == "scope" else f"refused by {rule}"
 
 
 def lost_verdict(crashes: int) -> str | None:

@@ -182,7 +182,7 @@ class ResultHandling:
             return RetryAt(request, now + 1.0)
         rule = self.rules.refusal(target)
         reason = outcome.redirect_refusal(target, request, self.limits, rule, seen)
-        if rule is not None and reason in ("out of scope", f"refused by {rule}"):
+        if rule is not None and reason == outcome.rule_refusal(rule):
             result.dropped.append((target, rule))  # counted, and logged with --rejected-log
         if reason == "already seen":
             extra = {"redirect_to": target, "note": "redirect target already seen"}

@@ -156,12 +156,7 @@ class UrlRules:
             reject=tuple(settings.reject_regex),
             reject_ext=frozenset(settings.effective_reject_ext()),
             query=QueryRules(
-                strip=tuple(
-                    p.strip().lower()
-                    for text in settings.strip_query
-                    for p in text.split(",")
-                    if p.strip()
-                ),
+                strip=tuple(settings.strip_patterns()),
                 sort=settings.sort_query,
                 session_ids=not settings.keep_session_ids,
             ),
@@ -170,8 +165,7 @@ class UrlRules:
     def canonical(self, url: str, base: str | None = None) -> str:
         """The URL's identity: canonical, its query cleaned up.  Raises
         InvalidURL as :func:`~mpcrawler.web.urls.canonicalize` does."""
-        href = canonicalize(url, base)
-        return self.query.apply(href) if self.query else href
+        return self.clean(canonicalize(url, base))
 
     def clean(self, url: str) -> str:
         """A canonical URL with its query cleaned up."""
