@@ -524,9 +524,14 @@ def _control_urls(args: argparse.Namespace) -> list[str]:
         raise UsageError("add-seeds needs URLs (or --file F)")
     for url in urls:
         try:
-            split_credentials(url)
+            _, credentials = split_credentials(url)
         except InvalidURL as exc:
             raise UsageError(f"malformed URL {redact_url(url)!r}: {exc.reason}") from None
+        if credentials is not None:  # the command file would keep them on disk
+            raise UsageError(
+                f"add-seeds {redact_url(url)}: credentials are not taken here; give them "
+                "to the crawl (a seed's user:password@, or --http-user) when it starts"
+            )
     return urls
 
 

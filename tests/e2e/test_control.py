@@ -95,9 +95,11 @@ def test_commands_are_checked_and_kept_for_the_next_start(tmp_path: Path) -> Non
             (("set", "delay=-1"), "set delay: must be at least 0"),
             (("stop",), "is not running: nothing to stop"),
             (("pause", "x=1"), "pause takes no NAME=VALUE"),
+            (("add-seeds", "http://u:s3cret@h.test/"), "credentials are not taken here"),
         ]:
             proc = run_cli("control", str(job), *args)
             assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+            assert "s3cret" not in proc.stderr
         assert control(job, "set", "max-pages=2") == (
             "set: the crawl is not running; applied at its next start"
         )
