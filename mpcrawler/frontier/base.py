@@ -54,7 +54,7 @@ implementation.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
@@ -136,6 +136,12 @@ class Frontier(Protocol):
         """``item`` is done (``error``: its record is an error); ``seen``
         (the URLs its redirect chain went through) are marked seen in the
         same step."""
+
+    def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
+        """``control exclude``: from now on no URL that ``match`` says True of
+        is leased (one met is dropped: acked unfetched, not counted done),
+        and with ``drop_queued`` those queued now are dropped at once (they
+        stay seen); how many were.  A shared frontier drops crawl-wide."""
 
     def release(self, item: UrlInfo) -> None:
         """Give a leased ``item`` back, to its place in its host's queue."""

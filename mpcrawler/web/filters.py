@@ -11,6 +11,10 @@ questions:
 - ``refusal(url)``: None if the crawl may fetch it, else the rule that
   refuses it (``RULES``, the names ``stats.json`` counts links under).
 
+``exclude`` holds the patterns ``control exclude`` added to a running crawl
+(kept in the job, not in its settings): they refuse as ``exclude``, and the
+frontier drops the queued URLs they match (``excluded``).
+
 The worker asks them of every link and sitemap entry, the master of every
 seed and redirect target, and ``check-url`` of its argument: one rule
 everywhere.  Pure functions of their arguments; no I/O.
@@ -21,6 +25,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -39,7 +44,7 @@ __all__ = [
 ]
 
 # Why a URL is not crawled, in the order they are checked.
-RULES = ("deny_domain", "scope", "reject_regex", "accept_regex", "reject_ext")
+RULES = ("deny_domain", "scope", "reject_regex", "exclude", "accept_regex", "reject_ext")
 
 # Links skipped by their path's extension unless --reject-ext says otherwise
 # (with --warc: none, an archive wants everything).  Scrapy's
@@ -142,16 +147,20 @@ class UrlRules:
     reject: tuple[str, ...] = ()
     reject_ext: frozenset[str] = frozenset()
     query: QueryRules = field(default_factory=QueryRules)
+    exclude: tuple[str, ...] = ()  # `control exclude` patterns
 
     def __post_init__(self) -> None:
-        compiled = (tuple(map(re.compile, self.accept)), tuple(map(re.compile, self.reject)))
+        compiled = tuple(tuple(map(re.compile, p)) for p in (self.accept, self.reject))
         object.__setattr__(self, "_compiled", compiled)
+        object.__setattr__(self, "_exclude", tuple(map(re.compile, self.exclude)))
 
     @classmethod
-    def from_settings(cls, settings: Any, scope: Scope) -> UrlRules:
-        """The rules of a crawl with these settings (mpcrawler.settings.Settings)."""
+    def from_settings(cls, settings: Any, scope: Scope, exclude: Sequence[str] = ()) -> UrlRules:
+        """The rules of a crawl with these settings (mpcrawler.settings.Settings)
+        and the patterns ``control exclude`` added."""
         return cls(
             scope=scope,
+            exclude=tuple(exclude),
             accept=tuple(settings.accept_regex),
             reject=tuple(settings.reject_regex),
             reject_ext=frozenset(settings.effective_reject_ext()),
@@ -182,6 +191,8 @@ class UrlRules:
         accept, reject = self._compiled  # type: ignore[attr-defined]
         if reject and any(r.search(url) for r in reject):
             return "reject_regex"
+        if self.exclude and self.excluded(url):
+            return "exclude"
         if accept and not any(a.search(url) for a in accept):
             return "accept_regex"
         if self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
@@ -191,6 +202,10 @@ class UrlRules:
     def allows(self, url: str) -> bool:
         return self.refusal(url) is None
 
+    def excluded(self, url: str) -> bool:
+        """A ``control exclude`` pattern matches ``url``: not fetched, even if queued."""
+        return any(r.search(url) for r in self._exclude)  # type: ignore[attr-defined]
+
 
 def rule_flag(rule: str) -> str:
     """The option behind a rule, as a user would look for it."""
@@ -199,6 +214,7 @@ def rule_flag(rule: str) -> str:
         "deny_domain": "--deny-domain",
         "accept_regex": "--accept-regex (it matches none)",
         "nofollow": "nofollow",
+        "exclude": "control exclude",
     }.get(rule, "--" + rule.replace("_", "-"))
 
 

@@ -102,6 +102,10 @@ class FrontierContract(RuleBasedStateMachine):
         self.counter = 0
         self.now = 1000.0
         self.meta: dict[str, tuple[str, str | None]] = {}
+        self.excludes: list[Callable[[str], bool]] = []  # forgotten when reopened
+
+    def _excluded(self, url: str) -> bool:
+        return any(match(url) for match in self.excludes)
 
     @initialize(cache_size=st.integers(min_value=1, max_value=6))
     def open_frontier(self, cache_size: int) -> None:
@@ -141,11 +145,15 @@ class FrontierContract(RuleBasedStateMachine):
     def lease(self, advance: float) -> None:
         self.now += advance
         item = self.f.lease(self.now)
-        ready = [k for k in self.model.queued.values() if self._ready(k)]
-        if not ready:
-            assert item is None
-            return
-        key = min(ready)
+        while True:
+            ready = [k for k in self.model.queued.values() if self._ready(k)]
+            if not ready:
+                assert item is None
+                return
+            key = min(ready)
+            if not self._excluded(key[2]):
+                break
+            del self.model.queued[key[1]]  # met first: dropped (given back after the exclude)
         assert item is not None, f"expected {key[2]}"
         assert (item.url, item.priority, item.depth) == (key[2], -key[0], key[3])
         assert (item.kind, item.lastmod) == self.meta[item.url]
@@ -178,11 +186,27 @@ class FrontierContract(RuleBasedStateMachine):
         else:
             self.blocked.pop(host, None)
 
+    @rule(host=st.sampled_from(HOSTS))
+    def exclude(self, host: str) -> None:
+        """``control exclude``: the URLs of ``host`` admitted so far leave the
+        queue now (a URL taken and given back later is dropped when met)."""
+
+        def match(url: str, below: int = self.counter) -> bool:
+            rest = url[len(host) + 1 :]
+            return url.startswith(host + "/") and rest.isdigit() and int(rest) < below
+
+        self.excludes.append(match)
+        expected = [seq for seq, key in self.model.queued.items() if self._excluded(key[2])]
+        assert self.f.exclude(self._excluded) == len(expected)
+        for seq in expected:
+            del self.model.queued[seq]
+
     def _back_in_place(self) -> None:
         self.model.queued.update(self.model.taken)
         self.model.taken.clear()
         self.leased.clear()
         self.blocked.clear()
+        self.excludes.clear()
 
     @rule(cache_size=st.one_of(st.none(), st.integers(min_value=1, max_value=6)))
     def reopen(self, cache_size: int | None) -> None:

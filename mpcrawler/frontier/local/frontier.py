@@ -23,7 +23,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,8 @@ class LocalFrontier:
         self.before = math.inf  # ... if its time is before this
         self._revisit_seqs: set[int] = set()  # leased copies that their row names
         self.stale = 0  # queued copies dropped: their row did not name them
+        self.excluded: Callable[[str], bool] | None = None  # `control exclude`
+        self.dropped = 0  # URLs dropped by it
         if (self.directory / REVISITS_FILE).exists():
             self._open_revisits()
 
@@ -174,7 +176,13 @@ class LocalFrontier:
             return None
         if self.lag is not None:
             self.promote()
-        while (item := self.queue.lease(now)) is not None and self.revisits is not None:
+        while (item := self.queue.lease(now)) is not None:
+            if self.excluded is not None and self.excluded(item.url):
+                self.queue.ack(item)  # queued before the rule, or due again: dropped
+                self.dropped += 1
+                continue
+            if self.revisits is None:
+                break
             row = self.revisits.get(item.url)
             if row is None:
                 break
@@ -200,6 +208,14 @@ class LocalFrontier:
             self._revisit_seqs.discard(item.seq)
             self.revisits.unmark(item.url, item.seq)  # not scheduled again (revisits off): waits
         self.queue.ack(item)
+
+    def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
+        self.excluded = match
+        if not drop_queued:
+            return 0
+        dropped = self.queue.drop(match)
+        self.dropped += dropped
+        return dropped
 
     def release(self, item: UrlInfo) -> None:
         self._revisit_seqs.discard(item.seq)
@@ -233,6 +249,8 @@ class LocalFrontier:
             stats["scheduled"] = self.revisits.waiting()
             stats["next_due"] = self.next_due()
             stats["stale"] = self.stale
+        if self.dropped:
+            stats["excluded"] = self.dropped
         return stats
 
     def __len__(self) -> int:

@@ -55,7 +55,7 @@ import struct
 import time
 from array import array
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ from ...web.urls import host_key
 from ..base import UrlInfo
 from ..hostblocks import HostBlocks
 from .blocks import BlockStore
-from .files import QueueFiles
+from .files import QueueFiles, waiting_name
 from .journal import (
     ACK,
     BLOCK,
@@ -86,6 +86,7 @@ from .storage import (
     kind_code,
     log,
     read_frames,
+    read_items,
 )
 
 __all__ = ["FORMAT_VERSION", "UrlQueueManager", "inspect"]
@@ -254,6 +255,62 @@ class UrlQueueManager:
         if self._mem > self.cache_size:
             self._overflow()
         return True
+
+    def drop(self, match: Callable[[str], bool]) -> int:
+        """Every queued URL (not taken) that ``match`` says True of leaves the
+        queue; how many.  Those in memory leave their lanes; those on disk
+        (the log and blocks, read through once) become tombstones, skipped
+        when read.  Each is journaled as acked, so a kill keeps it dropped."""
+        self._check_open()
+        dropped = 0
+        for host in list(self._mem_hosts.values()):
+            gone = 0
+            for priority, lane in list(host.lanes.items()):
+                for side in ("front", "back"):
+                    items: deque[UrlInfo] | None = getattr(lane, side)
+                    if not items:
+                        continue
+                    kept: deque[UrlInfo] = deque()
+                    for item in items:
+                        if match(item.url):
+                            self._journal.op(ACK, item.seq)
+                            gone += 1
+                        else:
+                            kept.append(item)
+                    setattr(lane, side, kept or None)
+                if not lane.front and not lane.back and not lane.blocks:
+                    del host.lanes[priority]
+            if gone:
+                host.mem -= gone
+                host.size -= gone
+                self._mem -= gone
+                dropped += gone
+                if not host.mem:
+                    del self._mem_hosts[host.key]
+                host.entry = None
+                self._touch(host)
+        for item in self._on_disk():
+            if item.seq not in self._tombstones and match(item.url):
+                self._tombstones.add(item.seq)
+                self._journal.op(ACK, item.seq)
+                dropped += 1
+        return dropped
+
+    def _on_disk(self) -> Iterator[UrlInfo]:
+        """The URLs of the log and of every block, as they are on disk
+        (tombstones included), read without moving them."""
+        self._log.sync_writers()
+        for segments in self._log.runs.values():
+            for seg in segments:
+                path = self.files.path(seg.name)
+                yield from read_items(path, seg.name, seg.offset, seg.end, seg.count)[0]
+        for host in self._hosts.values():
+            for lane in host.lanes.values():
+                blocks = lane.blocks
+                for at in range(0, len(blocks) if blocks else 0, BLOCK):
+                    number, offset, end, count, _ = blocks[at : at + BLOCK]  # type: ignore[index]
+                    name = waiting_name(number)
+                    yield from read_items(self.files.path(name), name, offset, end, count)[0]
 
     def block(self, host: str, until: float) -> None:
         """``host`` may not be leased from before ``until`` (monotonic; FOREVER:

@@ -49,7 +49,10 @@ crawl's keys, for a deliberate fresh start.
 script, ``step.lua``: the acks and releases waiting in the outbox, the
 URLs to admit, the seen checks, a batch of leases and the heartbeat, in one
 call.  Acks wait in the outbox for the next call (at most ``FLUSH_AFTER``
-seconds), so a busy node makes about one call per turn of its loop.
+seconds), so a busy node makes about one call per turn of its loop.  The
+one exception is ``exclude`` (``control exclude``), rare and crawl-wide: it
+reads every host's queue and drops what matches with ``drop.lua``; from
+then on a lease of an excluded URL is dropped (op ``D``), not fetched.
 
 **Faults.**  When Redis cannot be reached, calls raise
 :class:`FrontierUnavailable` (``lease`` just returns None), the outbox is
@@ -141,6 +144,8 @@ class NodeTaken(UsageError):
 
 
 _SCRIPT = resources.files(__package__).joinpath("step.lua").read_text(encoding="utf-8")
+_DROP_SCRIPT = resources.files(__package__).joinpath("drop.lua").read_text(encoding="utf-8")
+DROP_CHUNK = 500  # queue members dropped in one call at most
 
 
 def fair_share(hosts: int, nodes: int) -> int:
@@ -262,6 +267,9 @@ class RedisFrontier:
         self.last_reaped = 0
         self.r = connect(url)
         self._step_script = self.r.register_script(_SCRIPT)
+        self._drop_script = self.r.register_script(_DROP_SCRIPT)
+        self.excluded: Callable[[str], bool] | None = None  # `control exclude`
+        self.dropped = 0  # URLs dropped by it (here)
         self._ops: list[list[Any]] = []
         self._ops_since = 0.0
         self._held: dict[int, _Lease] = {}  # seq -> each lease held here
@@ -333,16 +341,18 @@ class RedisFrontier:
         from a new batch of up to ``want`` (None when Redis is down)."""
         now = time.monotonic() if now is None else now
         self._wake(now)
-        if not self._prefetch:
+        while not self._prefetch:
             if self._down_since is not None or now < self._dry_until:
                 return None
+            dropped = self.dropped
             try:
                 step = self._call(want=want)
             except FrontierUnavailable:
                 return None
             self._prefetch.extend(step.leased)
-            if len(step.leased) < want:
+            if len(step.leased) < want and self.dropped == dropped:
                 self._dry_until = now + LEASE_POLL
+                break  # (excluded URLs were dropped: ask again)
         return self._prefetch.popleft() if self._prefetch else None
 
     def ack(
@@ -378,6 +388,44 @@ class RedisFrontier:
         for url, since in items:
             self._queue_op(["X", url, int(since * 1000)])
         return len(items)
+
+    def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
+        """From now on this node drops the URLs ``match`` says True of when
+        it leases them; with ``drop_queued``, every host's queue is read
+        through (ZSCAN) and what matches dropped, crawl-wide, a host at a
+        time (``drop.lua``).  Raises FrontierUnavailable if Redis is down."""
+        self.excluded = match
+        before = len(self._prefetch)  # leased here, not taken: queued as far as anyone knows
+        self._prefetch = collections.deque(i for i in self._prefetch if not self._drop_held(i))
+        dropped = before - len(self._prefetch)
+        if not drop_queued:
+            return dropped
+        self._check_up()
+        self._call()  # releases in the outbox go back to their queues first
+        try:
+            for key in self.r.scan_iter(match=self.prefix + "q:*", count=1000):
+                host = key.decode()[len(self.prefix) + 2 :]
+                gone = [m for m, _ in self.r.zscan_iter(key, count=1000) if match(_item(m).url)]
+                for start in range(0, len(gone), DROP_CHUNK):
+                    chunk = gone[start : start + DROP_CHUNK]
+                    args = [self.prefix, host, *chunk]
+                    dropped += int(self._drop_script(keys=[self.prefix + "seq"], args=args))
+        except self._faults as exc:
+            self._fault(exc)
+            raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
+        self.dropped += dropped - (before - len(self._prefetch))
+        self._call()  # the counts, as they are now
+        return dropped
+
+    def _drop_held(self, item: UrlInfo) -> bool:
+        """``item``, leased here, is excluded: its lease is dropped (True)."""
+        if self.excluded is None or not self.excluded(item.url):
+            return False
+        lease = self._held.pop(item.seq, None)
+        host = lease.host if lease else host_key(item.url)
+        self._queue_op(["D", item.seq, host, self._wait_ms(host)])
+        self.dropped += 1
+        return True
 
     def release(self, item: UrlInfo) -> None:
         self._held.pop(item.seq, None)
@@ -470,6 +518,7 @@ class RedisFrontier:
             "scheduled": c["scheduled"],
             "redis_round_trips": self.round_trips,
             "fenced": self.fenced,
+            **({"excluded": self.dropped} if self.dropped else {}),
         }
 
     def __len__(self) -> int:
@@ -482,7 +531,7 @@ class RedisFrontier:
     def taken(self) -> int:
         """URLs leased crawl-wide (as of the last call, less this node's acks
         and releases still in the outbox)."""
-        pending = sum(1 for op in self._ops if op[0] in ("A", "R"))
+        pending = sum(1 for op in self._ops if op[0] in ("A", "R", "D"))
         return max(0, self._counts["leased"] - pending)
 
     def leased_elsewhere(self) -> int:
@@ -636,7 +685,8 @@ class RedisFrontier:
         for member, entry in zip(leased_raw, entries, strict=True):
             item = _item(member, entry)
             self._held[item.seq] = _Lease(host_key(item.url), member.decode(), item)
-            leased.append(item)
+            if not self._drop_held(item):
+                leased.append(item)
         if self._down_since is not None:
             log.warning("Redis at %s is back after %.1f s", self.url, now - self._down_since)
             self._down_since, self._backoff, self._reconcile = None, 0.1, True

@@ -8,6 +8,8 @@
 -- each starting with its count:
 --   ops     n, then per op:  A seq host member wait_ms error nseen (bucket tail)*
 --                            R seq          (give a lease back)
+--                            D seq host wait_ms (drop a lease: excluded, never fetched,
+--                                           not counted done)
 --                            G host wait_ms (give up an idle host)
 --                            GA             (give up every idle host held)
 --                            L              (leave: no longer alive)
@@ -243,6 +245,14 @@ for _ = 1, n do
         requeue(e[1], e[2])
         end_lease(seq, e[1])
       end
+    end
+  elseif op == 'D' then
+    local seq, host, wait = ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+    i = i + 4
+    local entry = redis.call('HGET', P .. 'leased', seq)
+    if entry and cjson.decode(entry)[3] == node then end_lease(seq, host) end
+    if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
+      unown(host, node, now + wait)
     end
   elseif op == 'G' then
     local host, wait = ARGV[i + 1], tonumber(ARGV[i + 2])

@@ -1,0 +1,30 @@
+-- Drop queued URLs of one host (mpcrawler.frontier.redis.frontier: `exclude`).
+--
+-- KEYS[1] is the crawl's `seq` key (the crawl's hash slot).  ARGV: prefix,
+-- host, then the queue members to drop.  Members another node leased
+-- meanwhile are gone from the queue already and are not counted.  The
+-- host's entry in its index follows its new head; a host left with nothing
+-- queued or leased is owned no more.  Returns how many were dropped.
+
+local P, host = ARGV[1], ARGV[2]
+local q = P .. 'q:' .. host
+local dropped = 0
+for k = 3, #ARGV do
+  dropped = dropped + redis.call('ZREM', q, ARGV[k])
+end
+if dropped == 0 then return 0 end
+redis.call('DECRBY', P .. 'queued', dropped)
+local owner = redis.call('HGET', P .. 'owner', host)
+local index = P .. 'hosts'
+if owner then index = P .. 'own:' .. owner end
+local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+if #head > 0 then
+  redis.call('ZADD', index, head[2], host)
+else
+  redis.call('ZREM', index, host)
+  if owner and redis.call('HEXISTS', P .. 'inflight', host) == 0 then
+    redis.call('HDEL', P .. 'owner', host)
+    redis.call('SREM', P .. 'held:' .. owner, host)
+  end
+end
+return dropped
