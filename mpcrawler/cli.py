@@ -22,7 +22,7 @@ import sys
 import textwrap
 import time
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -236,19 +236,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     control = sub.add_parser(
         "control",
-        help="steer a crawl through its job dir: pause, resume, stop, set NAME=VALUE",
+        help="steer a running crawl: pause, resume, stop, set, add-seeds, exclude",
+        description="Steer a crawl through its job dir (control DIR COMMAND), or every node "
+        "of a shared crawl (control --redis URL --crawl NAME COMMAND).  COMMAND is one of "
+        "pause, resume, stop, set NAME=VALUE..., add-seeds URL..., exclude REGEX.",
     )
-    control.add_argument("job_dir", metavar="DIR")
     control.add_argument(
-        "action", metavar="COMMAND", choices=["pause", "resume", "stop", "set", "add-seeds"]
-    )
-    control.add_argument(
-        "values",
-        nargs="*",
-        metavar="NAME=VALUE|URL",
+        "words",
+        nargs="+",
+        metavar="[DIR] COMMAND [ARG ...]",
         help="set: NAME=VALUE with NAME delay, host-concurrency, max-pages, max-depth; "
-        "add-seeds: URLs",
+        "add-seeds: URLs; exclude: a regular expression",
     )
+    control.add_argument("--redis", metavar="URL", help="a shared crawl's Redis ($REDIS_URL)")
+    control.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")
     control.add_argument("--file", metavar="F", help="add-seeds: one URL a line")
     control.add_argument(
         "--priority", type=_integer, default=0, help="add-seeds: their priority (default 0)"
@@ -535,42 +536,116 @@ def _control_urls(args: argparse.Namespace) -> list[str]:
     return urls
 
 
+def _control_command(args: argparse.Namespace) -> tuple[str | None, str, dict[str, Any]]:
+    """``control``'s words as (job dir or None, command, its args), checked."""
+    from .control import COMMANDS, parse_exclude, parse_set
+
+    words = list(args.words)
+    shared = bool(args.redis or args.crawl)
+    if shared and not (args.redis and args.crawl):
+        raise UsageError("control of a shared crawl takes --redis URL (or REDIS_URL) and --crawl")
+    job_dir = None if shared else words.pop(0)
+    if not words or words[0] not in COMMANDS:
+        found = repr(words[0]) if words else "none"
+        where = "" if shared else " after DIR"
+        names = ", ".join(COMMANDS)
+        raise UsageError(f"control: COMMAND{where} must be one of {names}, not {found}")
+    action, args.values = words[0], words[1:]
+    values: dict[str, Any] = {}
+    try:
+        if action == "set":
+            parse_set(args.values)  # checked here; the crawl reads the pairs as given
+            values = dict(pair.split("=", 1) for pair in args.values)
+        elif action == "add-seeds":
+            values = {"urls": _control_urls(args), "priority": args.priority}
+        elif action == "exclude":
+            if len(args.values) != 1:
+                raise ValueError("exclude takes one REGEX")
+            values = {"regex": parse_exclude(args.values[0])}
+        elif args.values:
+            raise ValueError(f"{action} takes no arguments")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return job_dir, action, values
+
+
+_T = typing.TypeVar("_T")
+
+
+def _wait_for(answer: Callable[[], _T | None], wait: float) -> _T | None:
+    """``answer()`` once it is not None, polled for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = answer()
+        if found is not None or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
 def run_control(args: argparse.Namespace) -> int:
-    """Put a command in a job's inbox; wait (bounded) for a running crawl's
-    answer.  Exit 0 applied (or queued for the next start), 1 refused."""
-    from .control import answers, parse_set, write_command
+    """Put a command in a job's inbox (or a shared crawl's); wait (bounded)
+    for the answer of the running crawl (of every live node).  Exit 0
+    applied (or queued for the next start), 1 refused."""
+    from .control import answers, write_command
     from .output.jobdir import JobDir
 
-    job = JobDir(args.job_dir)
+    job_dir, action, values = _control_command(args)
+    if job_dir is None:
+        return run_shared_control(args, action, values)
+    job = JobDir(job_dir)
     if not job.exists() and not job.started():
-        raise UsageError(f"{args.job_dir} is not a job directory (no job.json)")
-    values: dict[str, Any] = {}
-    if args.action == "set":
-        try:
-            parse_set(args.values)  # checked here; the crawl reads the pairs as given
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        values = dict(pair.split("=", 1) for pair in args.values)
-    elif args.action == "add-seeds":
-        values = {"urls": _control_urls(args), "priority": args.priority}
-    elif args.values:
-        raise UsageError(f"{args.action} takes no NAME=VALUE")
+        raise UsageError(f"{job_dir} is not a job directory (no job.json)")
     running = job.running_pid() is not None
-    if args.action == "stop" and not running:
-        raise UsageError(f"the crawl of {args.job_dir} is not running: nothing to stop")
-    ident = write_command(args.job_dir, args.action, values)
+    if action == "stop" and not running:
+        raise UsageError(f"the crawl of {job_dir} is not running: nothing to stop")
+    ident = write_command(job_dir, action, values)
     if not running:
-        print(f"{args.action}: the crawl is not running; applied at its next start")
+        print(f"{action}: the crawl is not running; applied at its next start")
         return EXIT_OK
-    deadline = time.monotonic() + args.wait
-    while time.monotonic() < deadline:
-        answer = next((a for a in answers(args.job_dir, 50) if a.get("id") == ident), None)
-        if answer is not None:
-            print(f"{args.action}: {answer['answer']}")
-            return EXIT_OK if answer["answer"].startswith("applied") else EXIT_ERROR
-        time.sleep(0.1)
-    print(f"{args.action}: sent; no answer within {args.wait:g} s (see status)")
-    return EXIT_OK
+    found = _wait_for(
+        lambda: next((a["answer"] for a in answers(job_dir, 50) if a.get("id") == ident), None),
+        args.wait,
+    )
+    if found is None:
+        print(f"{action}: sent; no answer within {args.wait:g} s (see status)")
+        return EXIT_OK
+    print(f"{action}: {found}")
+    return EXIT_OK if found.startswith("applied") else EXIT_ERROR
+
+
+def run_shared_control(args: argparse.Namespace, action: str, values: dict[str, Any]) -> int:
+    """``control --redis URL --crawl NAME``: a command for every node; each
+    live node's answer.  A node not running applies it when it starts."""
+    import redis
+
+    from .frontier.redis.client import connect, key_prefix
+    from .frontier.redis.commands import answers_of, live_nodes, send
+
+    client = connect(args.redis)  # FrontierError: exit 1
+    prefix = key_prefix(args.crawl)
+    try:
+        if not client.exists(prefix + "id"):
+            raise UsageError(f"no crawl {args.crawl!r} on {redact_url(args.redis)}")
+        nodes = live_nodes(client, prefix)
+        if action == "stop" and not nodes:
+            raise UsageError(f"no node of crawl {args.crawl!r} is running: nothing to stop")
+        ident = send(client, prefix, action, values)
+        if not nodes:
+            print(f"{action}: no node is running; each applies it at its start")
+            return EXIT_OK
+
+        def all_answered() -> dict[str, str] | None:
+            found = answers_of(client, prefix, ident)
+            return found if set(nodes) <= found.keys() else None
+
+        got = _wait_for(all_answered, args.wait) or answers_of(client, prefix, ident)
+    except (redis.RedisError, OSError) as exc:
+        raise FrontierError(f"Redis at {redact_url(args.redis)}: {exc}") from None
+    finally:
+        client.close()
+    for node in nodes:
+        print(f"{action}: {node}: {got.get(node, f'no answer within {args.wait:g} s')}")
+    return EXIT_OK if all(a.startswith("applied") for a in got.values()) else EXIT_ERROR
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -777,7 +852,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = apply_config(argv, parser, sub, args.config)
         if getattr(args, "crawl", None) and not getattr(args, "redis", None):
             args.redis = os.environ.get("REDIS_URL") or None  # a password off the command line
-        if args.command in ("status", "reset") and args.redis:
+        if args.command in ("status", "reset", "control") and args.redis:
             try:
                 check_redis_url(args.redis)
             except ValueError as exc:

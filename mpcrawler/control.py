@@ -17,7 +17,14 @@ The commands, checked here for the CLI and the crawl alike:
   ``max-depth``; kept in the job for its resumes;
 - ``add-seeds`` (``{"urls": [...], "priority": N}``): queued at once, at
   their priority, through the URL rules, robots.txt and the seen set; the
-  scope grows to take their hosts; kept in the job for its resumes.
+  scope grows to take their hosts; kept in the job for its resumes;
+- ``exclude`` (``{"regex": R}``): links that R matches are refused (rule
+  ``exclude``), the queued URLs it matches are dropped (the answer says how
+  many), and one met later is dropped unfetched; kept in the job.
+
+A shared crawl's commands travel through Redis instead
+(:mod:`mpcrawler.frontier.redis.commands`); both inboxes have the same
+two methods, ``take`` and ``answer``.
 
 No pickle: JSON only.  Pure parsing plus plain file moves.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -38,12 +46,15 @@ __all__ = [
     "Command",
     "Inbox",
     "answers",
+    "new_command",
     "parse_command",
+    "parse_exclude",
     "parse_set",
+    "read_command",
     "write_command",
 ]
 
-COMMANDS = ("pause", "resume", "stop", "set", "add-seeds")
+COMMANDS = ("pause", "resume", "stop", "set", "add-seeds", "exclude")
 # name -> (setting, type, least value)
 SETTABLE: dict[str, tuple[str, type, float]] = {
     "delay": ("delay", float, 0.0),
@@ -65,6 +76,8 @@ class Command:
             return f"add-seeds {' '.join(self.args['urls'])} (priority {self.args['priority']})"
         if self.name == "set":
             return "set " + " ".join(f"{k}={v}" for k, v in self.args.items())
+        if self.name == "exclude":
+            return f"exclude {self.args['regex']}"
         return self.name
 
 
@@ -89,6 +102,35 @@ def parse_set(pairs: list[str]) -> dict[str, Any]:
     return values
 
 
+def parse_exclude(regex: Any) -> str:
+    """An ``exclude`` pattern, checked; ValueError in one line."""
+    if not isinstance(regex, str) or not regex:
+        raise ValueError("exclude needs a REGEX")
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        raise ValueError(f"exclude {regex!r}: not a regular expression ({exc})") from None
+    return regex
+
+
+def new_command(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A command's JSON, with a new id (time-ordered)."""
+    ident = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+    return {"id": ident, "command": name, "args": args, "at": round(time.time(), 3)}
+
+
+def read_command(text: str | bytes, what: str = "command") -> tuple[dict[str, Any], Command | str]:
+    """A ``what``'s JSON text: (its data, the Command or why it is refused)."""
+    try:
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return {}, f"not a {what}: {exc}"
+    try:
+        return data, parse_command(data)
+    except ValueError as exc:
+        return (data if isinstance(data, dict) else {}), str(exc)
+
+
 def parse_command(data: Any) -> Command:
     """A command file's JSON as a Command; ValueError (one line) if it is not one."""
     if not isinstance(data, dict):
@@ -107,6 +149,8 @@ def parse_command(data: Any) -> Command:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise ValueError("add-seeds: priority must be an integer")
         args = {"urls": urls, "priority": priority}
+    elif name == "exclude":
+        args = {"regex": parse_exclude(args.get("regex"))}
     elif args:
         raise ValueError(f"{name} takes no arguments")
     return Command(str(data.get("id") or ""), name, args)
@@ -122,12 +166,11 @@ def write_command(job_dir: str | Path, name: str, args: dict[str, Any]) -> str:
     tmp, inbox, _ = _dirs(job_dir)
     tmp.mkdir(parents=True, exist_ok=True)
     inbox.mkdir(parents=True, exist_ok=True)
-    ident = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-    data = {"id": ident, "command": name, "args": args, "at": round(time.time(), 3)}
-    staged = tmp / f"{ident}.json"
+    data = new_command(name, args)
+    staged = tmp / f"{data['id']}.json"
     staged.write_text(json.dumps(data), encoding="utf-8")
     os.replace(staged, inbox / staged.name)
-    return ident
+    return str(data["id"])
 
 
 def answers(job_dir: str | Path, last: int = 10) -> list[dict[str, Any]]:
@@ -165,14 +208,11 @@ class Inbox:
         taken: list[tuple[Path, dict[str, Any], Command | str]] = []
         for path in paths:
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                text = path.read_bytes()
+            except OSError as exc:
                 taken.append((path, {}, f"not a command file: {exc}"))
                 continue
-            try:
-                taken.append((path, data, parse_command(data)))
-            except ValueError as exc:
-                taken.append((path, data if isinstance(data, dict) else {}, str(exc)))
+            taken.append((path, *read_command(text, "command file")))
         return taken
 
     def answer(self, path: Path, data: dict[str, Any], answer: str) -> None:

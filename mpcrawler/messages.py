@@ -27,7 +27,7 @@ __all__ = [
     "FromWorker",
     "Hello",
     "Link",
-    "NewScope",
+    "NewRules",
     "PageResult",
     "Prior",
     "Results",
@@ -136,10 +136,12 @@ class Stop(NamedTuple):
     """Finish what you hold, say Bye, exit."""
 
 
-class NewScope(NamedTuple):
-    """The crawl's scope grew (seeds added while it runs): filter links by this."""
+class NewRules(NamedTuple):
+    """The crawl's URL rules changed while it runs (``control add-seeds``
+    grew the scope, ``control exclude`` added a pattern): filter links by these."""
 
     scope: dict[str, Any]
+    exclude: list[str]
 
 
 # Worker -> master
@@ -172,5 +174,5 @@ class Failed(NamedTuple):
     error: str
 
 
-ToWorker = FetchBatch | Stop | NewScope
+ToWorker = FetchBatch | Stop | NewRules
 FromWorker = Hello | Results | Bye | Failed

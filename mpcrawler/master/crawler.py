@@ -32,11 +32,19 @@ from typing import Any
 
 from .. import stopsignals
 from ..control import Inbox
-from ..errors import ArchiveError, CrawlError, FrontierError, JobConflict, UsageError
+from ..errors import (
+    ArchiveError,
+    CrawlError,
+    FrontierError,
+    FrontierUnavailable,
+    JobConflict,
+    UsageError,
+)
 from ..frontier import Frontier, LocalFrontier
 from ..frontier.redis import RedisFrontier
+from ..frontier.redis.commands import SharedInbox
 from ..modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path
-from ..output.jobdir import JobDir
+from ..output.jobdir import JobDir, JobState
 from ..output.metrics import MetricsServer
 from ..output.pipelines import Pipeline, Pipelines
 from ..output.progress import Progress
@@ -54,7 +62,7 @@ from .results import DISK_FULL, ResultHandling
 from .revisit import Revisits, schedule_from_records
 from .scheduler import Scheduler
 from .settle import Settling
-from .steering import Steering
+from .steering import CommandInbox, Steering, answer_waiting, apply_overrides
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -125,7 +133,7 @@ class Crawler:
         for url, creds in seeds:
             if creds is not None:
                 settings.credentials.setdefault(host_key(url), list(creds))
-        self._build_rules({})
+        self._build_rules()
         settings.seeds = list(dict.fromkeys(self.rules.clean(url) for url in settings.seeds))
         settings.seed_priorities = {
             self.rules.clean(url): p for url, p in settings.seed_priorities.items()
@@ -157,18 +165,26 @@ class Crawler:
             if shared is not None:  # left even if the job dir refused the crawl
                 shared.close()  # (a no-op once the crawl closed it)
 
-    def _build_rules(self, added: dict[str, int]) -> None:
-        """The scope and URL rules of the seeds, and of those ``add-seeds`` gave."""
+    def _build_rules(self, state: JobState | None = None) -> None:
+        """The scope and URL rules of the seeds, and of what ``add-seeds``
+        and ``exclude`` gave (kept in the job's ``state``)."""
         s = self.settings
+        added, excluded = (state.added_seeds, state.excluded) if state else ({}, [])
         self.scope = Scope.from_seeds([*s.seeds, *added], s.allow_domains, s.scope, s.deny_domains)
-        self.rules = UrlRules.from_settings(s, self.scope)
+        self.rules = UrlRules.from_settings(s, self.scope, excluded)
 
     def _run(self, job: Job, shared: RedisFrontier | None) -> CrawlResult:
         s = self.settings
-        if job.state.added_seeds:
-            self._build_rules(job.state.added_seeds)
+        inbox: CommandInbox | None = Inbox(job.path) if job.path else None
         if shared is not None:
             job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
+            inbox = SharedInbox(shared.r, shared.prefix, shared.node, job.state)
+            try:  # the crawl's commands this node has not read: sent before it started
+                job.waiting_applied += answer_waiting(inbox, job.state)
+            except FrontierUnavailable as exc:
+                raise FrontierError(str(exc)) from None
+            apply_overrides(s, job.state.overrides)
+        self._build_rules(job.state)
         frontier: Frontier = (
             shared
             if shared is not None
@@ -178,7 +194,9 @@ class Crawler:
         )
         counters = Counters.from_job(job.state)
         pipelines = Pipelines(self._pipeline_specs, s, job.out)
-        pool = WorkerPool(s.workers, (s.to_dict(secrets=True), self.scope.to_dict()))
+        pool = WorkerPool(
+            s.workers, (s.to_dict(secrets=True), self.scope.to_dict(), list(job.state.excluded))
+        )
         results = ResultHandling(s, self.rules, frontier.is_seen)
         rejected = RejectedLog(s.rejected_log) if s.rejected_log else None
         settling = Settling(
@@ -203,9 +221,9 @@ class Crawler:
             robots_cache=RobotsCache(job.path) if job.path else None,
             metrics=self.metrics,
         )
-        if job.path is not None:  # commands reach a job dir one can name
+        if inbox is not None:  # commands reach a job dir one can name, or a shared crawl
             engine.steering = Steering(
-                Inbox(job.path),
+                inbox,
                 s,
                 engine.scheduler,
                 frontier,
@@ -215,7 +233,12 @@ class Crawler:
                 add_seeds=lambda urls, priority: self._add_seeds(
                     job, results, pool, settling, urls, priority
                 ),
+                exclude=lambda regex: self._exclude(
+                    job, results, pool, engine.scheduler, frontier, regex
+                ),
             )
+        if job.state.excluded:  # dropped once more only if an exclude came while it was stopped
+            frontier.exclude(self.rules.excluded, drop_queued="exclude" in job.waiting_applied)
         if self.metrics is not None:
             state_dir = job.state_dir
             self.metrics.status = lambda: JobDir(state_dir).status()
@@ -281,9 +304,9 @@ class Crawler:
             except InvalidURL as exc:
                 return f"malformed URL {redact_url(text)!r}: {exc.reason}"
         job.state.added_seeds = {**job.state.added_seeds, **found}
-        self._build_rules(job.state.added_seeds)
+        self._build_rules(job.state)
         results.rules = self.rules
-        pool.set_scope(self.scope.to_dict())
+        pool.set_rules(self.scope.to_dict(), job.state.excluded)
         refused = {url: rule for url in found if (rule := self.rules.refusal(url))}
         wanted = [(url, 0, priority, "page", None) for url in found if url not in refused]
         queued = sum(settling.admit(wanted)) if wanted else 0
@@ -291,6 +314,33 @@ class Crawler:
         if refused:
             answer += ", refused: " + ", ".join(f"{u} ({r})" for u, r in refused.items())
         return answer
+
+    def _exclude(
+        self,
+        job: Job,
+        results: ResultHandling,
+        pool: WorkerPool,
+        scheduler: Scheduler,
+        frontier: Frontier,
+        regex: str,
+    ) -> str:
+        """``control exclude``: links ``regex`` matches are refused (here, in
+        the workers, and in the job for its resumes), and the queued URLs it
+        matches dropped (a shared frontier's crawl-wide), with those leased
+        and held for their hosts here.  The answer."""
+        if regex not in job.state.excluded:
+            job.state.excluded = [*job.state.excluded, regex]
+        self._build_rules(job.state)
+        results.rules = self.rules
+        pool.set_rules(self.scope.to_dict(), job.state.excluded)
+        for request in scheduler.take_back(self.rules.excluded):  # leased, not sent: dropped too
+            if request.info is not None:
+                frontier.release(request.info)
+        try:
+            dropped = frontier.exclude(self.rules.excluded)
+        except FrontierUnavailable as exc:  # kept: its URLs are dropped when leased
+            return f"applied: queued URLs not dropped now ({exc}); each is dropped when met"
+        return f"applied: {dropped} queued URLs dropped"
 
     def _start_revisits(self, job: Job, frontier: Frontier, pipelines: Pipelines) -> None:
         """Turn revisits on in the frontier; a job that kept no schedule so far

@@ -65,6 +65,7 @@ class Job:
         self.state = JobState()
         self.repaired: Repair | None = None
         self.unclean = False
+        self.waiting_applied: list[str] = []  # control commands applied at the start
         self._lock: int | None = None
 
     def open(self, shared: bool) -> bool:
@@ -77,7 +78,8 @@ class Job:
         s = self.settings
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
-            answer_waiting(Inbox(self.path), self.state)  # commands sent while it was not running
+            # commands sent while it was not running
+            self.waiting_applied = answer_waiting(Inbox(self.path), self.state)
             apply_overrides(s, self.state.overrides)  # a control `set`, kept for resumes
             self.dir.check_compatible(stored, s.to_dict())
             if self.state.state == "finished":

@@ -42,7 +42,7 @@ from ..messages import (
     FetchBatch,
     FromWorker,
     Hello,
-    NewScope,
+    NewRules,
     PageResult,
     Results,
     Stop,
@@ -104,7 +104,7 @@ class WorkerProcess:
 
 
 class WorkerPool:
-    """``size`` worker processes, started with ``args`` (settings and scope);
+    """``size`` worker processes, started with ``args`` (settings, scope and exclude patterns);
     ``wait()`` says what happened, ``free`` how many requests may be sent."""
 
     def __init__(self, size: int, args: tuple[dict[str, Any], dict[str, Any]]) -> None:
@@ -165,13 +165,13 @@ class WorkerPool:
         return len(self.slots)
 
     # ------------------------------------------------------------- traffic
-    def set_scope(self, scope: dict[str, Any]) -> None:
-        """Every worker filters links by ``scope`` from now on (a restarted
-        one starts with it)."""
-        self._args = (self._args[0], scope)
+    def set_rules(self, scope: dict[str, Any], exclude: list[str]) -> None:
+        """Every worker filters links by ``scope`` and ``exclude`` from now on
+        (a restarted one starts with them)."""
+        self._args = (self._args[0], scope, exclude)
         for worker in self.workers.values():
             with contextlib.suppress(OSError):  # a dead one restarts with the new args
-                worker.conn.send(NewScope(scope))
+                worker.conn.send(NewRules(scope, exclude))
 
     def send(self, requests: list[Request], deadline: float = 0.0) -> None:
         """Send each request to a free slot (``free`` at least as many); one

@@ -399,6 +399,26 @@ class Scheduler:
             group.limit = 1 if group.crawl_delay else host_concurrency
             self._wake(group, now)
 
+    def take_back(self, match: Callable[[str], bool]) -> list[Request]:
+        """The requests held here, not yet tried, whose URL ``match`` says
+        True of, out of their hosts' queues (``control exclude``: the caller
+        gives their leases back for the frontier to drop)."""
+        now = self.clock()
+        taken: list[Request] = []
+        for host in self.hosts.values():
+            if not host.queue:
+                continue
+            kept: list[Request] = []
+            for request in host.queue:
+                fresh = not request.attempts and not request.hops and request.info is not None
+                (taken if fresh and match(request.url) else kept).append(request)
+            if len(kept) < len(host.queue):
+                self.queued -= len(host.queue) - len(kept)
+                host.queue.clear()
+                host.queue.extend(kept)
+                self._sync(host, now)
+        return taken
+
     def hosts_paced(self) -> int:
         """Hosts slowed down by their answers."""
         return sum(1 for g in self.groups.values() if g.pace)

@@ -95,6 +95,8 @@ class JobState:
     paused: bool = False  # a control command paused the crawl (a resume starts paused)
     overrides: dict[str, float] = field(default_factory=dict)  # settings a control `set` changed
     added_seeds: dict[str, int] = field(default_factory=dict)  # `add-seeds`: URL -> priority
+    excluded: list[str] = field(default_factory=list)  # `exclude`: the patterns, in order
+    control_read: int = 0  # --redis: the crawl's control commands this node has read
 
 
 def _same_kind(value: Any, default: Any) -> bool:
@@ -196,6 +198,8 @@ class JobDir:
                 good = isinstance(value, dict) and all(
                     isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
                 )
+            elif name == "excluded":  # patterns
+                good = isinstance(value, list) and all(isinstance(v, str) for v in value)
             else:
                 good = name not in JobState.__dataclass_fields__ or _same_kind(
                     value, getattr(defaults, name)
@@ -334,6 +338,8 @@ def control_status(path: Path, state: JobState) -> dict[str, Any]:
         shown["paused"] = True
     if state.overrides:
         shown["settings_set"] = state.overrides
+    if state.excluded:
+        shown["excluded"] = state.excluded
     if last := answers(path, 5):
         shown["commands"] = [
             " ".join(

@@ -6,7 +6,7 @@ Analyzer.  It talks to the master over one duplex pipe, in the small named
 types of :mod:`mpcrawler.messages`::
 
     master -> worker   FetchBatch([Fetch(id, url, kind, depth, deadline), ...])
-                       NewScope(scope)                          seeds added while running
+                       NewRules(scope, exclude)                 control add-seeds, exclude
                        Stop()
     worker -> master   Hello(worker, pid, slots)                slots free at start
                        Results(worker, [PageResult, ...], [(downloaded id, started), ...],
@@ -41,7 +41,7 @@ import signal
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +54,7 @@ from ..messages import (
     Fetch,
     FetchBatch,
     Hello,
-    NewScope,
+    NewRules,
     PageResult,
     Results,
     Stop,
@@ -87,7 +87,14 @@ _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 
 
 class Worker:
-    def __init__(self, index: int, conn: Connection, settings: Settings, scope: Scope) -> None:
+    def __init__(
+        self,
+        index: int,
+        conn: Connection,
+        settings: Settings,
+        scope: Scope,
+        exclude: Sequence[str] = (),
+    ) -> None:
         self.index = index
         self.conn = conn
         # The master is gone (its end of the pipe closed): nobody wants our
@@ -100,7 +107,7 @@ class Worker:
         analyzer_cls = load_object(settings.analyzer)
         self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
         self.analyzer: Analyzer = analyzer_cls(settings)
-        self.rules = UrlRules.from_settings(settings, scope)
+        self.rules = UrlRules.from_settings(settings, scope, exclude)
         self.resolver = LinkResolver(self.rules, settings.max_url_length)
         self.sent = SentLinks()
         self.refused = FirstSeen(SENT_LINKS)  # links refused and reported (once each)
@@ -140,8 +147,8 @@ class Worker:
                 if isinstance(message, FetchBatch):
                     for fetch in message.requests:
                         self.inbox.put(fetch)
-                elif isinstance(message, NewScope):
-                    self.set_scope(Scope.from_dict(message.scope))
+                elif isinstance(message, NewRules):
+                    self.set_rules(Scope.from_dict(message.scope), message.exclude)
                 elif isinstance(message, Stop):
                     break
         except (EOFError, OSError):
@@ -149,10 +156,10 @@ class Worker:
         for _ in range(self.threads):
             self.inbox.put(None)
 
-    def set_scope(self, scope: Scope) -> None:
-        """The crawl's scope grew: links are filtered by it from now on (one
-        assignment each, so the parser sees the old rules or the new)."""
-        self.rules = UrlRules.from_settings(self.settings, scope)
+    def set_rules(self, scope: Scope, exclude: Sequence[str]) -> None:
+        """The crawl's rules changed: links are filtered by them from now on
+        (one assignment each, so the parser sees the old rules or the new)."""
+        self.rules = UrlRules.from_settings(self.settings, scope, exclude)
         self.resolver = LinkResolver(self.rules, self.settings.max_url_length)
 
     def work(self) -> None:
@@ -430,7 +437,11 @@ def _log_to_file(log_file: str | None) -> None:
 
 
 def run_worker(
-    index: int, conn: Connection, settings: dict[str, Any], scope: dict[str, list[str]]
+    index: int,
+    conn: Connection,
+    settings: dict[str, Any],
+    scope: dict[str, list[str]],
+    exclude: list[str],
 ) -> None:
     """Entry point of a worker process.  It ignores stop signals (they are
     the master's), and says why before it exits if it cannot start."""
@@ -438,7 +449,7 @@ def run_worker(
         signal.signal(signum, signal.SIG_IGN)
     _log_to_file(settings.get("log_file"))
     try:
-        worker = Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope))
+        worker = Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope), exclude)
     except Exception as exc:
         with contextlib.suppress(OSError):
             conn.send(Failed(index, f"{type(exc).__name__}: {exc}"))

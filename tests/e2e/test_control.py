@@ -94,7 +94,10 @@ def test_commands_are_checked_and_kept_for_the_next_start(tmp_path: Path) -> Non
             (("set", "speed=3"), "not NAME=VALUE"),
             (("set", "delay=-1"), "set delay: must be at least 0"),
             (("stop",), "is not running: nothing to stop"),
-            (("pause", "x=1"), "pause takes no NAME=VALUE"),
+            (("pause", "x=1"), "pause takes no arguments"),
+            (("exclude", "/a("), "not a regular expression"),
+            (("exclude",), "exclude takes one REGEX"),
+            (("frobnicate",), "COMMAND after DIR must be one of"),
             (("add-seeds", "http://u:s3cret@h.test/"), "credentials are not taken here"),
         ]:
             proc = run_cli("control", str(job), *args)
@@ -144,3 +147,42 @@ def test_seeds_added_to_a_running_crawl_go_ahead_of_its_queue(tmp_path: Path) ->
     assert record["new_links"] == 1  # /b1: the workers took the new host into the scope
     saved = json.loads((job / "job.json").read_text())["job"]["added_seeds"]
     assert saved == {new.url + "/": 0}  # kept for resumes, at its last priority
+
+
+def test_exclude_drops_the_queued_urls_it_matches_and_refuses_new_links(tmp_path: Path) -> None:
+    """The queued URLs that match are never fetched once the answer came;
+    links found later that match are refused (counted under ``exclude``);
+    the rest is crawled, and the exclusion is kept in the job."""
+    job = tmp_path / "job"
+    many = [f"/q{i}" for i in range(600)]
+    routes = {"/": lambda h, n: links(*many)}
+
+    def page(handler: Handler, n: int) -> Reply:
+        time.sleep(0.02)
+        if handler.path.count("/") > 1:
+            return links()
+        return links(handler.path + "/odd1", handler.path + "/even2")
+
+    with serve(routes, default=page) as server:
+        hits = server.log.hits
+        proc = start_cli(*crawl_args(server.url + "/", job, "--no-robots", "--workers", "1"))
+        output = Lines(proc)
+        assert wait_for(lambda: len(hits) >= 20, 30), "the crawl did not start"
+        answer = control(job, "exclude", r"[13579]$")
+        answered_at = time.monotonic()
+        stdout, stderr = output.finish(120)
+    assert proc.returncode == 0, stderr
+    dropped = int(answer.split("applied: ")[1].split()[0])
+    late = [h.path for h in hits if h.start > answered_at and h.path.endswith(tuple("13579"))]
+    assert late == []
+    fetched_before = {h.path for h in hits if h.start <= answered_at}
+    odd_queued = [u for u in many if u[-1] in "13579" and u not in fetched_before]
+    found_odd = sum(1 for path in fetched_before if path in many)  # each linked to its /odd1
+    assert len(odd_queued) - 4 <= dropped <= len(odd_queued) + found_odd  # 4: in flight
+    counts = server.log.counts()
+    assert all(counts[u] == 1 for u in many if u[-1] in "02468")  # the rest was crawled
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["links_dropped"]["exclude"] > 0  # /odd1 links found after the command
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert status["excluded"] == [r"[13579]$"]
+    assert status["commands"][-1].startswith("exclude regex=[13579]$ -> applied: ")

@@ -12,7 +12,7 @@ def test_a_stop_during_start_up_forks_no_more_workers() -> None:
     forked (--workers 100000 went on forking for 7 minutes after SIGTERM)."""
     settings = Settings(seeds=["http://127.0.0.1:9/"], workers=6, threads=1)
     scope = Scope.from_seeds(settings.seeds, [], "hosts", [])
-    pool = WorkerPool(settings.workers, (settings.to_dict(secrets=True), scope.to_dict()))
+    pool = WorkerPool(settings.workers, (settings.to_dict(secrets=True), scope.to_dict(), []))
     asked: list[int] = []
 
     def stop() -> bool:  # the signal comes while the third worker is asked for
