@@ -700,6 +700,12 @@ def run_shared_status(args: argparse.Namespace) -> int:
     print()
     for r in rows:
         print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    if status["commands"]:
+        print("\ncommands")
+    for command in status["commands"]:
+        said = "; ".join(f"{n}: {a}" for n, a in sorted(command["answers"].items()))
+        words = [str(command.get("command")), *map(str, (command.get("args") or {}).values())]
+        print(f"  {' '.join(words)} -> {said or 'no answer yet'}")
     return EXIT_OK
 
 

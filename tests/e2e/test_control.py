@@ -170,7 +170,7 @@ def test_exclude_drops_the_queued_urls_it_matches_and_refuses_new_links(tmp_path
         assert wait_for(lambda: len(hits) >= 20, 30), "the crawl did not start"
         answer = control(job, "exclude", r"[13579]$")
         answered_at = time.monotonic()
-        stdout, stderr = output.finish(120)
+        _, stderr = output.finish(120)
     assert proc.returncode == 0, stderr
     dropped = int(answer.split("applied: ")[1].split()[0])
     late = [h.path for h in hits if h.start > answered_at and h.path.endswith(tuple("13579"))]

@@ -13,6 +13,7 @@ from typing import Any
 from ...errors import FrontierError, UsageError
 from ...web.redact import redact_url
 from .client import connect, key_prefix, lost_message
+from .commands import recent
 
 __all__ = ["crawl_status", "reset_crawl"]
 
@@ -73,6 +74,7 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
             "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
             "lost": lost_message(crawl, url, lost.decode()) if lost else None,
             "nodes": rows,
+            "commands": recent(client, p),
         }
     except (redis.RedisError, OSError) as exc:
         raise FrontierError(

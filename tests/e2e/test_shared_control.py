@@ -1,0 +1,98 @@
+"""control --redis URL --crawl NAME on a crawl shared by several nodes:
+every command reaches every live node, each answers, and a node that
+joins later applies what was sent before it (issue 26).  Seen from the
+servers' logs (each node has its own User-Agent)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import redis_server
+from hostile import Hit
+from many_nodes import Node, serve_site, shared, wait_until
+from support import run_cli
+
+ODD = r"/p[0-9]*[13579]$"
+
+
+def control(crawl: str, *args: str) -> dict[str, str]:
+    """Send a command to every node; each node's answer."""
+    where = ("--redis", redis_server.url(), "--crawl", crawl)
+    proc = run_cli("control", *where, *args, "--wait", "20")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    answers = {}
+    for line in proc.stdout.splitlines():
+        _, node, answer = line.split(": ", 2)
+        answers[node] = answer
+    return answers
+
+
+def test_every_node_applies_every_command(tmp_path: Path, crawl: str) -> None:
+    with serve_site(hosts=6, pages=300, latency=0.05) as site:
+
+        def all_hits() -> list[Hit]:
+            return [hit for server in site.servers for hit in server.log.hits]
+
+        args = [*site.args(), *shared(redis_server.url(), crawl)]
+        nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+        agents = {node.agent: node.name for node in nodes}
+        wait_until(
+            lambda: {agents.get(h.agent) for h in all_hits()} >= {"n0", "n1"}, 60, "both working"
+        )
+
+        assert control(crawl, "pause") == {"n0": "applied", "n1": "applied"}
+        paused_at = time.monotonic()
+        time_out = time.monotonic() + 2.0
+        while time.monotonic() < time_out:  # nothing starts while paused (bounded watch)
+            assert not [h for h in all_hits() if h.start > paused_at]
+            time.sleep(0.05)
+        status = json.loads(
+            run_cli("status", "--redis", redis_server.url(), "--crawl", crawl, "--json").stdout
+        )
+        assert status["commands"][-1]["answers"] == {"n0": "applied", "n1": "applied"}
+
+        excluded = control(crawl, "exclude", ODD)
+        excluded_at = time.monotonic()
+        assert set(excluded) == {"n0", "n1"}
+        dropped = sum(int(re.search(r"(\d+) queued", a)[1]) for a in excluded.values())
+
+        late = Node("n2", tmp_path / "n2", args)  # joins paused, with the exclusion
+        wait_until(lambda: b'"n2"' in _nodes_alive(crawl), 60, "n2 joined")
+        assert control(crawl, "resume") == {n: "applied" for n in ("n0", "n1", "n2")}
+        resumed_at = time.monotonic()
+        wait_until(
+            lambda: (
+                {agents.get(h.agent, "n2") for h in all_hits() if h.start > resumed_at}
+                >= {"n0", "n1", "n2"}
+            ),
+            60,
+            f"every node fetching again: {_seen_since(all_hits(), resumed_at, agents)}",
+        )
+        assert control(crawl, "stop") == {n: "applied" for n in ("n0", "n1", "n2")}
+        codes = [node.finish() for node in [*nodes, late]]
+        hits = all_hits()
+    assert codes == [130, 130, 130], [n.err for n in [*nodes, late]]
+    assert dropped > 0
+    odd_after = [h.path for h in hits if h.start > excluded_at and re.search(ODD, h.path)]
+    assert odd_after == []
+    for node in [*nodes, late]:
+        state = json.loads((node.job / "job.json").read_text())["job"]
+        assert state["excluded"] == [ODD] and state["paused"] is False
+
+
+def _nodes_alive(crawl: str) -> bytes:
+    proc = run_cli("status", "--redis", redis_server.url(), "--crawl", crawl, "--json")
+    rows = json.loads(proc.stdout)["nodes"]
+    return json.dumps([r["node"] for r in rows if r["alive"]]).encode()
+
+
+def _seen_since(hits: list[Hit], since: float, agents: dict[str, str]) -> dict[str, int]:
+    seen: dict[str, int] = {}
+    for hit in hits:
+        if hit.start > since:
+            name = agents.get(hit.agent, hit.agent)
+            seen[name] = seen.get(name, 0) + 1
+    return seen
