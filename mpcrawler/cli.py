@@ -127,6 +127,13 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port (0 to 65535): {text!r}")
+    return value
+
+
 def _integer(text: str) -> int:
     try:
         return int(text)
@@ -278,6 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--redis", metavar="URL", help="a shared crawl's Redis")
     status.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")
     status.add_argument("--json", action="store_true", help="as JSON")
+    status.add_argument(
+        "--serve",
+        metavar="PORT",
+        type=_port,
+        help="with --redis: serve the crawl-wide figures on /metrics (Prometheus) and "
+        "/status (JSON) until stopped",
+    )
+    status.add_argument(
+        "--bind", metavar="ADDR", default="127.0.0.1", help="--serve's address (%(default)s)"
+    )
 
     report = sub.add_parser(
         "report", help="write DIR/report.html: charts and tables of how a crawl went"
@@ -653,6 +670,11 @@ def run_status(args: argparse.Namespace) -> int:
 
     if args.redis or args.crawl:
         return run_shared_status(args)
+    if args.serve is not None:
+        raise UsageError(
+            "status --serve takes --redis URL --crawl NAME (a crawl serves its own figures "
+            "with --metrics-port)"
+        )
     if args.job_dir is None:
         raise UsageError("status needs a job directory, or --redis URL --crawl NAME")
     job = JobDir(args.job_dir)
@@ -679,6 +701,8 @@ def run_shared_status(args: argparse.Namespace) -> int:
     status = crawl_status(args.redis, args.crawl)  # FrontierError: exit 1
     if not status["nodes"] and not status["seen"] and not status["lost"]:
         raise UsageError(f"no crawl {args.crawl!r} on {redact_url(args.redis)}")
+    if args.serve is not None:
+        return serve_shared_status(args)
     if args.json:
         print(json.dumps(status, indent=2))
         return EXIT_ERROR if status["lost"] else EXIT_OK
@@ -706,6 +730,37 @@ def run_shared_status(args: argparse.Namespace) -> int:
         said = "; ".join(f"{n}: {a}" for n, a in sorted(command["answers"].items()))
         words = [str(command.get("command")), *map(str, (command.get("args") or {}).values())]
         print(f"  {' '.join(words)} -> {said or 'no answer yet'}")
+    return EXIT_OK
+
+
+def serve_shared_status(args: argparse.Namespace) -> int:
+    """``status --redis URL --crawl NAME --serve PORT``: the crawl-wide
+    figures on /metrics and /status, read from Redis at each request, until
+    a stop signal."""
+    import threading
+
+    from .frontier.redis.status import crawl_status
+    from .output.metrics import MetricsServer, crawl_families
+
+    def status() -> dict[str, Any]:
+        return crawl_status(args.redis, args.crawl)
+
+    try:
+        server = MetricsServer(
+            args.bind, args.serve, status, collect=lambda: crawl_families(status())
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {args.bind}:{args.serve}: {exc.strerror}") from None
+    stop = threading.Event()
+    stopsignals.listen(lambda signum: stop.set())
+    server.start()
+    host, port = server.address
+    print(f"serving crawl {args.crawl!r} on http://{host}:{port}/metrics and /status", flush=True)
+    try:
+        stop.wait()
+    finally:
+        stopsignals.listen(None)
+        server.close()
     return EXIT_OK
 
 

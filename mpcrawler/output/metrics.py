@@ -12,6 +12,10 @@ immutable ``Snapshot`` of plain values (``publish``) at most every
 ``INTERVAL`` seconds from its loop; the server's thread only reads the last
 one.  Counters are this run's (Prometheus counters start at zero with the
 process); each node of a shared crawl serves its own, labelled ``node``.
+
+``status --redis URL --crawl NAME --serve PORT`` serves a shared crawl's
+crawl-wide figures instead: the same server with another ``collect``,
+``crawl_families`` of what ``crawl_status`` reads from Redis at each scrape.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
-__all__ = ["INTERVAL", "MetricsServer", "Snapshot", "metric_families"]
+__all__ = ["INTERVAL", "MetricsServer", "Snapshot", "crawl_families", "metric_families"]
 
 log = logging.getLogger(__name__)
 
@@ -101,20 +105,64 @@ def metric_families(snapshot: Snapshot, labels: dict[str, str]) -> Iterator[Metr
     yield fetch
 
 
+def crawl_families(status: dict[str, Any]) -> Iterator[Metric]:
+    """The crawl-wide metrics of a shared crawl's ``status`` (as
+    :func:`mpcrawler.frontier.redis.status.crawl_status` reads it), labelled
+    ``crawl``; the pages of each node as its last heartbeat said."""
+    crawl = [status["crawl"]]
+    counters = (
+        ("pages", "done", "Pages recorded by every node"),
+        ("errors", "errors", "Pages recorded with an error by every node"),
+        ("late", "late", "Records written twice: acks of leases passed to another node"),
+    )
+    for name, key, text in counters:
+        family = CounterMetricFamily(f"mpcrawler_crawl_{name}", text, labels=["crawl"])
+        family.add_metric(crawl, status[key])
+        yield family
+    gauges = (
+        ("queued", "URLs queued crawl-wide"),
+        ("leased", "URLs leased by the nodes and not yet recorded"),
+        ("seen", "URLs seen crawl-wide"),
+        ("scheduled", "URLs waiting for a revisit"),
+    )
+    for key, text in gauges:
+        family = GaugeMetricFamily(f"mpcrawler_crawl_{key}", text, labels=["crawl"])
+        family.add_metric(crawl, status[key])
+        yield family
+    alive = GaugeMetricFamily("mpcrawler_crawl_nodes_alive", "Nodes alive", labels=["crawl"])
+    alive.add_metric(crawl, sum(1 for row in status["nodes"] if row["alive"]))
+    yield alive
+    lost = GaugeMetricFamily(
+        "mpcrawler_crawl_lost", "1 once the crawl's state in Redis was lost", labels=["crawl"]
+    )
+    lost.add_metric(crawl, int(bool(status["lost"])))
+    yield lost
+    node_pages = GaugeMetricFamily(
+        "mpcrawler_crawl_node_pages",
+        "Pages a node recorded, as its last heartbeat said",
+        labels=["crawl", "node"],
+    )
+    for row in status["nodes"]:
+        node_pages.add_metric([*crawl, row["node"]], row["pages"])
+    yield node_pages
+
+
 def _bound(value: float) -> str:
     return "+Inf" if value == float("inf") else repr(value)
 
 
-class _Latest(Collector):
-    def __init__(self, server: MetricsServer) -> None:
-        self.server = server
+class _Collect(Collector):
+    def __init__(self, collect: Callable[[], Iterator[Metric]]) -> None:
+        self._collect = collect
 
     def collect(self) -> Iterator[Metric]:
-        return metric_families(self.server.snapshot, self.server.labels)
+        return self._collect()
 
 
 class MetricsServer:
-    """Serves /metrics and /status on ``bind``:``port`` from a daemon thread."""
+    """Serves /metrics and /status on ``bind``:``port`` from a daemon thread:
+    the families ``collect`` yields at each scrape (by default those of the
+    last snapshot published)."""
 
     def __init__(
         self,
@@ -122,12 +170,15 @@ class MetricsServer:
         port: int,
         status: Callable[[], dict[str, Any]],
         labels: dict[str, str] | None = None,
+        collect: Callable[[], Iterator[Metric]] | None = None,
     ) -> None:
         self.snapshot = Snapshot()
         self.labels = labels or {}
         self.status = status
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Latest(self))
+        self.registry.register(
+            _Collect(collect or (lambda: metric_families(self.snapshot, self.labels)))
+        )
         self.httpd = ThreadingHTTPServer((bind, port), _handler(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
@@ -157,17 +208,16 @@ def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                body, kind = generate_latest(server.registry), CONTENT_TYPE_LATEST
-            elif path == "/status":
-                try:
-                    body = json.dumps(server.status(), indent=2).encode()
-                except Exception as exc:  # a job.json being replaced, unreadable
-                    self.send_error(503, f"status unavailable: {exc}")
-                    return
-                kind = "application/json"
-            else:
+            if path not in ("/metrics", "/status"):
                 self.send_error(404, "try /metrics or /status")
+                return
+            try:
+                if path == "/metrics":
+                    body, kind = generate_latest(server.registry), CONTENT_TYPE_LATEST
+                else:
+                    body, kind = json.dumps(server.status(), indent=2).encode(), "application/json"
+            except Exception as exc:  # a job.json being replaced, a Redis down: one answer
+                self.send_error(503, f"{path[1:]} unavailable: {exc}")
                 return
             self.send_response(200)
             self.send_header("Content-Type", kind)
