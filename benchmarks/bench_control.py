@@ -5,14 +5,17 @@
 Two built-in sites (the second on 127.0.0.2) with 20 ms of latency; a crawl
 of the first (1 worker x 4 slots) in a job dir.  Each round sends, through
 ``python -m mpcrawler control``: pause, resume, set delay=0.5, add-seeds
-(the second site, priority 10) and stop, and measures, from the command's
-start (the CLI's process launch) and from the servers' logs:
+(the second site, priority 10), exclude (the pages whose number ends in an
+odd digit) and stop, and measures, from the command's start (the CLI's
+process launch) and from the servers' logs:
 
 * the answer: when the CLI returned with the crawl's answer;
 * pause: the last request that arrived after the command was sent;
 * resume: the first request after it;
 * set delay=0.5: the first request after which every gap is 0.5 s or more;
 * add-seeds: the new host's first request;
+* exclude: the last request of an excluded page (0: none after the
+  command was sent), and how many queued URLs the answer said it dropped;
 * stop: the crawl's exit.
 
 Prints the medians in seconds.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import re
 import statistics
 import subprocess
 import sys
@@ -34,20 +38,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import common
 from mpcrawler.testing.site import SiteServer, TestSite, serving
 
+ODD = re.compile(r"[13579]$")
+
 
 def control(job: str, *args: str) -> float:
     """Send a command; seconds until its answer came back."""
+    return answer(job, *args)[0]
+
+
+def answer(job: str, *args: str) -> tuple[float, str]:
+    """Send a command; seconds until its answer came back, and the answer."""
     started = time.monotonic()
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "mpcrawler", "control", job, *args],
         check=True,
-        stdout=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
     )
-    return time.monotonic() - started
+    return time.monotonic() - started, done.stdout.strip()
 
 
-def arrivals(server: SiteServer, after: float) -> list[float]:
-    return sorted(hit.at for hit in list(server.log) if hit.at > after)
+def arrivals(server: SiteServer, after: float, path: re.Pattern[str] | None = None) -> list[float]:
+    hits = list(server.log)
+    return sorted(h.at for h in hits if h.at > after and (path is None or path.search(h.path)))
 
 
 def one_round(busy: SiteServer, new: SiteServer) -> dict[str, float]:
@@ -101,6 +114,12 @@ def one_round(busy: SiteServer, new: SiteServer) -> dict[str, float]:
         while not arrivals(new, sent):
             time.sleep(0.005)
         figures["add-seeds: first request"] = arrivals(new, sent)[0] - sent
+        sent = time.monotonic()
+        figures["exclude answer"], said = answer(job, "exclude", ODD.pattern)
+        figures["exclude: URLs dropped"] = float(said.split("applied: ")[1].split()[0])
+        time.sleep(1.0)  # what would still come
+        last = max(arrivals(busy, sent, ODD), default=sent)
+        figures["exclude: last excluded request"] = last - sent
         sent = time.monotonic()
         figures["stop answer"] = control(job, "stop")
         crawl.wait(60)

@@ -245,6 +245,7 @@ class Crawler:
             self.metrics.start()
         if shared is not None:  # its heartbeats carry this node's figures from now on
             shared.node_info = lambda: counters.node_info(s.job_dir)
+            shared.host_wait = engine.scheduler.wait_before  # a host given up keeps its delay
         failure: BaseException | None = None
         owns_signals = stopsignals.install()
         stopsignals.listen(lambda signum: self._on_signal(engine, signum))

@@ -13,7 +13,9 @@ free slots and send; then wait once, on every worker at once, for at most
 the time until something is due (a host's next start, a retry, a batch
 window); route each event the pool returns; settle; let the frontier do its
 upkeep; let the steering read the job's control commands (pause, set,
-add-seeds, stop; a paused crawl dispatches nothing); hand the metrics server
+add-seeds, stop; a paused crawl dispatches nothing; a node of a shared crawl
+that leases a URL out of its scope reads them at once, before sending it,
+for another node applied an add-seeds first); hand the metrics server
 a snapshot (``counters.metrics_snapshot``); kill a hung worker; checkpoint
 when due.
 
@@ -151,7 +153,18 @@ class Engine:
                 self.scheduler.finished(request)  # its host is free of it
             else:
                 kept.append(request)
+        if self.steering is not None and self.steering.shared and self._out_of_scope(kept):
+            self.steering.poll(now, at_once=True)  # another node applied a command first
         self.pool.send(kept, self.frontier.fetch_deadline())
+
+    def _out_of_scope(self, requests: list[Request]) -> bool:
+        """A URL leased from a shared frontier is out of this node's scope: a
+        node that applied ``add-seeds`` before this one queued it, and its
+        links would be refused here until this node applies it too."""
+        rules = self.results.rules
+        return any(
+            r.info is not None and not r.hops and not rules.scope.allows(r.url) for r in requests
+        )
 
     def settle(self, now: float | None = None) -> None:
         """Settle what ended, leasing ahead for the free slots and as many more."""

@@ -93,6 +93,7 @@ class Group:
     members: dict[str, Host] = field(default_factory=dict)
     in_flight: int = 0
     next_start: float = 0.0
+    last_start: float = -math.inf  # the last dispatch (a new --delay counts from it)
     limit: int = 1
     delay: float = 0.0
     crawl_delay: float = 0.0  # the largest Crawl-delay of its hosts' robots.txt (capped)
@@ -342,6 +343,7 @@ class Scheduler:
             host.in_flight += 1
             group.in_flight += 1
             group.next_start = now + max(group.delay, group.pace)
+            group.last_start = now
             request.sent_at = now
             assigned.append(request)
             self._wake(group, now)
@@ -391,12 +393,14 @@ class Scheduler:
 
     def set_politeness(self, delay: float, host_concurrency: int) -> None:
         """New --delay and --host-concurrency for every group, now (a
-        Crawl-delay still makes its group one at a time, and no faster)."""
+        Crawl-delay still makes its group one at a time, and no faster); a
+        group's next start is at least the new delay after its last one."""
         self.delay, self.host_concurrency = delay, host_concurrency
         now = self.clock()
         for group in self.groups.values():
             group.delay = max(delay, group.crawl_delay)
             group.limit = 1 if group.crawl_delay else host_concurrency
+            group.next_start = max(group.next_start, group.last_start + group.delay)
             self._wake(group, now)
 
     def take_back(self, match: Callable[[str], bool]) -> list[Request]:
@@ -418,6 +422,12 @@ class Scheduler:
                 host.queue.extend(kept)
                 self._sync(host, now)
         return taken
+
+    def wait_before(self, host: str) -> float:
+        """Seconds until ``host``'s group may start its next request (0: now),
+        whatever else holds the host back."""
+        known = self.hosts.get(host)
+        return 0.0 if known is None else max(0.0, known.group.next_start - self.clock())
 
     def hosts_paced(self) -> int:
         """Hosts slowed down by their answers."""

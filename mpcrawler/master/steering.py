@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..control import Command
+from ..control import Command, Inbox
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
 from ..output.jobdir import JobState
@@ -122,8 +122,14 @@ class Steering:
     def paused(self) -> bool:
         return self.state.paused
 
-    def poll(self, now: float) -> None:
-        if now < self._due:
+    @property
+    def shared(self) -> bool:
+        """The commands are a shared crawl's (other nodes apply them too)."""
+        return not isinstance(self.inbox, Inbox)
+
+    def poll(self, now: float, at_once: bool = False) -> None:
+        """Read the commands if it is time (``at_once``: now)."""
+        if now < self._due and not at_once:
             return
         self._due = now + POLL_INTERVAL
         try:

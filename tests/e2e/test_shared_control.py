@@ -1,10 +1,12 @@
 """control --redis URL --crawl NAME on a crawl shared by several nodes:
 every command reaches every live node, each answers, and a node that
 joins later applies what was sent before it (issue 26).  Seen from the
-servers' logs (each node has its own User-Agent)."""
+servers' logs (each node has its own User-Agent).  Six hosts for three
+nodes: each node's fair share is two, so the node that joins gets hosts."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import signal
@@ -14,12 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import redis_server
-from hostile import Hit
-from many_nodes import Node, serve_site, shared, wait_until
+from hostile import Hit, links, serve
+from many_nodes import JITTER, Node, serve_site, shared, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 from support import Lines, run_cli, start_cli
 
-ODD = r"/p[0-9]*[13579]$"
+SEVENS = r"/p[0-9]*7$"  # a tenth of the pages: the rest keeps the crawl going
 
 
 def control(crawl: str, *args: str) -> dict[str, str]:
@@ -35,7 +37,11 @@ def control(crawl: str, *args: str) -> dict[str, str]:
 
 
 def test_every_node_applies_every_command(tmp_path: Path, crawl: str) -> None:
-    with serve_site(hosts=6, pages=300, latency=0.05) as site:
+    added_site = {"/": lambda h, n: links("/b1")}
+    with (
+        serve_site(hosts=6, pages=300, latency=0.05) as site,
+        serve(added_site, default=lambda h, n: links(), host="127.0.0.20") as extra,
+    ):
 
         def all_hits() -> list[Hit]:
             return [hit for server in site.servers for hit in server.log.hits]
@@ -58,7 +64,7 @@ def test_every_node_applies_every_command(tmp_path: Path, crawl: str) -> None:
         )
         assert status["commands"][-1]["answers"] == {"n0": "applied", "n1": "applied"}
 
-        excluded = control(crawl, "exclude", ODD)
+        excluded = control(crawl, "exclude", SEVENS)
         excluded_at = time.monotonic()
         assert set(excluded) == {"n0", "n1"}
         dropped = sum(int(re.search(r"(\d+) queued", a)[1]) for a in excluded.values())
@@ -75,16 +81,43 @@ def test_every_node_applies_every_command(tmp_path: Path, crawl: str) -> None:
             60,
             f"every node fetching again: {_seen_since(all_hits(), resumed_at, agents)}",
         )
-        assert control(crawl, "stop") == {n: "applied" for n in ("n0", "n1", "n2")}
+        everyone = ("n0", "n1", "n2")
+        assert control(crawl, "set", "delay=0.2") == dict.fromkeys(everyone, "applied")
+        set_at = time.monotonic()
+        added = control(crawl, "add-seeds", extra.url + "/", "--priority", "5")
+        assert sorted(added.values()) == [
+            "applied: 0 queued, 1 seen before",
+            "applied: 0 queued, 1 seen before",
+            "applied: 1 queued, 0 seen before",
+        ]  # one node queues it for the crawl; each takes its host into its scope
+        wait_until(
+            lambda: extra.log.counts()["/b1"] == 1,
+            30,
+            f"the added host's link followed: {[(h.path, h.agent) for h in extra.log.hits]}",
+        )
+        wait_until(lambda: len([h for h in all_hits() if h.start > set_at]) >= 20, 60, "paced")
+        assert control(crawl, "stop") == dict.fromkeys(everyone, "applied")
         codes = [node.finish() for node in [*nodes, late]]
         hits = all_hits()
+        paced = [  # (robots.txt is not paced: a node new to a host asks for it first)
+            sorted(
+                (h.start, h.agent[-2:], h.path)
+                for h in s.log.hits
+                if h.start > set_at and h.path != "/robots.txt"
+            )
+            for s in site.servers
+        ]
     assert codes == [130, 130, 130], [n.err for n in [*nodes, late]]
+    gaps = [(b[0] - a[0], a, b) for starts in paced for a, b in itertools.pairwise(starts)]
+    assert min(gaps)[0] >= 0.2 - JITTER, min(gaps)  # each host, whichever node fetched it
     assert dropped > 0
-    odd_after = [h.path for h in hits if h.start > excluded_at and re.search(ODD, h.path)]
+    odd_after = [h.path for h in hits if h.start > excluded_at and re.search(SEVENS, h.path)]
     assert odd_after == []
     for node in [*nodes, late]:
         state = json.loads((node.job / "job.json").read_text())["job"]
-        assert state["excluded"] == [ODD] and state["paused"] is False
+        assert state["excluded"] == [SEVENS] and state["paused"] is False
+        assert state["overrides"] == {"delay": 0.2}
+        assert state["added_seeds"] == {extra.url + "/": 5}
 
 
 def _nodes_alive(crawl: str) -> bytes:

@@ -263,6 +263,7 @@ class RedisFrontier:
         self.max_pages_per_host = max_pages_per_host
         self.over_budget = 0  # URLs not admitted: their host's budget was spent
         self.node_info: Callable[[], dict[str, Any]] = dict
+        self.host_wait: Callable[[str], float] | None = None  # seconds to a host's next start
         self.round_trips = 0
         self.last_reaped = 0
         self.r = connect(url)
@@ -607,11 +608,15 @@ class RedisFrontier:
         self._ops.append(op)
 
     def _wait_ms(self, host: str) -> int:
-        """How long the next owner of ``host`` must wait: this node's block on it."""
+        """How long the next owner of ``host`` must wait: this node's block
+        on it, and (``host_wait``, the scheduler's) the time until its next
+        start here, which a block FOREVER (requests held for it) hides."""
         until = self._blocks.get(host)
-        if until == FOREVER:
-            return 0
-        return max(0, int((until - time.monotonic()) * 1000))
+        now = time.monotonic()
+        wait = 0.0 if until == FOREVER else until - now
+        if self.host_wait is not None:
+            wait = max(wait, self.host_wait(host))
+        return max(0, int(wait * 1000))
 
     def _wake(self, now: float) -> None:
         if self._blocks.wake(now):
