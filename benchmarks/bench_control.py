@@ -1,6 +1,7 @@
 """How long a control command takes to act on a running crawl.
 
     python benchmarks/bench_control.py --repeat 5
+    python benchmarks/bench_control.py --repeat 5 --redis redis://127.0.0.1:6379/0
 
 Two built-in sites (the second on 127.0.0.2) with 20 ms of latency; a crawl
 of the first (1 worker x 4 slots) in a job dir.  Each round sends, through
@@ -18,6 +19,10 @@ process launch) and from the servers' logs:
   command was sent), and how many queued URLs the answer said it dropped;
 * stop: the crawl's exit.
 
+With ``--redis``, the crawl is shared by two nodes (1 worker x 2 slots
+each) and every command goes through Redis (``control --redis URL --crawl
+NAME``): its answer is the last node's, and the effects are the crawl's.
+
 Prints the medians in seconds.
 """
 
@@ -31,7 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -41,16 +48,17 @@ from mpcrawler.testing.site import SiteServer, TestSite, serving
 ODD = re.compile(r"[13579]$")
 
 
-def control(job: str, *args: str) -> float:
-    """Send a command; seconds until its answer came back."""
-    return answer(job, *args)[0]
+def control(target: list[str], *args: str) -> float:
+    """Send a command; seconds until its answer (every node's) came back."""
+    return answer(target, *args)[0]
 
 
-def answer(job: str, *args: str) -> tuple[float, str]:
-    """Send a command; seconds until its answer came back, and the answer."""
+def answer(target: list[str], *args: str) -> tuple[float, str]:
+    """Send a command to ``target`` (a job dir, or --redis URL --crawl NAME);
+    seconds until its answers came back, and the answers."""
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "mpcrawler", "control", job, *args],
+        [sys.executable, "-m", "mpcrawler", "control", *target, *args],
         check=True,
         capture_output=True,
         text=True,
@@ -63,30 +71,28 @@ def arrivals(server: SiteServer, after: float, path: re.Pattern[str] | None = No
     return sorted(h.at for h in hits if h.at > after and (path is None or path.search(h.path)))
 
 
-def one_round(busy: SiteServer, new: SiteServer) -> dict[str, float]:
+def start(busy: SiteServer, tmp: str, redis: str | None) -> tuple[list[str], list[Any]]:
+    """The crawl: one process with a job dir, or two nodes of a shared
+    crawl; (the control target, the processes)."""
+    base = [sys.executable, "-m", "mpcrawler", "crawl", busy.url, "--quiet", "--no-robots"]
+    base += ["--allow-private-networks", "--workers", "1"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}  # their logs
+    if redis is None:
+        job = str(Path(tmp) / "job")
+        return [job], [subprocess.Popen([*base, "--threads", "4", "--job-dir", job], **quiet)]
+    name = f"bench-control-{uuid.uuid4().hex[:8]}"
+    shared = ["--redis", redis, "--crawl", name, "--threads", "2"]
+    nodes = [
+        subprocess.Popen([*base, *shared, "--node", f"n{i}", "--job-dir", f"{tmp}/n{i}"], **quiet)
+        for i in range(2)
+    ]
+    return ["--redis", redis, "--crawl", name], nodes
+
+
+def one_round(busy: SiteServer, new: SiteServer, redis: str | None) -> dict[str, float]:
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        job = str(Path(tmp) / "job")
-        crawl = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mpcrawler",
-                "crawl",
-                busy.url,
-                "--job-dir",
-                job,
-                "--quiet",
-                "--workers",
-                "1",
-                "--threads",
-                "4",
-                "--no-robots",
-                "--allow-private-networks",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,  # its log of each command
-        )
+        job, crawls = start(busy, tmp, redis)
         while len(busy.log) < 50:
             time.sleep(0.01)
         sent = time.monotonic()
@@ -116,29 +122,36 @@ def one_round(busy: SiteServer, new: SiteServer) -> dict[str, float]:
         figures["add-seeds: first request"] = arrivals(new, sent)[0] - sent
         sent = time.monotonic()
         figures["exclude answer"], said = answer(job, "exclude", ODD.pattern)
-        figures["exclude: URLs dropped"] = float(said.split("applied: ")[1].split()[0])
+        figures["exclude: URLs dropped"] = sum(map(float, re.findall(r"applied: (\d+)", said)))
         time.sleep(1.0)  # what would still come
         last = max(arrivals(busy, sent, ODD), default=sent)
         figures["exclude: last excluded request"] = last - sent
         sent = time.monotonic()
         figures["stop answer"] = control(job, "stop")
-        crawl.wait(60)
+        for crawl in crawls:
+            crawl.wait(60)
         figures["stop: exit"] = time.monotonic() - sent
+        if redis is not None:
+            subprocess.run(
+                [sys.executable, "-m", "mpcrawler", "reset", *job], check=True, capture_output=True
+            )
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--redis", metavar="URL", help="a crawl of two nodes through this Redis")
     args = parser.parse_args()
     print(common.machine())
+    print("a crawl shared by 2 nodes through Redis" if args.redis else "one crawl, one job dir")
     rounds = []
     for _ in range(args.repeat):
         with (
             serving(SiteServer(TestSite(pages=20_000, size=5_000), latency=0.02)) as busy,
             serving(SiteServer(TestSite(pages=50, size=5_000), "127.0.0.2")) as new,
         ):
-            rounds.append(one_round(busy, new))
+            rounds.append(one_round(busy, new, args.redis))
     print(f"\nmedians of {args.repeat} rounds, seconds from sending the command\n")
     print("| measure | median s | range |")
     print("|---|---|---|")

@@ -165,3 +165,20 @@ def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
 def read_records(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Every sample of http://127.0.0.1:PORT/metrics by name and labels
+    (``name{label=value,...}``), parsed by prometheus_client's own parser."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}"] = sample.value
+    return samples

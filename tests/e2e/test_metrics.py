@@ -11,28 +11,11 @@ import urllib.request
 from pathlib import Path
 
 from hostile import Handler, Reply, links, serve
-from prometheus_client.parser import text_string_to_metric_families
-from support import Lines, crawl_args, run_cli, start_cli
+from support import Lines, crawl_args, run_cli, scrape, start_cli
+
+from mpcrawler.testing.redis import free_port
 
 PAGES = [f"/p{i}" for i in range(30)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def scrape(port: int) -> dict[str, float]:
-    """Every sample of /metrics by name and labels, parsed by prometheus_client."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-            samples[f"{sample.name}{{{labels}}}"] = sample.value
-    return samples
 
 
 def wait_until(check: object, timeout: float, what: str) -> float:

@@ -10,7 +10,6 @@ import itertools
 import json
 import re
 import signal
-import socket
 import time
 import urllib.request
 from pathlib import Path
@@ -18,8 +17,9 @@ from pathlib import Path
 import redis_server
 from hostile import Hit, links, serve
 from many_nodes import JITTER, Node, serve_site, shared, wait_until
-from prometheus_client.parser import text_string_to_metric_families
-from support import Lines, run_cli, start_cli
+from support import Lines, run_cli, scrape, start_cli
+
+from mpcrawler.testing.redis import free_port
 
 SEVENS = r"/p[0-9]*7$"  # a tenth of the pages: the rest keeps the crawl going
 
@@ -148,7 +148,7 @@ def test_status_serves_the_crawl_wide_figures(tmp_path: Path, crawl: str) -> Non
         ]
         wait_until(lambda: len(nodes[0].records()) >= 5, 60, "n0 recording")
         assert control(crawl, "pause") == {"n0": "applied", "n1": "applied"}  # both stay up
-        wait_until(lambda: scrape(node_port)['mpcrawler_paused{node="n0"}'] == 1, 5, "paused")
+        wait_until(lambda: scrape(node_port)["mpcrawler_paused{node=n0}"] == 1, 5, "paused")
         server = start_cli("status", *where, "--serve", str(port))
         lines = Lines(server)
         lines.wait_for(lambda out, err: any("serving crawl" in line for line in out), 30)
@@ -162,28 +162,10 @@ def test_status_serves_the_crawl_wide_figures(tmp_path: Path, crawl: str) -> Non
         lines.finish(30)
     assert codes == [0, 0], [n.err for n in nodes]
     assert server.returncode == 0
-    assert during[f'mpcrawler_crawl_nodes_alive{{crawl="{crawl}"}}'] == 2
+    assert during[f"mpcrawler_crawl_nodes_alive{{crawl={crawl}}}"] == 2
     records = {node.name: len(node.records()) for node in nodes}
-    assert after[f'mpcrawler_crawl_pages_total{{crawl="{crawl}"}}'] == sum(records.values()) == 160
-    assert after[f'mpcrawler_crawl_nodes_alive{{crawl="{crawl}"}}'] == 0
+    assert after[f"mpcrawler_crawl_pages_total{{crawl={crawl}}}"] == sum(records.values()) == 160
+    assert after[f"mpcrawler_crawl_nodes_alive{{crawl={crawl}}}"] == 0
     for name, count in records.items():
-        assert after[f'mpcrawler_crawl_node_pages{{crawl="{crawl}",node="{name}"}}'] == count
+        assert after[f"mpcrawler_crawl_node_pages{{crawl={crawl},node={name}}}"] == count
     assert status["done"] == 160 and status["queued"] == 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def scrape(port: int) -> dict[str, float]:
-    """Every sample of /metrics by name and labels, parsed by prometheus_client."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-            samples[f"{sample.name}{{{labels}}}"] = sample.value
-    return samples
