@@ -3,8 +3,9 @@
 -- KEYS[1] is the crawl's `seq` key (the crawl's hash slot).  ARGV: prefix,
 -- host, then the queue members to drop.  Members another node leased
 -- meanwhile are gone from the queue already and are not counted.  The
--- host's entry in its index follows its new head; a host left with nothing
--- queued or leased is owned no more.  Returns how many were dropped.
+-- host's entry in its index follows its new head (a host left with nothing
+-- queued stays its owner's, as after its last lease: the owner gives it up
+-- with its politeness wait).  Returns how many were dropped.
 
 local P, host = ARGV[1], ARGV[2]
 local q = P .. 'q:' .. host
@@ -22,9 +23,5 @@ if #head > 0 then
   redis.call('ZADD', index, head[2], host)
 else
   redis.call('ZREM', index, host)
-  if owner and redis.call('HEXISTS', P .. 'inflight', host) == 0 then
-    redis.call('HDEL', P .. 'owner', host)
-    redis.call('SREM', P .. 'held:' .. owner, host)
-  end
 end
 return dropped

@@ -577,11 +577,14 @@ class RedisFrontier:
         self._closed = True
         try:
             if self._down_since is None and self._lost is None:
+                # Each host it may hold (those claimed since the last beat
+                # too) goes with its politeness wait; GA gives up the rest.
+                hosts = {*self._owned, *self._blocks.until, *(h.host for h in self._held.values())}
                 for seq in list(self._held):
                     self._queue_op(["R", seq])
                 self._held.clear()
                 self._prefetch.clear()
-                for host in self._owned:
+                for host in sorted(hosts):
                     self._queue_op(["G", host, self._wait_ms(host)])
                 self._queue_op(["GA"])
                 self._call(beat=True)  # its last figures, for status
