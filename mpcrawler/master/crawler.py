@@ -179,10 +179,8 @@ class Crawler:
         if shared is not None:
             job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
             inbox = SharedInbox(shared.r, shared.prefix, shared.node, job.state)
-            try:  # the crawl's commands this node has not read: sent before it started
-                job.waiting_applied += answer_waiting(inbox, job.state)
-            except FrontierUnavailable as exc:
-                raise FrontierError(str(exc)) from None
+            # The crawl's commands this node has not read: sent before it started.
+            job.waiting_applied += answer_waiting(inbox, job.state)  # FrontierUnavailable: exit 1
             apply_overrides(s, job.state.overrides)
         self._build_rules(job.state)
         frontier: Frontier = (
