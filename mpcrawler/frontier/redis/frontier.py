@@ -351,9 +351,10 @@ class RedisFrontier:
             except FrontierUnavailable:
                 return None
             self._prefetch.extend(step.leased)
-            if len(step.leased) < want and self.dropped == dropped:
-                self._dry_until = now + LEASE_POLL
-                break  # (excluded URLs were dropped: ask again)
+            if step.leased or self.dropped == dropped:  # (all dropped as excluded: ask again)
+                if len(step.leased) < want:
+                    self._dry_until = now + LEASE_POLL
+                break
         return self._prefetch.popleft() if self._prefetch else None
 
     def ack(
