@@ -66,14 +66,23 @@ class Site:
 
     def min_gap(self) -> float:
         """The shortest time between two page requests' arrivals at one host."""
-        gaps = [
-            b - a
-            for s in self.servers
-            for a, b in itertools.pairwise(
-                sorted(h.start for h in s.log.hits if h.path != "/robots.txt")
-            )
-        ]
-        return min(gaps)
+        return self.closest()[0]
+
+    def closest(self) -> tuple[float, str, str, str]:
+        """The two page requests that arrived closest at one host: (the gap,
+        the host, and each as 'path by agent at start'), for a failure to show."""
+        found = []
+        for s in self.servers:
+            hits = sorted((h for h in s.log.hits if h.path != "/robots.txt"), key=lambda h: h.start)
+            for a, b in itertools.pairwise(hits):
+                found.append(
+                    (
+                        b.start - a.start,
+                        s.url,
+                        *(f"{h.path} by {h.agent} at {h.start:.3f}" for h in (a, b)),
+                    )
+                )
+        return min(found)
 
     def args(self) -> list[str]:
         """The seeds (one per host: each host is in scope) and what loopback hosts need."""
