@@ -187,6 +187,7 @@ def _corpus() -> list[tuple[str, bytes, str | None]]:
         ("area and map", b'<map><area href="/m1"><area nohref><AREA HREF="/m2"></map>', None),
         ("broken nesting", b"<a href=1><b><a href=2></b><table><a href=3><tr><td><a href=4>", None),
         ("no title", b"<a href=/only>x</a>", None),
+        ("text after the title", b"<title>T</title><p>body <b>text</b><a href=/a>link</a>", None),
         ("blank title", b"<title>   </title><a href=/x>", None),
         ("title with tags", b"<title>A <b>bold</b>\n claim</title>", None),
         ("svg title", b"<svg><title>drawing</title></svg><title>page</title>", None),
@@ -229,6 +230,31 @@ def test_lxml_analyzer_agrees_with_beautifulsoup(
     tree = LxmlAnalyzer(Settings()).analyze(response)
     assert (tree.base, tree.links, tree.item) == (soup.base, soup.links, soup.item)
     assert soup.links or name in ("no title", "blank title", "title with tags", "svg title")
+
+
+def _plain_soup_reading(body: bytes, charset: str | None) -> tuple[str, list[str], str | None]:
+    """(base, links, title) as a whole BeautifulSoup tree gives them, without
+    the analyzer's strained builder: the reference it must agree with."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(body, "lxml", from_encoding=charset)
+    base_tag = soup.find("base", href=True)
+    base = base_tag["href"].strip() if base_tag is not None else ""
+    links = [tag["href"] for tag in soup.find_all(["a", "area"], href=True)]
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag is not None else None
+    return base or BASE, links, title or None
+
+
+@pytest.mark.parametrize("name, body, charset", _corpus(), ids=[c[0] for c in _corpus()])
+def test_the_strained_soup_reads_what_a_whole_soup_reads(
+    name: str, body: bytes, charset: str | None
+) -> None:
+    response = Response(url=BASE, status=200, body=body, content_type="text/html", charset=charset)
+    analysis = HtmlAnalyzer(Settings()).analyze(response)
+    assert (analysis.base, analysis.links, analysis.item["title"]) == _plain_soup_reading(
+        body, charset
+    )
 
 
 def test_a_soup_is_there_for_the_asking() -> None:
