@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import ROOT, crawl_figures, machine, serve
+from benchmarks.common import ROOT, crawl_figures, machine, nginx_dir, serve
 
 
 def run_scrapy(url: str, concurrency: int) -> dict[str, float]:
@@ -71,11 +71,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--analyzers", default="bs4", help="mpcrawler variants, e.g. bs4,lxml")
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        help="serve this directory of HTML (its index.html is the seed) with nginx instead "
+        "of the built-in site, e.g. /usr/share/doc/postgresql-doc-15/html "
+        "(apt-get install postgresql-doc-15)",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
+    if args.docs is not None and not (args.docs / "index.html").is_file():
+        parser.error(f"--docs {args.docs}: no index.html there")
     names = [f"mpcrawler {a}" for a in args.analyzers.split(",")] + ["scrapy"]
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    with serve(args.server, args.pages, args.latency, args.size) as url:
+    site = (
+        nginx_dir(args.docs, args.latency)
+        if args.docs is not None
+        else serve(args.server, args.pages, args.latency, args.size)
+    )
+    with site as url:
         for _ in range(args.repeat):
             for name in names:
                 if name == "scrapy":
@@ -89,8 +103,13 @@ def main() -> None:
                     )
     ideal = args.concurrency / args.latency if args.latency > 0 else None
     print(f"machine: {machine()}")
+    what = (
+        f"nginx, {args.docs}"
+        if args.docs
+        else f"{args.server}, {args.pages} pages of {args.size} bytes"
+    )
     print(
-        f"site: {args.server}, {args.pages} pages of {args.size} bytes, latency "
+        f"site: {what}, latency "
         f"{args.latency} s; concurrency {args.concurrency} (mpcrawler: {args.workers} "
         f"workers); medians of {args.repeat} alternated runs\n"
     )
@@ -115,7 +134,7 @@ def main() -> None:
         result[name] = {"median": m, "runs": runs[name]}
     print("\n(Scrapy is one process: its CPU is under master.)")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        Path(args.json).write_text(json.dumps(result, indent=2, default=str))
 
 
 if __name__ == "__main__":

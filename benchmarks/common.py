@@ -164,27 +164,48 @@ def nginx_site(
     pages: int, size: int, latency: float = 0.0, access_log: Path | None = None
 ) -> Iterator[str]:
     """Debian's nginx serving a static copy of the built-in test site, written
-    to a temporary directory with its own config, on a free loopback port;
-    yields the site's URL.  (``apt-get install nginx``; with ``latency``,
+    to a temporary directory, on a free loopback port (``nginx_dir``); yields
+    the site's URL."""
+    from mpcrawler.testing.site import TestSite
+
+    port = _free_port()
+    site = TestSite(pages=pages, size=size)
+    copy = Path(tempfile.mkdtemp(prefix="bench-site-"))
+    try:
+        copy.chmod(0o755)  # nginx's workers run as another user
+        (copy / "page").mkdir()
+        (copy / "index.html").write_bytes(site.body(0, port))
+        for i in range(1, pages):
+            (copy / "page" / str(i)).write_bytes(site.body(i, port))
+        with nginx_dir(copy, latency, access_log, port=port) as url:
+            yield url
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def nginx_dir(
+    docs: Path, latency: float = 0.0, access_log: Path | None = None, *, port: int = 0
+) -> Iterator[str]:
+    """Debian's nginx serving the directory ``docs`` with its own config, on
+    ``port`` (a free loopback port if 0); yields the site's URL, whose ``/``
+    is ``docs/index.html``.  (``apt-get install nginx``; with ``latency``,
     each page is answered after that many seconds by the echo module's
     ``echo_sleep``: ``apt-get install libnginx-mod-http-echo``.)  With
     ``access_log``, nginx logs each request there as ``status body-bytes
     if-none-match|if-modified-since uri``.  nginx sends ETag and
     Last-Modified and answers conditional requests with 304 by default."""
-    from mpcrawler.testing.site import TestSite
-
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = port or _free_port()
     root = Path(tempfile.mkdtemp(prefix="bench-nginx-"))
-    root.chmod(0o755)  # nginx's workers run as another user
-    site = TestSite(pages=pages, size=size)
-    docs = root / "docs"
-    (docs / "page").mkdir(parents=True)
-    (docs / "index.html").write_bytes(site.body(0, port))
-    for i in range(1, pages):
-        (docs / "page" / str(i)).write_bytes(site.body(i, port))
+    root.chmod(0o755)
+    docs = docs.resolve()
     if latency:
         module = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
         if not os.path.exists(module):
