@@ -191,9 +191,12 @@ class HtmlAnalyzer(Analyzer):
                     metas.append((str(meta), str(attrs.get("content") or "")))
             elif name == "link":
                 href = attrs.get("href")
-                if canonical is None and href is not None:
-                    if "canonical" in rel_tokens(attrs.get("rel")):
-                        canonical = str(href).strip()
+                if (
+                    canonical is None
+                    and href is not None
+                    and "canonical" in rel_tokens(attrs.get("rel"))
+                ):
+                    canonical = str(href).strip()
             elif name == "base":
                 href = attrs.get("href")
                 if base is None and href is not None:
