@@ -1,9 +1,11 @@
 """This tree against another revision, on two servers, runs alternated.
 
-    python benchmarks/bench_compare.py --base REV --pages 2000 --repeat 5 [--latency 0.05]
+    python benchmarks/bench_compare.py --base REV --pages 2000 --repeat 5 [--latency 0.05] \\
+        [--servers builtin,nginx,docs]
 
 Checks ``--base`` out into a temporary git worktree (removed after), serves
-the built-in test site by its own server and by Debian's nginx, and crawls
+the built-in test site by its own server and by Debian's nginx (and, with
+``docs`` among ``--servers``, a directory of real pages by nginx), and crawls
 each with both code trees in turn, ``--repeat`` rounds, so that drift on a
 shared machine hits both alike.  Prints the medians: pages/s, CPU
 milliseconds a page of the master and of the workers, and the median
@@ -16,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -40,22 +40,28 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--analyzer", default="bs4")
-    parser.add_argument("--servers", default="builtin,nginx")
+    parser.add_argument(
+        "--servers", default="builtin,nginx", help="of builtin, nginx and docs (--docs by nginx)"
+    )
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        default=Path("/usr/share/doc/postgresql-doc-15/html"),
+        help="the directory the docs server serves (apt-get install postgresql-doc-15)",
+    )
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     here = common.ROOT
-    base = Path(tempfile.mkdtemp(prefix="bench-base-")) / "tree"
-    subprocess.run(
-        ["git", "-C", str(here), "worktree", "add", "--detach", str(base), args.base],
-        check=True,
-        capture_output=True,
-    )
-    trees = {"base": base, "this": here}
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
     try:
         with ExitStack() as stack:
+            trees = {"base": stack.enter_context(common.worktree(args.base)), "this": here}
             servers = {
-                name: stack.enter_context(common.serve(name, args.pages, args.latency, args.size))
+                name: stack.enter_context(
+                    common.nginx_dir(args.docs, args.latency)
+                    if name == "docs"
+                    else common.serve(name, args.pages, args.latency, args.size)
+                )
                 for name in args.servers.split(",")
             }
             for round_ in range(args.repeat):
@@ -72,15 +78,11 @@ def main() -> None:
                         print(server, tree, {k: round(v, 3) for k, v in figures.items()})
     finally:
         common.ROOT = here
-        subprocess.run(
-            ["git", "-C", str(here), "worktree", "remove", "--force", str(base)],
-            check=False,
-            capture_output=True,
-        )
     print()
     print(f"machine: {common.machine()}")
     print(
-        f"site: {args.pages} pages of {args.size} bytes, latency {args.latency} s; "
+        f"site: {args.pages} pages of {args.size} bytes (docs: {args.docs}), "
+        f"latency {args.latency} s; "
         f"{args.workers} workers x "
         f"{args.threads} slots, --analyzer {args.analyzer}; medians of {args.repeat} "
         f"alternated runs; base {args.base}"

@@ -1,7 +1,7 @@
 """mpcrawler against Scrapy on the same site, runs alternated.
 
     python benchmarks/bench_vs_scrapy.py --server nginx --concurrency 16 --pages 2000 \\
-        --latency 0 --analyzers bs4,lxml --repeat 3
+        --latency 0 --analyzers bs4,lxml --repeat 3 [--docs DIR] [--base REV]
 
 Serves the built-in test site (``--server builtin``: its own Python server,
 in a child process) or a static copy of it (``--server nginx``: Debian's
@@ -13,7 +13,11 @@ same scope, robots.txt off, no delays.  Rates are each crawler's own: pages
 over the time from its start to its end.  For each variant: the median
 pages/s, the ratio to Scrapy, CPU milliseconds a page (mpcrawler: master and
 workers apart; Scrapy: its one process), the median download time and, with
-latency, the efficiency against the ideal (concurrency / latency).
+latency, the efficiency against the ideal (concurrency / latency).  With
+``--docs DIR``, nginx serves that directory of real pages instead (the
+PostgreSQL docs: ``apt-get install postgresql-doc-15``).  With ``--base
+REV``, that revision crawls too (each analyzer, from a git worktree), in the
+same rounds: before and after, against the same Scrapy runs.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import common
 from benchmarks.common import ROOT, crawl_figures, machine, nginx_dir, serve
 
 
@@ -78,29 +84,45 @@ def main() -> None:
         "of the built-in site, e.g. /usr/share/doc/postgresql-doc-15/html "
         "(apt-get install postgresql-doc-15)",
     )
+    parser.add_argument(
+        "--base", help="also crawl with this git revision (each analyzer), alternated with the rest"
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.docs is not None and not (args.docs / "index.html").is_file():
         parser.error(f"--docs {args.docs}: no index.html there")
-    names = [f"mpcrawler {a}" for a in args.analyzers.split(",")] + ["scrapy"]
+    analyzers = args.analyzers.split(",")
+    names = [f"mpcrawler {a}" for a in analyzers]
+    if args.base:
+        names += [f"base {a}" for a in analyzers]
+    names.append("scrapy")
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     site = (
         nginx_dir(args.docs, args.latency)
         if args.docs is not None
         else serve(args.server, args.pages, args.latency, args.size)
     )
-    with site as url:
+    here = common.ROOT
+    with ExitStack() as stack:
+        trees = {"mpcrawler": here}
+        if args.base:
+            trees["base"] = stack.enter_context(common.worktree(args.base))
+        url = stack.enter_context(site)
         for _ in range(args.repeat):
             for name in names:
                 if name == "scrapy":
                     runs[name].append(run_scrapy(url, args.concurrency))
-                else:
-                    analyzer = name.split(" ", 1)[1]
+                    continue
+                tree, analyzer = name.split(" ", 1)
+                common.ROOT = trees[tree]  # the crawl runs this tree's code
+                try:
                     runs[name].append(
                         crawl_figures(
                             url, args.workers, max(1, args.concurrency // args.workers), analyzer
                         )
                     )
+                finally:
+                    common.ROOT = here
     ideal = args.concurrency / args.latency if args.latency > 0 else None
     print(f"machine: {machine()}")
     what = (

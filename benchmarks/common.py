@@ -30,6 +30,18 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def crawl_env() -> dict[str, str]:
+    """The environment of a crawl the benchmarks run (in the directory
+    ``ROOT``: ``python -m`` imports from the current directory first): the
+    repository on the path, and bytecode cached as an installed package has it (an environment
+    with PYTHONDONTWRITEBYTECODE would compile every module at each start,
+    in the master and the forkserver, and count it as crawl CPU; Scrapy, from
+    site-packages, runs from its bytecode)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 @dataclass
 class Watched:
     wall_s: float
@@ -45,10 +57,10 @@ class Watched:
 
 def run_watched(cmd: list[str], *, interval: float = 0.1, timeout: float = 1800) -> Watched:
     """Run ``cmd``; sample CPU and RSS of it and of its descendants until it exits."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = crawl_env()
     start = time.monotonic()
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
     )
     master = psutil.Process(proc.pid)
     cpu: dict[int, float] = {}
@@ -148,7 +160,8 @@ def crawl(
                 cmd,
                 check=True,
                 stdout=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                env=crawl_env(),
+                cwd=ROOT,  # python -m looks in the current directory first
             )
         stats = json.loads(Path(job, "stats.json").read_text())
         with open(Path(job, "pages.jsonl"), encoding="utf-8") as f:
@@ -266,6 +279,26 @@ http {{
         proc.terminate()
         proc.wait(timeout=10)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def worktree(rev: str) -> Iterator[Path]:
+    """Revision ``rev`` of this repository checked out in a temporary git
+    worktree (removed after), to crawl with as ``ROOT``."""
+    tree = Path(tempfile.mkdtemp(prefix="bench-base-")) / "tree"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield tree
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+            check=False,
+            capture_output=True,
+        )
 
 
 def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
