@@ -127,7 +127,8 @@ def crawl(
     url: str, workers: int, threads: int, *, watch: bool = False, extra: tuple[str, ...] = ()
 ) -> tuple[dict[str, Any], Watched | None]:
     """One ``mpcrawler crawl`` of ``url`` in a fresh job dir (removed after):
-    its stats.json (plus ``median_download_ms`` from the records), and what
+    its stats.json (plus ``median_download_ms`` and ``download_times_ms``
+    from the records), and what
     the watcher saw when ``watch``.  ``extra`` are more crawl options."""
     job = tempfile.mkdtemp(prefix="bench-mpcrawler-")
     cmd = [
@@ -167,6 +168,7 @@ def crawl(
         with open(Path(job, "pages.jsonl"), encoding="utf-8") as f:
             times = [json.loads(line)["elapsed_ms"] for line in f]
         stats["median_download_ms"] = statistics.median(times) if times else None
+        stats["download_times_ms"] = times
         return stats, watched
     finally:
         shutil.rmtree(job, ignore_errors=True)
