@@ -310,7 +310,13 @@ class Scheduler:
                 leased = self._lease(now, 2 * (free - len(assigned)))  # and for the next turn
                 if leased is None:
                     break
-                self.submit(leased, now)
+                host = self._host(leased.host)
+                if not self._may_start(host, now):
+                    self.submit(leased, now)  # it waits here, ahead of the host's other URLs
+                elif host.robots is not None and not host.robots.allows(leased.url):
+                    refused.append((leased, "disallowed by robots.txt", "robots"))
+                else:  # the common case: straight out, never held nor blocked in the frontier
+                    self._start(host, leased, now, assigned)
                 continue
             _, _, key = heapq.heappop(ready)
             host = self.hosts[key]
@@ -347,14 +353,30 @@ class Scheduler:
                 self._schedule(host, now)
                 self._sync(host, now)
                 continue
-            host.in_flight += 1
-            group.in_flight += 1
-            group.next_start = now + max(group.delay, group.pace)
-            group.last_start = now
-            request.sent_at = now
-            assigned.append(request)
-            self._wake(group, now)
+            self._start(host, request, now, assigned)
         return assigned, refused
+
+    def _may_start(self, host: Host, now: float) -> bool:
+        """May a request of ``host`` start now, none being held for it?"""
+        group = host.group
+        return (
+            not host.queue
+            and group.in_flight < group.limit
+            and now >= group.next_start
+            and (not self.use_robots or host.robots_state == "ready")
+        )
+
+    def _start(self, host: Host, request: Request, now: float, assigned: list[Request]) -> None:
+        """``request`` of ``host`` starts now: into ``assigned``, counted in
+        flight, and the group's next start set after it."""
+        group = host.group
+        host.in_flight += 1
+        group.in_flight += 1
+        group.next_start = now + max(group.delay, group.pace)
+        group.last_start = now
+        request.sent_at = now
+        assigned.append(request)
+        self._wake(group, now)
 
     def _lease(self, now: float, want: int) -> Request | None:
         """The frontier's best URL of a host that may be fetched now, as a

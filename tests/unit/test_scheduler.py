@@ -3,6 +3,8 @@ cap on hosts kept in memory."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
@@ -179,3 +181,28 @@ def test_the_delay_counts_from_when_the_worker_started_the_download() -> None:
     scheduler.finished(second)  # no start time known (a worker that died): the dispatch's
     now[0] = 2.3
     assert len(scheduler.dispatch(4)[0]) == 1
+
+
+def test_a_leased_url_of_a_free_host_goes_out_without_blocking_the_host(tmp_path: Path) -> None:
+    """The common case of dispatch: a URL leased for a host with room goes
+    straight out; the host is blocked in the frontier only when it must wait
+    (its limit reached), and unblocked when a page comes back."""
+    from mpcrawler.frontier import LocalFrontier
+    from mpcrawler.frontier.base import FOREVER
+
+    frontier = LocalFrontier(tmp_path, fsync=False)
+    blocks: list[tuple[str, float]] = []
+    block = frontier.block
+    frontier.block = lambda host, until: (blocks.append((host, until)), block(host, until))[1]  # type: ignore[method-assign]
+    for i in range(6):
+        frontier.admit(f"http://a.test/{i}")
+    scheduler = Scheduler(clock=lambda: 0.0, robots=False, host_concurrency=2, frontier=frontier)
+    assigned, _ = scheduler.dispatch(8)
+    assert [r.url for r in assigned] == ["http://a.test/0", "http://a.test/1"]
+    assert blocks == [("http://a.test", FOREVER)]  # at its limit: once, after the second
+    scheduler.finished(assigned[0])
+    assert blocks[1:] == [("http://a.test", 0.0)]
+    [third], _ = scheduler.dispatch(8)
+    assert third.url == "http://a.test/2"
+    assert blocks[2:] == [("http://a.test", FOREVER)]
+    frontier.close()
