@@ -119,7 +119,11 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     servers = args.servers.split(",")
-    grid = [(int(w), int(t)) for w in args.workers.split(",") for t in args.threads.split(",")]
+    grid = (
+        [(int(w), int(t)) for w, t in (x.split("x") for x in args.layouts.split(","))]
+        if args.layouts
+        else [(int(w), int(t)) for w in args.workers.split(",") for t in args.threads.split(",")]
+    )
     runs: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
     with ExitStack() as stack:
         urls: dict[str, str] = {}
