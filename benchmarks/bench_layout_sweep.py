@@ -22,6 +22,10 @@ The servers:
 - ``nginx``: Debian's nginx, the latency from the echo module's
   ``echo_sleep`` (``apt-get install nginx libnginx-mod-http-echo``).
 
+``--probe`` first measures the aiohttp site without the crawler: threads of
+urllib, fresh server and warmed one, the download time the client saw and
+the time the server's handler took.
+
 Rounds alternate the layouts' order, so drift on a shared machine falls on
 every layout alike.
 """
@@ -44,6 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks import common
 from benchmarks.common import _free_port, crawl, machine, serve
 
 FINDING = 1.15  # a median download this far above the latency is a finding
@@ -86,6 +91,26 @@ def aiohttp_site(latency: float, warm: bool) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+def probe(latency: float, concurrency: int, warm: bool, pages: int = 300) -> tuple[float, float]:
+    """Without the crawler: ``concurrency`` threads of urllib fetch ``pages``
+    distinct pages of a fresh (or warmed) aiohttp site; the median download
+    time they saw, and the median time the server's handler took (its log)."""
+    with aiohttp_site(latency, warm=warm) as url:
+        base = url.rsplit("/p/", 1)[0]
+        before = len(json.load(urllib.request.urlopen(f"{base}/_stats"))["log"])
+
+        def get(i: int) -> float:
+            start = time.monotonic()
+            urllib.request.urlopen(f"{base}/p/{i}", timeout=30).read()
+            return 1000 * (time.monotonic() - start)
+
+        with ThreadPoolExecutor(concurrency) as pool:
+            client = list(pool.map(get, range(pages)))
+        log = json.load(urllib.request.urlopen(f"{base}/_stats"))["log"][before:]
+        server = [1000 * (end - start) for _, _, start, end in log]
+    return statistics.median(client), statistics.median(server)
+
+
 def one_crawl(url: str, workers: int, threads: int, pages: int, analyzer: str) -> dict[str, Any]:
     stats, _ = crawl(
         url, workers, threads, extra=("--analyzer", analyzer, "--max-pages", str(pages))
@@ -116,16 +141,35 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=30_000, help="of the builtin and nginx pages")
     parser.add_argument("--analyzer", default="bs4")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--base", help="also crawl with this git revision, alternated")
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="first, the aiohttp site cold and warm under a plain urllib client, no crawler",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
+    if args.probe:
+        print("| aiohttp site | urllib threads | client median ms | server handler median ms |")
+        print("|---|---|---|---|")
+        for warm in (False, True):
+            for concurrency in (1, 4, 8, 16):
+                client, server = probe(args.latency, concurrency, warm)
+                state = "warm" if warm else "cold"
+                print(f"| {state} | {concurrency} | {client:.1f} | {server:.1f} |", flush=True)
+        print()
     servers = args.servers.split(",")
     grid = (
         [(int(w), int(t)) for w, t in (x.split("x") for x in args.layouts.split(","))]
         if args.layouts
         else [(int(w), int(t)) for w in args.workers.split(",") for t in args.threads.split(",")]
     )
-    runs: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    runs: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
+    here = common.ROOT
     with ExitStack() as stack:
+        trees = {"this": here}
+        if args.base:
+            trees["base"] = stack.enter_context(common.worktree(args.base))
         urls: dict[str, str] = {}
         for server in servers:
             if server == "aiohttp":
@@ -134,24 +178,29 @@ def main() -> None:
                 urls[server] = stack.enter_context(
                     serve(server, args.max_pages + 1, args.latency, args.size)
                 )
-        for round_ in range(args.repeat):
-            order = grid if round_ % 2 == 0 else grid[::-1]
-            for server in servers:
-                for w, t in order:
-                    pages = min(args.max_pages, max(args.min_pages, args.per_slot * w * t))
-                    with (
-                        aiohttp_site(args.latency, warm=False)
-                        if server == "aiohttp-cold"
-                        else contextlib.nullcontext(urls[server])
-                    ) as url:
-                        result = one_crawl(url, w, t, pages, args.analyzer)
-                    runs.setdefault((server, w, t), []).append(result)
-                    print(
-                        f"round {round_ + 1}: {server} {w}x{t}: {result['pages']} pages, "
-                        f"{result['pages_per_s']:.0f} pages/s, median {result['median_ms']:.1f} ms",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+        try:
+            for round_ in range(args.repeat):
+                order = [(tree, w, t) for tree in trees for w, t in grid]
+                for server in servers:
+                    for tree, w, t in order if round_ % 2 == 0 else order[::-1]:
+                        pages = min(args.max_pages, max(args.min_pages, args.per_slot * w * t))
+                        common.ROOT = trees[tree]  # the crawl runs this tree's code
+                        with (
+                            aiohttp_site(args.latency, warm=False)
+                            if server == "aiohttp-cold"
+                            else contextlib.nullcontext(urls[server])
+                        ) as url:
+                            result = one_crawl(url, w, t, pages, args.analyzer)
+                        runs.setdefault((tree, server, w, t), []).append(result)
+                        print(
+                            f"round {round_ + 1}: {tree} {server} {w}x{t}: "
+                            f"{result['pages']} pages, {result['pages_per_s']:.0f} pages/s, "
+                            f"median {result['median_ms']:.1f} ms",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+        finally:
+            common.ROOT = here
     latency_ms = 1000 * args.latency
     print(f"machine: {machine()}")
     print(
@@ -159,21 +208,24 @@ def main() -> None:
         f"= workers x threads; medians of {args.repeat} alternated runs; * = median more than "
         f"{100 * (FINDING - 1):.0f}% above the latency\n"
     )
-    print("| server | layout | pages | median ms | p90 ms | pages/s | ideal | efficiency |")
-    print("|---|---|---|---|---|---|---|---|")
+    head = "| server | layout | pages | median ms | p90 ms | pages/s | ideal | efficiency |"
+    print(("| tree " if args.base else "") + head)
+    print("|---" * (8 + bool(args.base)) + "|")
     rows = []
-    for server in servers:
-        for w, t in grid:
-            rs = runs[server, w, t]
-            m = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-            ideal = w * t / args.latency
-            flag = " *" if m["median_ms"] > FINDING * latency_ms else ""
-            rows.append({"server": server, "workers": w, "threads": t, **m, "ideal": ideal})
-            print(
-                f"| {server} | {w} x {t} | {m['pages']:.0f} | {m['median_ms']:.1f}{flag} "
-                f"| {m['p90_ms']:.1f} | {m['pages_per_s']:.1f} | {ideal:.0f} "
-                f"| {m['pages_per_s'] / ideal:.2f} |"
-            )
+    for tree, server, w, t in sorted(runs, key=lambda k: (servers.index(k[1]), k[2], k[3], k[0])):
+        rs = runs[tree, server, w, t]
+        m = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        ideal = w * t / args.latency
+        flag = " *" if m["median_ms"] > FINDING * latency_ms else ""
+        rows.append(
+            {"tree": tree, "server": server, "workers": w, "threads": t, **m, "ideal": ideal}
+        )
+        print(
+            (f"| {tree} " if args.base else "")
+            + f"| {server} | {w} x {t} | {m['pages']:.0f} | {m['median_ms']:.1f}{flag} "
+            f"| {m['p90_ms']:.1f} | {m['pages_per_s']:.1f} | {ideal:.0f} "
+            f"| {m['pages_per_s'] / ideal:.2f} |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
 

@@ -26,6 +26,10 @@ without the profiler:
   its URL (the journal), counting;
 - ``checkpoint``: job.json and the frontier's sync, every few seconds;
 - ``other``: the loop itself, routing results, progress, metrics snapshot.
+
+Then the C functions with the most time of their own (unpickling, the
+syscalls, the JSON encoder, sqlite): what no Python could save; the rest of
+a page's cost is the interpreter running the master's Python.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ except SystemExit:
 profile.dump_stats(OUT)
 """
 
+TOP_BUILTINS = 8  # C functions (pickle, syscalls, json, sqlite) shown by their own time
 PARTS = {  # part: (file, function) whose cumulative time it is
     "wait": ("master/pool.py", "wait"),
     "dispatch": ("master/engine.py", "dispatch"),
@@ -99,9 +104,12 @@ def profile_parts(url: str, pages: int) -> dict[str, float]:
         )
         stats = pstats.Stats(str(out))
         cumulative: dict[tuple[str, str], float] = {}
-        for (file, _, name), (_, _, _, cum, _) in stats.stats.items():  # type: ignore[attr-defined]
+        builtin: dict[str, float] = {}  # C functions: their own time
+        for (file, _, name), (_, _, own, cum, _) in stats.stats.items():  # type: ignore[attr-defined]
             key = ("/".join(Path(file).parts[-2:]), name)
             cumulative[key] = cumulative.get(key, 0.0) + cum
+            if file == "~":
+                builtin[name] = builtin.get(name, 0.0) + own
         run = cumulative[("master/engine.py", "run")]
         total = stats.total_tt  # type: ignore[attr-defined]
         shares = {part: cumulative.get(key, 0.0) / run for part, key in PARTS.items()}
@@ -113,6 +121,8 @@ def profile_parts(url: str, pages: int) -> dict[str, float]:
             settle / run - shares["admit"] - shares["record"]
         )
         shares["fixed"] = (total - run) / total
+        for name, own in sorted(builtin.items(), key=lambda kv: -kv[1])[:TOP_BUILTINS]:
+            shares[f"C: {name}"] = own / run
         return shares
     finally:
         shutil.rmtree(work, ignore_errors=True)
