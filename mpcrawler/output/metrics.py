@@ -59,9 +59,9 @@ class Snapshot:
 
 
 def metric_families(snapshot: Snapshot, labels: dict[str, str]) -> Iterator[Metric]:
+    """The Prometheus metrics of ``snapshot``, each with ``labels`` too."""
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-    """The Prometheus metrics of ``snapshot``, each with ``labels`` too."""
     names, values = list(labels), list(labels.values())
     pages = CounterMetricFamily(
         "mpcrawler_pages", "Pages recorded in this run", labels=[*names, "status"]
@@ -107,11 +107,11 @@ def metric_families(snapshot: Snapshot, labels: dict[str, str]) -> Iterator[Metr
 
 
 def crawl_families(status: dict[str, Any]) -> Iterator[Metric]:
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
     """The crawl-wide metrics of a shared crawl's ``status`` (as
     :func:`mpcrawler.frontier.redis.status.crawl_status` reads it), labelled
     ``crawl``; the pages of each node as its last heartbeat said."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
     crawl = [status["crawl"]]
     counters = (
         ("pages", "done", "Pages recorded by every node"),

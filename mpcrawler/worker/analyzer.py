@@ -52,7 +52,7 @@ _KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link"})
 class _StrainedBuilder(LXMLTreeBuilder):
     """BeautifulSoup's lxml tree builder that hands the soup only what
     ``HtmlAnalyzer.parse`` reads: the tags of ``_KEPT_TAGS`` with their
-    attributes, side by side under the root, and the text of ``<title>``.
+    attributes (nested only in one another), and the text of ``<title>``.
     Other tags, strings and comments never reach the soup: a Python call into
     it for each of them cost more than the rest of the parse (5.2 ms a page
     of the PostgreSQL docs with a ``SoupStrainer``, against 1.0 ms).  A new one
