@@ -36,6 +36,7 @@ from typing import Any, NamedTuple, TypeVar
 __all__ = ["Hit", "SiteServer", "TestSite", "serve_site", "serving"]
 
 BORN = 1_767_225_600  # 2026-01-01T00:00:00Z: every page's first Last-Modified
+GATE_LIMIT = 60.0  # seconds a closed gate holds an answer at most (a test that forgot it)
 
 _WORDS = [
     "crawler",
@@ -237,6 +238,10 @@ class SiteServer(ThreadingHTTPServer):
         self.hits: collections.Counter[str] = collections.Counter()
         self.log: list[Hit] = []
         self.hits_lock = threading.Lock()
+        # Cleared, it holds every answer but the home page's and robots.txt's
+        # until it is set again (a test that needs a crawl still running).
+        self.gate = threading.Event()
+        self.gate.set()
         super().__init__((host, port), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -276,6 +281,8 @@ class _Handler(BaseHTTPRequestHandler):
             server.hits[self.path] += 1
         if server.latency:
             time.sleep(server.latency)
+        if path not in ("/", "/robots.txt"):
+            server.gate.wait(GATE_LIMIT)
         if path == "/robots.txt" and server.robots is not None:
             self._send(200, server.robots.encode(), "text/plain")
             return

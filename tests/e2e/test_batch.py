@@ -581,6 +581,7 @@ def test_a_second_crawl_on_a_running_job_dir_is_refused(make_site: Any, tmp_path
     from support import crawl_args
 
     site = make_site(TestSite(pages=200, size=2_000), latency=0.02)
+    site.gate.clear()  # every page but the home page waits: the first crawl runs on
     job = tmp_path / "job"
     first = start_cli(*crawl_args(site.url, job))
     lines = Lines(first)
@@ -590,6 +591,7 @@ def test_a_second_crawl_on_a_running_job_dir_is_refused(make_site: Any, tmp_path
         time.sleep(0.02)
     second = run_cli(*crawl_args(site.url, job))
     status = run_cli("status", str(job))
+    site.gate.set()
     lines.finish()
     assert first.returncode == 0, lines.err
     assert second.returncode == 2
