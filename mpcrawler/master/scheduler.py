@@ -306,48 +306,20 @@ class Scheduler:
         refused: list[Refusal] = []
         ready = self._ready
         while len(assigned) < free and len(refused) < MAX_REFUSED_PER_DISPATCH:
-            if not (ready and ready[0][0] <= now):
+            if ready and ready[0][0] <= now:
+                held = self._next_held(now, assigned, refused)
+                if held is None:
+                    continue
+                host, request = held
+            else:
                 leased = self._lease(now, 2 * (free - len(assigned)))  # and for the next turn
                 if leased is None:
                     break
-                host = self._host(leased.host)
+                host, request = self._host(leased.host), leased
                 if not self._may_start(host, now):
                     self.submit(leased, now)  # it waits here, ahead of the host's other URLs
-                elif host.robots is not None and not host.robots.allows(leased.url):
-                    refused.append((leased, "disallowed by robots.txt", "robots"))
-                else:  # the common case: straight out, never held nor blocked in the frontier
-                    self._start(host, leased, now, assigned)
-                continue
-            _, _, key = heapq.heappop(ready)
-            host = self.hosts[key]
-            group = host.group
-            host.scheduled = False
-            if not host.queue or group.in_flight >= group.limit:
-                continue  # finished() puts it back
-            if self.use_robots and host.robots_state != "ready":
-                if host.robots_state == "failed":
-                    reason = f"robots.txt unavailable: {host.robots_error}"
-                    refused.extend((r, reason, host.robots_error_kind) for r in host.queue)
-                    self.queued -= len(host.queue)
-                    host.queue.clear()
-                    self._sync(host, now)  # its URLs come out of the frontier to be refused
-                elif host.robots_state == "unknown":
-                    if now < host.robots_retry_at:
-                        self._schedule(host, host.robots_retry_at)
-                        continue
-                    robots = self.new_request(host.key + "/robots.txt", kind="robots")
-                    host.robots_state = "fetching"
-                    host.in_flight += 1
-                    group.in_flight += 1
-                    robots.sent_at = now
-                    assigned.append(robots)
-                    self._wake(group, now)
-                continue
-            if now < group.next_start:
-                self._schedule(host, group.next_start)
-                continue
-            request = host.queue.popleft()
-            self.queued -= 1
+                    continue
+                # the common case: straight out, never held nor blocked in the frontier
             if host.robots is not None and not host.robots.allows(request.url):
                 refused.append((request, "disallowed by robots.txt", "robots"))
                 self._schedule(host, now)
@@ -355,6 +327,44 @@ class Scheduler:
                 continue
             self._start(host, request, now, assigned)
         return assigned, refused
+
+    def _next_held(
+        self, now: float, assigned: list[Request], refused: list[Refusal]
+    ) -> tuple[Host, Request] | None:
+        """The host first on the ready heap: its next held request, with it,
+        if one may start now; else None, having done what the host needs (its
+        robots.txt fetched or waited for, its URLs refused if that failed, or
+        the host scheduled for its next start)."""
+        _, _, key = heapq.heappop(self._ready)
+        host = self.hosts[key]
+        group = host.group
+        host.scheduled = False
+        if not host.queue or group.in_flight >= group.limit:
+            return None  # finished() puts it back
+        if self.use_robots and host.robots_state != "ready":
+            if host.robots_state == "failed":
+                reason = f"robots.txt unavailable: {host.robots_error}"
+                refused.extend((r, reason, host.robots_error_kind) for r in host.queue)
+                self.queued -= len(host.queue)
+                host.queue.clear()
+                self._sync(host, now)  # its URLs come out of the frontier to be refused
+            elif host.robots_state == "unknown":
+                if now < host.robots_retry_at:
+                    self._schedule(host, host.robots_retry_at)
+                    return None
+                robots = self.new_request(host.key + "/robots.txt", kind="robots")
+                host.robots_state = "fetching"
+                host.in_flight += 1
+                group.in_flight += 1
+                robots.sent_at = now
+                assigned.append(robots)
+                self._wake(group, now)
+            return None
+        if now < group.next_start:
+            self._schedule(host, group.next_start)
+            return None
+        self.queued -= 1
+        return host, host.queue.popleft()
 
     def _may_start(self, host: Host, now: float) -> bool:
         """May a request of ``host`` start now, none being held for it?"""
