@@ -46,38 +46,31 @@ def main() -> None:
     parser.add_argument(
         "--docs",
         type=Path,
-        default=Path("/usr/share/doc/postgresql-doc-15/html"),
+        default=common.DOCS,
         help="the directory the docs server serves (apt-get install postgresql-doc-15)",
     )
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    here = common.ROOT
     runs: dict[tuple[str, str], list[dict[str, float]]] = {}
-    try:
-        with ExitStack() as stack:
-            trees = {"base": stack.enter_context(common.worktree(args.base)), "this": here}
-            servers = {
-                name: stack.enter_context(
-                    common.nginx_dir(args.docs, args.latency)
-                    if name == "docs"
-                    else common.serve(name, args.pages, args.latency, args.size)
-                )
-                for name in args.servers.split(",")
-            }
-            for round_ in range(args.repeat):
-                order = list(trees.items())
-                if round_ % 2:
-                    order.reverse()
-                for server, url in servers.items():
-                    for tree, root in order:
-                        common.ROOT = root  # the crawl runs this tree's code
-                        figures = common.crawl_figures(
-                            url, args.workers, args.threads, args.analyzer
-                        )
-                        runs.setdefault((server, tree), []).append(figures)
-                        print(server, tree, {k: round(v, 3) for k, v in figures.items()})
-    finally:
-        common.ROOT = here
+    with ExitStack() as stack:
+        trees = {"base": stack.enter_context(common.worktree(args.base)), "this": common.ROOT}
+        servers = {
+            name: stack.enter_context(
+                common.serve(name, args.pages, args.latency, args.size, args.docs)
+            )
+            for name in args.servers.split(",")
+        }
+        for round_ in range(args.repeat):
+            order = list(trees.items())
+            if round_ % 2:
+                order.reverse()
+            for server, url in servers.items():
+                for tree, root in order:
+                    figures = common.crawl_figures(
+                        url, args.workers, args.threads, args.analyzer, root=root
+                    )
+                    runs.setdefault((server, tree), []).append(figures)
+                    print(server, tree, {k: round(v, 3) for k, v in figures.items()})
     print()
     print(f"machine: {common.machine()}")
     print(

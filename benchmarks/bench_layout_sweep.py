@@ -49,7 +49,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import common
-from benchmarks.common import _free_port, crawl, machine, serve
+from benchmarks.common import crawl, machine, serve
+from mpcrawler.testing.redis import free_port
 
 FINDING = 1.15  # a median download this far above the latency is a finding
 SITE_PAGES = 1000  # the aiohttp site's pages, as in the reproduction
@@ -59,7 +60,7 @@ SITE_PAGES = 1000  # the aiohttp site's pages, as in the reproduction
 def aiohttp_site(latency: float, warm: bool) -> Iterator[str]:
     """``latency_site.py`` on a free port, as its URL; with ``warm``, every
     page requested once first, so it has built them all."""
-    port = _free_port()
+    port = free_port()
     script = Path(__file__).resolve().parent / "latency_site.py"
     proc = subprocess.Popen(
         [
@@ -111,9 +112,11 @@ def probe(latency: float, concurrency: int, warm: bool, pages: int = 300) -> tup
     return statistics.median(client), statistics.median(server)
 
 
-def one_crawl(url: str, workers: int, threads: int, pages: int, analyzer: str) -> dict[str, Any]:
+def one_crawl(
+    url: str, workers: int, threads: int, pages: int, analyzer: str, root: Path
+) -> dict[str, Any]:
     stats, _ = crawl(
-        url, workers, threads, extra=("--analyzer", analyzer, "--max-pages", str(pages))
+        url, workers, threads, extra=("--analyzer", analyzer, "--max-pages", str(pages)), root=root
     )
     times = sorted(stats["download_times_ms"])
     return {
@@ -165,9 +168,8 @@ def main() -> None:
         else [(int(w), int(t)) for w in args.workers.split(",") for t in args.threads.split(",")]
     )
     runs: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
-    here = common.ROOT
     with ExitStack() as stack:
-        trees = {"this": here}
+        trees = {"this": common.ROOT}
         if args.base:
             trees["base"] = stack.enter_context(common.worktree(args.base))
         urls: dict[str, str] = {}
@@ -178,29 +180,25 @@ def main() -> None:
                 urls[server] = stack.enter_context(
                     serve(server, args.max_pages + 1, args.latency, args.size)
                 )
-        try:
-            for round_ in range(args.repeat):
-                order = [(tree, w, t) for tree in trees for w, t in grid]
-                for server in servers:
-                    for tree, w, t in order if round_ % 2 == 0 else order[::-1]:
-                        pages = min(args.max_pages, max(args.min_pages, args.per_slot * w * t))
-                        common.ROOT = trees[tree]  # the crawl runs this tree's code
-                        with (
-                            aiohttp_site(args.latency, warm=False)
-                            if server == "aiohttp-cold"
-                            else contextlib.nullcontext(urls[server])
-                        ) as url:
-                            result = one_crawl(url, w, t, pages, args.analyzer)
-                        runs.setdefault((tree, server, w, t), []).append(result)
-                        print(
-                            f"round {round_ + 1}: {tree} {server} {w}x{t}: "
-                            f"{result['pages']} pages, {result['pages_per_s']:.0f} pages/s, "
-                            f"median {result['median_ms']:.1f} ms",
-                            file=sys.stderr,
-                            flush=True,
-                        )
-        finally:
-            common.ROOT = here
+        for round_ in range(args.repeat):
+            order = [(tree, w, t) for tree in trees for w, t in grid]
+            for server in servers:
+                for tree, w, t in order if round_ % 2 == 0 else order[::-1]:
+                    pages = min(args.max_pages, max(args.min_pages, args.per_slot * w * t))
+                    with (
+                        aiohttp_site(args.latency, warm=False)
+                        if server == "aiohttp-cold"
+                        else contextlib.nullcontext(urls[server])
+                    ) as url:
+                        result = one_crawl(url, w, t, pages, args.analyzer, trees[tree])
+                    runs.setdefault((tree, server, w, t), []).append(result)
+                    print(
+                        f"round {round_ + 1}: {tree} {server} {w}x{t}: "
+                        f"{result['pages']} pages, {result['pages_per_s']:.0f} pages/s, "
+                        f"median {result['median_ms']:.1f} ms",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     latency_ms = 1000 * args.latency
     print(f"machine: {machine()}")
     print(

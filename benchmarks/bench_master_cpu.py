@@ -73,34 +73,31 @@ PARTS = {  # part: (file, function) whose cumulative time it is
 }
 
 
-def options(url: str, job: str, pages: int) -> list[str]:
-    return [
-        *("crawl", url, "--job-dir", job, "--workers", "2", "--threads", "4"),
-        *("--host-concurrency", "64", "--no-robots", "--quiet", "--max-pages", str(pages)),
-    ]
+def extra(pages: int) -> tuple[str, ...]:
+    """The crawl's options beyond ``common.crawl_command``'s."""
+    return ("--host-concurrency", "64", "--max-pages", str(pages))
 
 
-def master_cpu(url: str, pages: int) -> tuple[int, float]:
-    """(pages crawled, the master's CPU seconds) of one crawl."""
-    stats, _ = common.crawl(
-        url, 2, 4, extra=("--host-concurrency", "64", "--max-pages", str(pages))
-    )
+def master_cpu(url: str, pages: int, root: Path) -> tuple[int, float]:
+    """(pages crawled, the master's CPU seconds) of one crawl with the tree ``root``."""
+    stats, _ = common.crawl(url, 2, 4, extra=extra(pages), root=root)
     return stats["pages"], stats["processes"]["master"]["cpu_s"]
 
 
-def profile_parts(url: str, pages: int) -> dict[str, float]:
+def profile_parts(url: str, pages: int, root: Path) -> dict[str, float]:
     """Shares of the master's steady state (Engine.run) by part, and of the
     whole run outside it (``fixed``), from one profiled crawl."""
     work = Path(tempfile.mkdtemp(prefix="bench-master-"))
     try:
         out = work / "master.prof"
         code = PROFILED.replace("OUT", repr(str(out)))
+        options = common.crawl_command(url, str(work / "job"), 2, 4, extra(pages))
         subprocess.run(
-            [sys.executable, "-c", code, "-", *options(url, str(work / "job"), pages)],
+            [sys.executable, "-c", code, "-", *options],
             check=True,
             stdout=subprocess.DEVNULL,
-            env=common.crawl_env(),
-            cwd=common.ROOT,
+            env=common.crawl_env(root),
+            cwd=root,
         )
         stats = pstats.Stats(str(out))
         cumulative: dict[tuple[str, str], float] = {}
@@ -142,34 +139,27 @@ def main() -> None:
     args = parser.parse_args()
     counts = sorted(int(n) for n in args.pages.split(","))
     servers = args.servers.split(",")
-    here = common.ROOT
     runs: dict[tuple[str, str, int], list[tuple[int, float]]] = {}
     parts: dict[tuple[str, str], dict[str, float]] = {}
     with ExitStack() as stack:
-        trees = {"this": here}
+        trees = {"this": common.ROOT}
         if args.base:
             trees["base"] = stack.enter_context(common.worktree(args.base))
         urls = {
             server: stack.enter_context(common.serve(server, counts[-1], 0.0, args.size))
             for server in servers
         }
-        try:
-            for round_ in range(args.repeat):
-                order = [(t, n) for t in trees for n in counts]
+        for round_ in range(args.repeat):
+            order = [(t, n) for t in trees for n in counts]
+            for server in servers:
+                for tree, n in order if round_ % 2 == 0 else order[::-1]:
+                    figures = master_cpu(urls[server], n, trees[tree])
+                    runs.setdefault((tree, server, n), []).append(figures)
+                    print(f"round {round_ + 1}: {tree} {server} {n}:", figures)
+        if args.profile:
+            for tree, root in trees.items():
                 for server in servers:
-                    for tree, n in order if round_ % 2 == 0 else order[::-1]:
-                        common.ROOT = trees[tree]  # the crawl runs this tree's code
-                        runs.setdefault((tree, server, n), []).append(master_cpu(urls[server], n))
-                        print(
-                            f"round {round_ + 1}: {tree} {server} {n}:", runs[tree, server, n][-1]
-                        )
-            if args.profile:
-                for tree in trees:
-                    common.ROOT = trees[tree]
-                    for server in servers:
-                        parts[tree, server] = profile_parts(urls[server], counts[-1])
-        finally:
-            common.ROOT = here
+                    parts[tree, server] = profile_parts(urls[server], counts[-1], root)
     print(f"\nmachine: {common.machine()}")
     print(
         f"built-in site, pages of {args.size} bytes; 2 workers x 4 threads, host concurrency "

@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import common
-from benchmarks.common import ROOT, crawl_figures, machine, nginx_dir, serve
+from benchmarks.common import ROOT, crawl_figures, machine, serve
 
 
 def run_scrapy(url: str, concurrency: int) -> dict[str, float]:
@@ -97,32 +97,29 @@ def main() -> None:
         names += [f"base {a}" for a in analyzers]
     names.append("scrapy")
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    site = (
-        nginx_dir(args.docs, args.latency)
-        if args.docs is not None
-        else serve(args.server, args.pages, args.latency, args.size)
-    )
-    here = common.ROOT
+    server = "docs" if args.docs is not None else args.server
     with ExitStack() as stack:
-        trees = {"mpcrawler": here}
+        trees = {"mpcrawler": common.ROOT}
         if args.base:
             trees["base"] = stack.enter_context(common.worktree(args.base))
-        url = stack.enter_context(site)
+        url = stack.enter_context(
+            serve(server, args.pages, args.latency, args.size, args.docs or common.DOCS)
+        )
         for _ in range(args.repeat):
             for name in names:
                 if name == "scrapy":
                     runs[name].append(run_scrapy(url, args.concurrency))
                     continue
                 tree, analyzer = name.split(" ", 1)
-                common.ROOT = trees[tree]  # the crawl runs this tree's code
-                try:
-                    runs[name].append(
-                        crawl_figures(
-                            url, args.workers, max(1, args.concurrency // args.workers), analyzer
-                        )
+                runs[name].append(
+                    crawl_figures(
+                        url,
+                        args.workers,
+                        max(1, args.concurrency // args.workers),
+                        analyzer,
+                        root=trees[tree],
                     )
-                finally:
-                    common.ROOT = here
+                )
     ideal = args.concurrency / args.latency if args.latency > 0 else None
     print(f"machine: {machine()}")
     what = (

@@ -30,16 +30,29 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def crawl_env() -> dict[str, str]:
-    """The environment of a crawl the benchmarks run (in the directory
-    ``ROOT``: ``python -m`` imports from the current directory first): the
-    repository on the path, and bytecode cached as an installed package has it (an environment
-    with PYTHONDONTWRITEBYTECODE would compile every module at each start,
-    in the master and the forkserver, and count it as crawl CPU; Scrapy, from
-    site-packages, runs from its bytecode)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def crawl_env(root: Path = ROOT) -> dict[str, str]:
+    """The environment of a crawl the benchmarks run with the code of the
+    tree ``root`` (run it in ``root`` too: ``python -m`` imports from the
+    current directory first): ``root`` on the path, and bytecode cached as
+    an installed package has it (an environment with PYTHONDONTWRITEBYTECODE
+    would compile every module at each start, in the master and the
+    forkserver, and count it as crawl CPU; Scrapy, from site-packages, runs
+    from its bytecode)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def crawl_command(
+    url: str, job: str, workers: int, threads: int, extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The ``mpcrawler crawl`` options of a benchmark's crawl of ``url``:
+    ``workers`` x ``threads``, a host concurrency of all the slots, no
+    robots.txt, quiet; ``extra`` after them (a later option wins)."""
+    return [
+        *("crawl", url, "--job-dir", job, "--workers", str(workers), "--threads", str(threads)),
+        *("--host-concurrency", str(workers * threads), "--no-robots", "--quiet", *extra),
+    ]
 
 
 @dataclass
@@ -55,12 +68,15 @@ class Watched:
     stderr: str = ""
 
 
-def run_watched(cmd: list[str], *, interval: float = 0.1, timeout: float = 1800) -> Watched:
-    """Run ``cmd``; sample CPU and RSS of it and of its descendants until it exits."""
-    env = crawl_env()
+def run_watched(
+    cmd: list[str], *, interval: float = 0.1, timeout: float = 1800, root: Path = ROOT
+) -> Watched:
+    """Run ``cmd`` (a crawl of the tree ``root``); sample CPU and RSS of it
+    and of its descendants until it exits."""
+    env = crawl_env(root)
     start = time.monotonic()
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=root
     )
     master = psutil.Process(proc.pid)
     cpu: dict[int, float] = {}
@@ -124,34 +140,23 @@ def machine() -> str:
 
 
 def crawl(
-    url: str, workers: int, threads: int, *, watch: bool = False, extra: tuple[str, ...] = ()
+    url: str,
+    workers: int,
+    threads: int,
+    *,
+    watch: bool = False,
+    extra: tuple[str, ...] = (),
+    root: Path = ROOT,
 ) -> tuple[dict[str, Any], Watched | None]:
-    """One ``mpcrawler crawl`` of ``url`` in a fresh job dir (removed after):
-    its stats.json (plus ``median_download_ms`` and ``download_times_ms``
-    from the records), and what
-    the watcher saw when ``watch``.  ``extra`` are more crawl options."""
+    """One ``mpcrawler crawl`` of ``url`` (``crawl_command``) with the code of
+    the tree ``root``, in a fresh job dir (removed after): its stats.json
+    (plus ``median_download_ms`` and ``download_times_ms`` from the
+    records), and what the watcher saw when ``watch``."""
     job = tempfile.mkdtemp(prefix="bench-mpcrawler-")
-    cmd = [
-        sys.executable,
-        "-m",
-        "mpcrawler",
-        "crawl",
-        url,
-        "--job-dir",
-        job,
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads),
-        "--host-concurrency",
-        str(workers * threads),
-        "--no-robots",
-        "--quiet",
-        *extra,
-    ]
+    cmd = [sys.executable, "-m", "mpcrawler", *crawl_command(url, job, workers, threads, extra)]
     try:
         if watch:
-            watched: Watched | None = run_watched(cmd)
+            watched: Watched | None = run_watched(cmd, root=root)
             assert watched is not None
             if watched.returncode != 0:
                 raise SystemExit(f"crawl failed: {watched.stderr[-2000:]}")
@@ -161,8 +166,8 @@ def crawl(
                 cmd,
                 check=True,
                 stdout=subprocess.DEVNULL,
-                env=crawl_env(),
-                cwd=ROOT,  # python -m looks in the current directory first
+                env=crawl_env(root),
+                cwd=root,  # python -m looks in the current directory first
             )
         stats = json.loads(Path(job, "stats.json").read_text())
         with open(Path(job, "pages.jsonl"), encoding="utf-8") as f:
@@ -181,9 +186,10 @@ def nginx_site(
     """Debian's nginx serving a static copy of the built-in test site, written
     to a temporary directory, on a free loopback port (``nginx_dir``); yields
     the site's URL."""
+    from mpcrawler.testing.redis import free_port
     from mpcrawler.testing.site import TestSite
 
-    port = _free_port()
+    port = free_port()
     site = TestSite(pages=pages, size=size)
     copy = Path(tempfile.mkdtemp(prefix="bench-site-"))
     try:
@@ -198,12 +204,6 @@ def nginx_site(
         shutil.rmtree(copy, ignore_errors=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.contextmanager
 def nginx_dir(
     docs: Path, latency: float = 0.0, access_log: Path | None = None, *, port: int = 0
@@ -216,8 +216,10 @@ def nginx_dir(
     ``access_log``, nginx logs each request there as ``status body-bytes
     if-none-match|if-modified-since uri``.  nginx sends ETag and
     Last-Modified and answers conditional requests with 304 by default."""
+    from mpcrawler.testing.redis import free_port
+
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    port = port or _free_port()
+    port = port or free_port()
     root = Path(tempfile.mkdtemp(prefix="bench-nginx-"))
     root.chmod(0o755)
     docs = docs.resolve()
@@ -317,22 +319,35 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
     return proc, f"redis://127.0.0.1:{port}/0", directory
 
 
-def serve(server: str, pages: int, latency: float, size: int) -> AbstractContextManager[str]:
-    """The built-in site by its own server (``builtin``) or by nginx, as a URL."""
+DOCS = Path("/usr/share/doc/postgresql-doc-15/html")  # apt-get install postgresql-doc-15
+
+
+def serve(
+    server: str, pages: int, latency: float, size: int, docs: Path = DOCS
+) -> AbstractContextManager[str]:
+    """The built-in site by its own server (``builtin``) or by nginx, or the
+    directory ``docs`` of real pages by nginx (``docs``), as a URL."""
     from mpcrawler.cli import site_process
 
+    if server == "docs":
+        return nginx_dir(docs, latency)
     if server == "nginx":
         return nginx_site(pages, size, latency)
     return site_process(pages, latency, size)
 
 
 def crawl_figures(
-    url: str, workers: int, threads: int, analyzer: str, extra: tuple[str, ...] = ()
+    url: str,
+    workers: int,
+    threads: int,
+    analyzer: str,
+    extra: tuple[str, ...] = (),
+    root: Path = ROOT,
 ) -> dict[str, float]:
     """One crawl of ``url`` with ``--analyzer analyzer`` (and ``extra``
-    options): pages, pages/s, CPU milliseconds a page of the master and of
-    the workers, median download."""
-    stats, _ = crawl(url, workers, threads, extra=("--analyzer", analyzer, *extra))
+    options) with the code of the tree ``root``: pages, pages/s, CPU
+    milliseconds a page of the master and of the workers, median download."""
+    stats, _ = crawl(url, workers, threads, extra=("--analyzer", analyzer, *extra), root=root)
     pages, procs = stats["pages"], stats["processes"]
     return {
         "pages": pages,
