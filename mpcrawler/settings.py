@@ -69,14 +69,11 @@ def check_redis_url(url: str) -> None:
         raise ValueError(f"--redis {redact_url(url)}: the database must be a number, not {db!r}")
 
 
-# With --scope any: a per-host budget (URLs queued per host, seeds included),
-# a depth limit (wget's default for -r), and a cap on the hosts whose state
-# the scheduler keeps in memory (idle ones beyond it are forgotten, robots.txt
-# included, and fetched again if they come back).
+# With --scope any: a per-host budget (URLs queued per host, seeds included)
+# and a depth limit (wget's default for -r).
 BROAD_CRAWL_DEFAULTS: dict[str, int] = {
     "max_pages_per_host": 10_000,
     "max_depth": 5,
-    "max_active_hosts": 10_000,
 }
 
 
@@ -296,8 +293,11 @@ class Settings:
         None, metavar="FILE", help="also trust the CA certificates in FILE"
     )
     insecure: bool = option(False, help="do not verify TLS certificates")
-    max_active_hosts: int | None = option(
-        None, minimum=1, help="hosts kept in memory (default: all; 10000 with --scope any)"
+    max_active_hosts: int = option(
+        1000,
+        minimum=1,
+        help="idle hosts kept in memory; the others wait on disk with their robots.txt and "
+        "pacing (default %(default)s)",
     )
     record_links: bool = option(
         False,

@@ -57,6 +57,8 @@ from ..web.urls import InvalidURL, Scope, host_key, split_credentials
 from .counters import Counters, crawl_stats
 from .engine import Engine
 from .job import FINISHED_AT_BUDGET, Job
+from .parked import FILE as PARKED_FILE
+from .parked import ParkedHosts
 from .pool import PoolError, WorkerPool
 from .results import DISK_FULL, ResultHandling
 from .revisit import Revisits, schedule_from_records
@@ -209,7 +211,9 @@ class Crawler:
         engine = Engine(
             s,
             frontier=frontier,
-            scheduler=Scheduler.from_settings(s, frontier),
+            scheduler=Scheduler.from_settings(
+                s, frontier, parked=ParkedHosts(job.state_dir / PARKED_FILE)
+            ),
             pool=pool,
             results=results,
             settling=settling,
@@ -404,6 +408,7 @@ class Crawler:
                 failure, disk_full = exc, is_disk_full(exc)
         finally:
             pool.close()
+            engine.scheduler.parked.close()
         engine.progress.close(engine.counters.pages, engine.states)
         message = str(failure) if failure is not None else None
         if disk_full:
@@ -441,6 +446,7 @@ class Crawler:
                 "threads": s.threads,
                 "worker_restarts": state.worker_restarts,
                 "pace_changes": engine.scheduler.pace_changes,
+                "hosts": engine.scheduler.host_counts(),
                 "tls_verification": not s.insecure,
                 "out": str(job.out),
             },

@@ -21,9 +21,15 @@ as a request of kind ``robots`` that goes through the same slots.  The master
 feeds the answer back with ``robots_result()``; ``robots.RobotsRules`` parses
 and matches it (RFC 9309).
 
-The scheduler owns no I/O of its own: the engine sends what it dispatches
-to the workers and feeds back how each host answered (``answered``,
-``robots_result``, ``finished``).
+Hosts in memory are bounded: those with work (held, in flight, robots.txt
+being fetched) and the ``max_hosts`` idle ones given work last.  An idle host
+beyond those is parked (:mod:`mpcrawler.master.parked`) with its robots.txt,
+spacing and pace, and comes back as it was when it is next given work; a
+group (``--politeness-key``) is parked with its last host.
+
+The scheduler owns no I/O of its own but its parked hosts: the engine sends
+what it dispatches to the workers and feeds back how each host answered
+(``answered``, ``robots_result``, ``finished``).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from ..web.dns import DnsCache
 from ..web.robots import RobotsRules
 from ..web.urls import hostname_of, registered_domain
 from .outcome import backoff, parse_retry_after
+from .parked import GroupRow, HostRow, ParkedHosts
 from .request import Request
 
 __all__ = ["MAX_CRAWL_DELAY", "Group", "Host", "Refusal", "Request", "Scheduler"]
@@ -148,6 +155,7 @@ class Scheduler:
         max_pace: float = 60.0,
         politeness_key: str = "host",
         frontier: Frontier | None = None,
+        parked: ParkedHosts | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host_concurrency = host_concurrency
@@ -161,8 +169,10 @@ class Scheduler:
         self.max_pace = max_pace
         self.frontier = frontier  # None: only what is submitted is dispatched
         self.pace_changes = 0
-        self.hosts: dict[str, Host] = {}  # least recently given work first
-        self.groups: dict[str, Group] = {}  # by politeness key
+        self.hosts: dict[str, Host] = {}  # in memory, least recently given work first
+        self.groups: dict[str, Group] = {}  # in memory, by politeness key
+        self.parked = ParkedHosts() if parked is None else parked  # idle ones beyond max_hosts
+        self.paced_parked = 0  # parked groups slowed down by their answers
         self.politeness_key = politeness_key
         self.dns = DnsCache() if politeness_key == "ip" else None
         self._ready: list[tuple[float, int, str]] = []
@@ -172,7 +182,11 @@ class Scheduler:
 
     @classmethod
     def from_settings(
-        cls, s: Settings, frontier: Frontier, clock: Callable[[], float] = time.monotonic
+        cls,
+        s: Settings,
+        frontier: Frontier,
+        clock: Callable[[], float] = time.monotonic,
+        parked: ParkedHosts | None = None,
     ) -> Scheduler:
         return cls(
             host_concurrency=s.host_concurrency,
@@ -186,6 +200,7 @@ class Scheduler:
             max_pace=s.max_retry_after,
             politeness_key=s.politeness_key,
             frontier=frontier,
+            parked=parked,
             clock=clock,
         )
 
@@ -397,11 +412,9 @@ class Scheduler:
     def answered(self, request: Request, result: PageResult) -> None:
         """How a host answered a page: a 429 or a 503, or TIMEOUTS_IN_A_ROW
         timeouts, slows the whole host down (``next_pace``); Retry-After also
-        holds it back until then.  Other answers are good ones."""
-        host = self.hosts.get(request.host)
-        if host is None:
-            return
-        group = host.group
+        holds it back until then.  Other answers are good ones.  (The host
+        may have been parked since its download ended: it comes back.)"""
+        group = self._host(request.host).group
         status, timed_out = result.status, result.error_kind == "timeout"
         retry_after = parse_retry_after(result.retry_after, time.time())
         group.timeouts = group.timeouts + 1 if timed_out else 0
@@ -466,11 +479,29 @@ class Scheduler:
         """Seconds until ``host``'s group may start its next request (0: now),
         whatever else holds the host back."""
         known = self.hosts.get(host)
-        return 0.0 if known is None else max(0.0, known.group.next_start - self.clock())
+        if known is not None:
+            return max(0.0, known.group.next_start - self.clock())
+        key = self.group_key(host)
+        group = self.groups.get(key)
+        if group is None:
+            row = self.parked.group(key) if self.parked.groups else None
+            if row is None:
+                return 0.0
+            group = self._restored_group(key, row)
+        return max(0.0, group.next_start - self.clock())
 
     def hosts_paced(self) -> int:
         """Hosts slowed down by their answers."""
-        return sum(1 for g in self.groups.values() if g.pace)
+        return sum(1 for g in self.groups.values() if g.pace) + self.paced_parked
+
+    def host_counts(self) -> dict[str, int]:
+        """Hosts and groups held in memory, and parked (stats.json's ``hosts``)."""
+        return {
+            "in_memory": len(self.hosts),
+            "groups_in_memory": len(self.groups),
+            "parked": self.parked.hosts,
+            "groups_parked": self.parked.groups,
+        }
 
     def hosts_waiting(self) -> int:
         """Hosts whose URLs wait for another try at their robots.txt."""
@@ -498,34 +529,84 @@ class Scheduler:
 
     # ------------------------------------------------------------ internals
     def _host(self, key: str) -> Host:
-        """The host ``key``, moved to the most recent end of ``hosts``."""
+        """The host ``key`` (unparked, or new), moved to the most recent end
+        of ``hosts``."""
         host = self.hosts.pop(key, None)
         if host is None:
             group = self._group(key)
             host = group.members[key] = Host(key, group)
-            if not self.use_robots:
+            row = self.parked.take_host(key) if self.parked.hosts else None
+            if row is not None:
+                self._restore_host(host, row)
+            elif not self.use_robots:
                 host.robots_state = "ready"
             if self.max_hosts is not None and len(self.hosts) >= self.max_hosts:
-                self._forget_idle_hosts()
+                self._park_idle_hosts()
         self.hosts[key] = host
         return host
 
-    def _forget_idle_hosts(self, scan: int = 64) -> None:
-        """Forget the least recent idle hosts (nothing queued, in flight or
-        being fetched, and not slowed down), robots.txt included, to stay within ``max_hosts``;
-        one that comes back starts over.  Looks at ``scan`` hosts at most."""
+    def _park_idle_hosts(self, scan: int = 64) -> None:
+        """Park the least recent idle hosts (nothing held, in flight or
+        being fetched) to stay within ``max_hosts``, and a group with its
+        last host.  Looks at ``scan`` hosts at most."""
         for key in list(itertools.islice(self.hosts, scan)):
             if len(self.hosts) < self.max_hosts:  # type: ignore[operator]
                 return
             host = self.hosts[key]
-            busy = host.queue or host.in_flight or host.scheduled or host.group.pace
+            busy = host.queue or host.in_flight or host.scheduled
             if busy or host.robots_state == "fetching":
                 continue
             del self.hosts[key]
             group = host.group
             del group.members[key]
+            robots = host.robots
+            self.parked.park_host(
+                key,
+                HostRow(
+                    host.robots_state,
+                    None if robots is None else robots.text,
+                    host.robots_failures,
+                    host.robots_retry_at,
+                    host.robots_error,
+                    host.robots_error_kind,
+                    host.blocked_until,
+                ),
+            )
             if not group.members and not group.in_flight:
                 del self.groups[group.key]
+                self.paced_parked += bool(group.pace)
+                self.parked.park_group(
+                    group.key,
+                    GroupRow(
+                        group.next_start,
+                        group.last_start,
+                        group.crawl_delay,
+                        group.pace,
+                        group.good_run,
+                        group.cut_at,
+                        group.timeouts,
+                    ),
+                )
+
+    def _restore_host(self, host: Host, row: HostRow) -> None:
+        host.robots_state = row.robots_state
+        if row.robots_text is not None:
+            host.robots = RobotsRules.parse(row.robots_text, self.user_agent)
+        host.robots_failures, host.robots_retry_at = row.robots_failures, row.robots_retry_at
+        host.robots_error, host.robots_error_kind = row.robots_error, row.robots_error_kind
+        host.blocked_until = row.blocked_until
+
+    def _restored_group(self, key: str, row: GroupRow) -> Group:
+        """The group ``key`` as it was parked, under today's settings (a
+        ``set_politeness`` since applies to it as to the others)."""
+        group = Group(key, limit=self.host_concurrency, delay=self.delay)
+        group.last_start, group.crawl_delay = row.last_start, row.crawl_delay
+        group.pace, group.good_run, group.cut_at = row.pace, row.good_run, row.cut_at
+        group.timeouts = row.timeouts
+        if group.crawl_delay:
+            group.limit, group.delay = 1, max(self.delay, group.crawl_delay)
+        group.next_start = max(row.next_start, group.last_start + group.delay)
+        return group
 
     def group_key(self, host: str) -> str:
         """The politeness key of the host ``scheme://host[:port]``: its host
@@ -539,10 +620,17 @@ class Scheduler:
         return name
 
     def _group(self, host: str) -> Group:
+        """The group of the host ``host``: in memory, unparked, or new."""
         key = self.group_key(host)
         group = self.groups.get(key)
         if group is None:
-            group = self.groups[key] = Group(key, limit=self.host_concurrency, delay=self.delay)
+            row = self.parked.take_group(key) if self.parked.groups else None
+            if row is None:
+                group = Group(key, limit=self.host_concurrency, delay=self.delay)
+            else:
+                group = self._restored_group(key, row)
+                self.paced_parked -= bool(group.pace)
+            self.groups[key] = group
         return group
 
     def _wake(self, group: Group, now: float) -> None:

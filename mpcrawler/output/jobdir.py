@@ -7,6 +7,7 @@ Layout::
     DIR/reserve       RESERVE bytes, freed when the disk is full to make room for job.json
     DIR/frontier/     the UrlQueueManager (state.json, segments, journal)
     DIR/seen/         the SeenSet (diskcache)
+    DIR/parked-hosts.db  idle hosts' politeness out of memory (this run's only)
     DIR/pages.jsonl   the output, unless --out points elsewhere (appended to)
     DIR/stats.json    the last summary
 

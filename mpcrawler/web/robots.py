@@ -31,13 +31,15 @@ class RobotsRules:
 
     ``crawl_delay`` is the group's Crawl-delay in seconds (None if it gives
     none, or one that is not a finite number of seconds); ``sitemaps`` lists
-    its ``Sitemap:`` lines.
+    its ``Sitemap:`` lines; ``text`` is what was parsed (a host parked out
+    of memory keeps it, and is parsed again when it comes back).
     """
 
     user_agent: str
     parsed: Protego | None = field(default=None, repr=False)
     crawl_delay: float | None = None
     sitemaps: tuple[str, ...] = ()
+    text: str = field(default="", repr=False)
 
     @classmethod
     def parse(cls, text: str | bytes, user_agent: str) -> RobotsRules:
@@ -51,11 +53,11 @@ class RobotsRules:
             log.warning(
                 "robots.txt could not be parsed (%s: %s); no rules", type(exc).__name__, exc
             )
-            return cls(user_agent)
+            return cls(user_agent, text=text)
         seconds = float(delay) if delay is not None else None
         if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
             seconds = None
-        return cls(user_agent, parsed, seconds, sitemaps)
+        return cls(user_agent, parsed, seconds, sitemaps, text)
 
     def allows(self, url: str) -> bool:
         """May ``url`` (canonical, of this host) be fetched?"""

@@ -31,13 +31,95 @@ def drain(scheduler: Scheduler) -> list[tuple[str, str, str]]:
                 scheduler.robots_result(request, 200, "", False)
 
 
-def test_idle_hosts_beyond_the_cap_are_forgotten() -> None:
+def test_idle_hosts_beyond_the_cap_are_parked() -> None:
     scheduler = Scheduler(max_hosts=3, clock=lambda: 0.0)
     for i in range(10):
         scheduler.submit(scheduler.new_request(f"http://h{i}.test/"))
         drain(scheduler)
-        assert len(scheduler.hosts) <= 3
+        assert len(scheduler.hosts) <= 3 and len(scheduler.groups) <= 3
     assert list(scheduler.hosts) == ["http://h7.test", "http://h8.test", "http://h9.test"]
+    assert scheduler.host_counts() == {
+        "in_memory": 3,
+        "groups_in_memory": 3,
+        "parked": 7,
+        "groups_parked": 7,
+    }
+
+
+def visit(scheduler: Scheduler, url: str) -> None:
+    """One page of ``url``'s host, fetched and answered 200 (its robots.txt
+    first, if need be: empty)."""
+    scheduler.submit(scheduler.new_request(url))
+    assert not drain(scheduler)
+
+
+def test_a_parked_host_comes_back_with_its_robots_txt_and_its_spacing() -> None:
+    """Parked, a host keeps what it learnt: its robots.txt is not fetched
+    again, its rules and Crawl-delay still hold, and its next start is
+    where it was."""
+    now = [0.0]
+    scheduler = Scheduler(max_hosts=2, clock=lambda: now[0])
+    scheduler.submit(scheduler.new_request("http://a.test/"))
+    [robots], _ = scheduler.dispatch(4)
+    scheduler.finished(robots)
+    scheduler.robots_result(robots, 200, "User-agent: *\nDisallow: /no\nCrawl-delay: 5\n", False)
+    [page], _ = scheduler.dispatch(4)
+    scheduler.finished(page, started=0.0)  # a.test's next start: 5.0
+    for other in ("b", "c", "d"):
+        visit(scheduler, f"http://{other}.test/")
+    assert "http://a.test" not in scheduler.hosts and "a.test" not in scheduler.groups
+    scheduler.submit(scheduler.new_request("http://a.test/no/x"))
+    scheduler.submit(scheduler.new_request("http://a.test/yes"))
+    now[0] = 4.9
+    assert scheduler.dispatch(4) == ([], [])  # no robots.txt again, nor before its Crawl-delay
+    now[0] = 5.0
+    assigned, refused = scheduler.dispatch(4)
+    assert [(r.url, why) for r, why, _ in refused] == [
+        ("http://a.test/no/x", "disallowed by robots.txt")
+    ]
+    assert [r.url for r in assigned] == ["http://a.test/yes"]
+    assert scheduler.hosts["http://a.test"].group.limit == 1  # one at a time, as before
+
+
+def test_a_parked_host_keeps_its_pace_and_a_robots_txt_given_up() -> None:
+    now = [0.0]
+    scheduler = Scheduler(max_hosts=1, clock=lambda: now[0])
+    visit(scheduler, "http://slow.test/")
+    scheduler.submit(scheduler.new_request("http://slow.test/a"))
+    [sent], _ = scheduler.dispatch(1)
+    scheduler.finished(sent)
+    scheduler.answered(sent, answer(status=429))
+    assert scheduler.hosts_paced() == 1
+    scheduler.submit(scheduler.new_request("https://down.test/"))
+    [robots], _ = scheduler.dispatch(1)
+    scheduler.finished(robots)
+    scheduler.robots_result(robots, None, None, True, "tls: expired", "tls")
+    assert [kind for _, _, kind in scheduler.dispatch(1)[1]] == ["tls"]
+    visit(scheduler, "http://other.test/")  # parks both
+    assert "http://slow.test" not in scheduler.hosts and "https://down.test" not in scheduler.hosts
+    assert scheduler.hosts_paced() == 1  # parked, and still slowed down
+    assert scheduler.wait_before("http://slow.test") == pytest.approx(FIRST_PACE)
+    group = scheduler._host("http://slow.test").group
+    assert group.pace == FIRST_PACE and scheduler.hosts_paced() == 1
+    scheduler.submit(scheduler.new_request("https://down.test/again"))
+    assigned, refused = scheduler.dispatch(1)  # refused at once: no robots.txt fetched again
+    assert not assigned
+    assert [(why, kind) for _, why, kind in refused] == [
+        ("robots.txt unavailable: tls: expired", "tls")
+    ]
+
+
+def test_an_answer_after_the_host_was_parked_still_paces_it() -> None:
+    """A download ends (the host is idle, and may be parked) before its page
+    is parsed and answered: the answer brings the host back."""
+    scheduler = Scheduler(max_hosts=1, clock=lambda: 0.0, robots=False)
+    scheduler.submit(scheduler.new_request("http://a.test/"))
+    [sent], _ = scheduler.dispatch(1)
+    scheduler.finished(sent)
+    visit(scheduler, "http://b.test/")
+    assert "http://a.test" not in scheduler.hosts
+    scheduler.answered(sent, answer(status=503))
+    assert scheduler.hosts["http://a.test"].group.pace == FIRST_PACE
 
 
 def test_busy_hosts_are_kept_over_the_cap() -> None:
@@ -87,7 +169,6 @@ def test_broad_crawls_get_trap_guards_unless_set() -> None:
     broad.apply_scope_defaults()
     assert broad.max_depth == 2  # the user's own
     assert broad.max_pages_per_host == BROAD_CRAWL_DEFAULTS["max_pages_per_host"]
-    assert broad.max_active_hosts == BROAD_CRAWL_DEFAULTS["max_active_hosts"]
     narrow = Settings()
     narrow.apply_scope_defaults()
     assert narrow.max_depth is None and narrow.max_pages_per_host is None

@@ -1,0 +1,116 @@
+"""ParkedHosts: the politeness state of idle hosts, out of memory, for one run.
+
+Owned by the scheduler (in the master).  A broad crawl meets a new host
+every few pages; keeping each one's robots.txt rules, spacing and pace in
+memory made the master grow by about 1.3 KB a host, however few were busy.
+So the scheduler keeps in memory only the hosts with work (held, in
+flight, robots.txt being fetched) and the ``max_hosts`` idle ones it gave
+work to last; an idle host beyond those is *parked* here, and unparked,
+as it was, when it is next given work (a lease of its URL, a retry, a
+redirect hop).
+
+Two tables of plain columns in an SQLite file: ``groups`` (a politeness
+group's next start, last start, Crawl-delay, pace and timeouts) and
+``hosts`` (an origin's robots.txt state and text, its failures and the
+block the frontier was last told).  Times are the master's monotonic clock,
+so a parked row means nothing to another run: the file is emptied when a
+run opens it, and robots.txt is fetched again on every run, as before.
+Its writes need no durability (``synchronous=OFF``, no journal): a killed
+run leaves a file the next one empties.  Without a path the rows live in
+an in-memory database (the scheduler's unit tests).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import NamedTuple
+
+__all__ = ["FILE", "GroupRow", "HostRow", "ParkedHosts"]
+
+FILE = "parked-hosts.db"  # in the job's state directory
+
+
+class GroupRow(NamedTuple):
+    """What a politeness group keeps while none of its hosts is in memory
+    (its limit and delay come from the settings and its Crawl-delay)."""
+
+    next_start: float
+    last_start: float
+    crawl_delay: float
+    pace: float
+    good_run: int
+    cut_at: float
+    timeouts: int
+
+
+class HostRow(NamedTuple):
+    """What an idle origin keeps: its robots.txt (the text, parsed again
+    when it comes back), why its last fetch failed, and its frontier block."""
+
+    robots_state: str
+    robots_text: str | None
+    robots_failures: int
+    robots_retry_at: float
+    robots_error: str
+    robots_error_kind: str
+    blocked_until: float
+
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS groups (key TEXT PRIMARY KEY, next_start REAL, last_start REAL,"
+    " crawl_delay REAL, pace REAL, good_run INTEGER, cut_at REAL, timeouts INTEGER)"
+    " WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, robots_state TEXT,"
+    " robots_text TEXT, robots_failures INTEGER, robots_retry_at REAL, robots_error TEXT,"
+    " robots_error_kind TEXT, blocked_until REAL) WITHOUT ROWID",
+)
+
+
+class ParkedHosts:
+    """Parked groups and hosts, by key; ``take_*`` removes what it returns.
+
+    Raises ``sqlite3.OperationalError`` (a full disk among them) from any
+    call; the crawl stops on it as on any full disk."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._db = sqlite3.connect(
+            ":memory:" if path is None else os.fspath(path), isolation_level=None
+        )
+        self._db.execute("PRAGMA journal_mode=OFF")
+        self._db.execute("PRAGMA synchronous=OFF")
+        for statement in _SCHEMA:
+            self._db.execute(statement)
+        self._db.execute("DELETE FROM groups")  # another run's clock: meaningless here
+        self._db.execute("DELETE FROM hosts")
+        self.groups = self.hosts = 0  # rows parked now
+
+    def park_group(self, key: str, row: GroupRow) -> None:
+        self._db.execute("INSERT OR REPLACE INTO groups VALUES (?,?,?,?,?,?,?,?)", (key, *row))
+        self.groups += 1
+
+    def park_host(self, key: str, row: HostRow) -> None:
+        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?,?,?,?,?,?,?)", (key, *row))
+        self.hosts += 1
+
+    def take_group(self, key: str) -> GroupRow | None:
+        found = self._db.execute("DELETE FROM groups WHERE key=? RETURNING *", (key,)).fetchone()
+        if found is None:
+            return None
+        self.groups -= 1
+        return GroupRow(*found[1:])
+
+    def take_host(self, key: str) -> HostRow | None:
+        found = self._db.execute("DELETE FROM hosts WHERE key=? RETURNING *", (key,)).fetchone()
+        if found is None:
+            return None
+        self.hosts -= 1
+        return HostRow(*found[1:])
+
+    def group(self, key: str) -> GroupRow | None:
+        """The parked group ``key``, left parked."""
+        found = self._db.execute("SELECT * FROM groups WHERE key=?", (key,)).fetchone()
+        return None if found is None else GroupRow(*found[1:])
+
+    def close(self) -> None:
+        self._db.close()
