@@ -218,8 +218,9 @@ class Frontier(Protocol):
     ) -> None:
         """The crawl's page budgets: ``max_pages`` leases in all (``done``:
         pages recorded before), ``max_pages_per_host`` URLs queued per host
-        (``host_pages``: counted before).  A shared frontier keeps the counts
-        crawl-wide itself and ignores ``done`` and ``host_pages``."""
+        (``host_pages``: counted before, as an older job.json kept them; a
+        frontier keeps its counts itself).  A shared frontier keeps the counts
+        crawl-wide and ignores ``done`` and ``host_pages``."""
 
     def set_max_pages(self, max_pages: int | None) -> None:
         """A new ``max_pages`` for the running crawl (``set_budget``'s
@@ -232,10 +233,6 @@ class Frontier(Protocol):
         """URLs refused by the per-host budget since the last call (not
         queued, and not marked seen: another run with a larger budget
         queues them)."""
-
-    def budget_counts(self) -> dict[str, int]:
-        """URLs queued per host against the per-host budget, for the job to
-        keep (a shared frontier keeps them itself: empty)."""
 
     def close(self) -> None:
         """Checkpoint and release everything; taken URLs are queued again on reopening."""

@@ -259,8 +259,9 @@ class Crawler:
                 s.max_pages,
                 s.max_pages_per_host,
                 done=counters.pages - job.state.pass_start_pages,  # --max-pages: a pass's
-                host_pages=job.state.host_pages,
+                host_pages=job.state.host_pages,  # an older job's: the frontier keeps them now
             )
+            job.state.host_pages = {}
             self._start_revisits(job, frontier, pipelines)
             self._start(job, engine, settling)
             if not engine.stop_requested:  # a signal during start-up starts nothing
@@ -433,7 +434,7 @@ class Crawler:
 
     def _stats(self, job: Job, engine: Engine) -> dict[str, Any]:
         s = self.settings
-        state = job.snapshot(engine.frontier, engine.counters, engine.pool.restarts)
+        state = job.snapshot(engine.counters, engine.pool.restarts)
         return crawl_stats(
             engine.counters,
             state,

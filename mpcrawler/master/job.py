@@ -148,12 +148,11 @@ class Job:
         pipelines.flush()
         frontier.checkpoint()
         if self.path:
-            self.dir.write(self.settings.to_dict(), self.snapshot(frontier, counters, restarts))
+            self.dir.write(self.settings.to_dict(), self.snapshot(counters, restarts))
 
-    def snapshot(self, frontier: Frontier, counters: Counters, restarts: int) -> JobState:
+    def snapshot(self, counters: Counters, restarts: int) -> JobState:
         """The job's state now, for job.json (``restarts``: of workers, this run)."""
         counters.save(self.state, restarts)
-        self.state.host_pages = frontier.budget_counts() or self.state.host_pages
         return self.state
 
     def close(
@@ -178,7 +177,7 @@ class Job:
         if disk_full and self.path and frontier is not None:  # the reserve makes room
             self.dir.free_reserve()
             with contextlib.suppress(OSError):
-                self.dir.write(self.settings.to_dict(), self.snapshot(frontier, counters, restarts))
+                self.dir.write(self.settings.to_dict(), self.snapshot(counters, restarts))
         if pipelines is not None and frontier is not None:
             try:
                 self.checkpoint(pipelines, frontier, counters, restarts)

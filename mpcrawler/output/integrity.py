@@ -17,7 +17,8 @@ nothing) and says, one line each, what does not add up:
   checkpoint, by more than a kill can explain (it was emptied or cut);
 * the seen set is missing, unreadable, or holds fewer URLs than the pages
   the last checkpoint counted (it flushed the seen set first, and every
-  recorded page was seen before it was fetched).
+  recorded page was seen before it was fetched);
+* the per-host page counts (``host-pages.db``) are unreadable.
 
 Used by :mod:`mpcrawler.master.crawler` (a damaged job is refused, exit 1), by
 ``status`` (``damaged: ...``) and by ``verify``.
@@ -32,6 +33,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
@@ -64,13 +66,18 @@ def _seen_count(seen_dir: Path) -> int | str:
     db = seen_dir / "cache.db"
     if not db.exists():
         return f"{db} is missing"
+    return _rows(db, "Cache")
+
+
+def _rows(db: Path, table: str) -> int | str:
+    """Rows of ``table`` in the SQLite file ``db``, or why it cannot be read."""
     # With no write-ahead log beside it (a seen set closed cleanly) the file
     # is read as immutable: nothing is created or changed, not even -shm.
     wal = db.with_name(db.name + "-wal").exists()
     uri = f"file:{db}?mode=ro" if wal else f"file:{db}?mode=ro&immutable=1"
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM Cache").fetchone()[0])
+            return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
     except sqlite3.Error as exc:
         return f"{db} is unreadable ({exc})"
 
@@ -127,4 +134,7 @@ def damage(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
+    counts = job_dir / COUNTS_FILE
+    if counts.exists() and isinstance(why := _rows(counts, "host_pages"), str):
+        reasons.append(f"the per-host page counts: {why}")
     return reasons

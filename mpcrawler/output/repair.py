@@ -9,15 +9,15 @@ loss it holds URLs that are neither queued nor recorded, and those would
 never be fetched.  Step by step:
 
 1. Damaged stores are moved aside, never deleted: ``frontier/`` (if its
-   ``state.json`` is gone: nothing can read its files), ``seen/`` and the
-   revisit schedule (``revisits.db``, whose rows name queue entries: the
-   next run that revisits builds it again from the records), as
-   ``NAME.damaged-STAMP``.
+   ``state.json`` is gone: nothing can read its files), ``seen/``, the
+   per-host page counts (``host-pages.db``) and the revisit schedule
+   (``revisits.db``, whose rows name queue entries: the next run that
+   revisits builds it again from the records), as ``NAME.damaged-STAMP``.
 2. The queue is opened: a journal cut or garbled replays up to the damage.
 3. Every URL still queued is read out (leased, then released in place, or
    acked if it was recorded already: its ack was what got lost).
 4. A new seen set holds the records' URLs (``url`` and ``final_url``) and
-   the queued ones.
+   the queued ones, and new per-host counts count them.
 5. The caller admits again the seeds and, where the records kept them
    (``--record-links``), their in-scope links, one level deeper: what was
    queued once and lost is found again that way.
@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from ..frontier import LocalFrontier
+from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import STATE_FILE
 from ..frontier.local.revisits import FILE as REVISITS_FILE
+from ..web.urls import host_key
 
 __all__ = ["Repair", "repair"]
 
@@ -74,7 +76,8 @@ def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> 
         report.append(f"the queue could not be read: moved aside to {aside.name}")
     if seen_dir.exists():
         seen_dir.rename(seen_dir.with_name(f"seen.damaged-{stamp}"))
-    for name in (REVISITS_FILE, f"{REVISITS_FILE}-wal", f"{REVISITS_FILE}-shm"):
+    stores = (REVISITS_FILE, COUNTS_FILE)
+    for name in (f"{store}{end}" for store in stores for end in ("", "-wal", "-shm")):
         if (job_dir / name).exists():
             (job_dir / name).rename(job_dir / f"{name}.damaged-{stamp}")
     frontier = LocalFrontier(job_dir, cache_size=cache_size)  # a cut journal replays to the cut
@@ -104,7 +107,8 @@ def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> 
         else:
             frontier.release(item)
     for url in recorded | {item.url for item in taken}:
-        frontier.seen.add(url)
+        if frontier.seen.add(url):
+            frontier.counts.add(host_key(url))
     frontier.checkpoint()
     result = Repair(frontier)
     result.links = [(url, depth) for url, depth in links.items() if url not in recorded]

@@ -4,7 +4,9 @@ seen, and a host parked out of memory is not asked for its robots.txt again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 
 from support import run_cli
@@ -38,3 +40,11 @@ def test_a_broad_crawl_keeps_only_busy_hosts_in_memory(tmp_path: Path) -> None:
     assert hosts["in_memory"] <= IDLE_IN_MEMORY and hosts["groups_in_memory"] <= IDLE_IN_MEMORY
     assert hosts["in_memory"] + hosts["parked"] == HOSTS
     assert stats["frontier"]["hosts_queued"] == 0
+    # The per-host budget's counts (--scope any: 10,000 a host) are in their
+    # own file, not rewritten whole into job.json at every checkpoint.
+    assert json.loads((job / "job.json").read_text())["job"]["host_pages"] == {}
+    with contextlib.closing(sqlite3.connect(job / "host-pages.db")) as db:
+        assert db.execute("SELECT COUNT(*), SUM(queued) FROM host_pages").fetchone() == (
+            HOSTS,
+            PAGES,
+        )

@@ -188,9 +188,6 @@ class FakeFrontier:
     def take_over_budget(self) -> int:
         return 0
 
-    def budget_counts(self) -> dict[str, int]:
-        return {}
-
     def close(self) -> None:
         pass
 

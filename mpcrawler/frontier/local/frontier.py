@@ -9,7 +9,9 @@ set second, and after a crash the queue's replayed puts are marked seen again.
 
 It keeps the crawl's page budgets (``set_budget``), as the shared frontier
 does in Redis: no lease past ``max_pages`` (pages recorded before this run
-plus leases in it), no URL queued past ``max_pages_per_host`` of its host.
+plus leases in it), no URL queued past ``max_pages_per_host`` of its host
+(the counts in ``DIR/host-pages.db``, :class:`HostCounts`, made durable
+after the seen set).
 
 Revisits (``schedule``) live in ``DIR/revisits.db`` (:class:`RevisitStore`),
 opened once a run turns them on or finds the file.  A URL due again is put
@@ -22,13 +24,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...web.urls import host_key
 from ..base import Admission, Revisit, UrlInfo
+from .hostcounts import FILE as COUNTS_FILE
+from .hostcounts import HostCounts
 from .queue import UrlQueueManager, inspect
 from .revisits import FILE as REVISITS_FILE
 from .revisits import NOT_QUEUED, RevisitStore
@@ -50,14 +53,17 @@ class LocalFrontier:
         self.directory = Path(directory)
         self.queue = UrlQueueManager(self.directory / "frontier", cache_size, fsync=fsync)
         self.seen = SeenSet(self.directory / "seen")
+        self.counts = HostCounts(self.directory / COUNTS_FILE)  # URLs queued per host
         for item in self.queue.recovered:  # puts replayed after a crash
-            self.seen.add(item.url)
+            # Not durably seen: not durably counted either (a job with a
+            # per-host budget has counts).
+            if self.seen.add(item.url) and len(self.counts):
+                self.counts.add(host_key(item.url))
         self.queue.recovered.clear()
         self.seen.flush()  # the queue checkpointed them on opening: no journal holds them now
         self.max_pages: int | None = None
         self.max_pages_per_host: int | None = None
         self.started = 0  # pages recorded before this run, plus leases in it
-        self.host_pages: Counter[str] = Counter()  # URLs queued per host, with a per-host budget
         self.over_budget = 0  # URLs not queued since the last take: their host's budget was spent
         self.revisits: RevisitStore | None = None
         self.lag: float | None = None  # revisits on: a URL is due at its time plus this
@@ -128,10 +134,12 @@ class LocalFrontier:
         host_pages: Mapping[str, int] | None = None,
     ) -> None:
         """The crawl's limits, and what counts against them already: ``done``
-        pages recorded, ``host_pages`` URLs queued per host (in job.json)."""
+        pages recorded; ``host_pages``, URLs queued per host as an older
+        job.json kept them (taken if none are counted here yet)."""
         self.max_pages, self.max_pages_per_host = max_pages, max_pages_per_host
         self.started = done
-        self.host_pages = Counter(host_pages or {})
+        if host_pages:
+            self.counts.seed(host_pages)
 
     def set_max_pages(self, max_pages: int | None) -> None:
         self.max_pages = max_pages
@@ -147,14 +155,14 @@ class LocalFrontier:
         budget = self.max_pages_per_host
         if budget is not None:
             host = host_key(url)
-            if self.host_pages[host] >= budget:
+            if self.counts.count(host) >= budget:
                 if url not in self.seen:
                     self.over_budget += 1
                 return False
         if not self.seen.add(url):
             return False
         if budget is not None:
-            self.host_pages[host] += 1
+            self.counts.add(host)
         self.queue.put(url, depth, priority, kind, lastmod)
         return True
 
@@ -164,9 +172,6 @@ class LocalFrontier:
     def take_over_budget(self) -> int:
         taken, self.over_budget = self.over_budget, 0
         return taken
-
-    def budget_counts(self) -> dict[str, int]:
-        return dict(self.host_pages)
 
     def is_seen(self, url: str) -> bool:
         return url in self.seen
@@ -242,6 +247,7 @@ class LocalFrontier:
             self.revisits.sync()
         self.queue.flush()
         self.seen.flush()
+        self.counts.flush()
 
     def stats(self) -> dict[str, Any]:
         stats = {**self.queue.stats(), "seen": len(self.seen)}
@@ -281,7 +287,10 @@ class LocalFrontier:
                 self.revisits.close()
             self.queue.close()
         finally:
-            self.seen.close()
+            try:
+                self.seen.close()
+            finally:
+                self.counts.close()
 
     @staticmethod
     def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:

@@ -558,9 +558,6 @@ class RedisFrontier:
         taken, self.over_budget = self.over_budget, 0
         return taken
 
-    def budget_counts(self) -> dict[str, int]:
-        return {}  # kept crawl-wide in Redis (hostpages)
-
     def budget_left(self) -> bool:
         """The crawl-wide page budget (records plus leases) is not spent, or
         this node holds leases not yet taken (they are in the budget)."""
