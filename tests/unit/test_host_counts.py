@@ -72,7 +72,7 @@ def test_puts_replayed_after_a_kill_are_counted_again(tmp_path: Path) -> None:
 
 def test_damaged_counts_are_refused_and_said(tmp_path: Path) -> None:
     (tmp_path / FILE).write_bytes(b"this is not a database" * 100)
-    with pytest.raises(JobDamaged, match="per-host page counts .* --repair"):
+    with pytest.raises(JobDamaged, match=r"per-host page counts .* --repair"):
         HostCounts(tmp_path / FILE)
     reasons = damage(tmp_path, 0, 1, tmp_path / "pages.jsonl", 0)
     assert any("per-host page counts" in r for r in reasons)
