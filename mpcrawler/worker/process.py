@@ -105,7 +105,7 @@ class Worker:
         self.slots = settings.threads
         downloader_cls = load_object(settings.downloader)
         analyzer_cls = load_object(settings.analyzer)
-        self.downloaders: list[Downloader] = [downloader_cls(settings) for _ in range(self.slots)]
+        self.downloaders: list[Downloader] = downloader_cls.for_slots(settings, self.slots)
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.rules = UrlRules.from_settings(settings, scope, exclude)
         self.resolver = LinkResolver(self.rules, settings.max_url_length)

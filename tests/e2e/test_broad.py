@@ -48,3 +48,21 @@ def test_a_broad_crawl_keeps_only_busy_hosts_in_memory(tmp_path: Path) -> None:
             HOSTS,
             PAGES,
         )
+
+
+def test_a_worker_reuses_connections_across_many_hosts(tmp_path: Path) -> None:
+    """A worker's slots share their connections, kept for many hosts: a
+    host's next page reuses one whichever slot fetches it.  (Each slot kept
+    its own for 10 hosts: 60 hosts took a new connection for most requests.)"""
+    hosts, threads = 60, 4
+    with serving_broad(hosts, 5 * hosts) as server:
+        result = run_cli(
+            *("crawl", server.url(0), "--job-dir", str(tmp_path / "job"), "--quiet"),
+            *("--scope", "any", "--allow-private-networks", "--workers", "1"),
+            *("--threads", str(threads)),
+        )
+        requests, connections = server.requests, server.connections
+    assert result.returncode == 0, result.stderr
+    assert requests == 6 * hosts  # 5 pages and a robots.txt a host
+    # At most one connection per slot and host, and far fewer in practice.
+    assert connections <= hosts * threads, (connections, requests)
