@@ -142,16 +142,26 @@ def load_object(path: str) -> Any:
 
 
 def process_usage() -> dict[str, float]:
-    """CPU seconds and memory (current and peak RSS, MB) of this process."""
+    """CPU seconds and memory (current and peak RSS, MB) of this process.
+
+    The peak is the kernel's high-water mark of this process's own memory
+    (``VmHWM``): ``ru_maxrss`` keeps, across ``exec``, the peak of the
+    process that forked it (a benchmark's 111 MB showed as a crawl's)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    rss_mb = 0.0
+    rss_mb, peak_mb = 0.0, usage.ru_maxrss / 1024
     try:
-        with open("/proc/self/statm") as f:
-            rss_mb = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    mb = int(line.split()[1]) / 1024
+                    if line.startswith("VmRSS:"):
+                        rss_mb = mb
+                    else:
+                        peak_mb = mb
     except (OSError, ValueError, IndexError):
         pass
     return {
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         "rss_mb": round(rss_mb, 1),
-        "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "max_rss_mb": round(peak_mb, 1),
     }
