@@ -220,3 +220,72 @@ def test_a_host_shed_while_busy_is_never_stranded(crawl: str) -> None:
     assert len(rest) == 8, sorted(rest)
     assert len(a) == 0 and a.taken == 0
     a.close()
+
+
+def _commands(client: redis.Redis, name: str) -> int:
+    """Calls of ``name`` the server has run so far (a script's own included)."""
+    return int(client.info("commandstats").get(f"cmdstat_{name}", {}).get("calls", 0))
+
+
+def test_a_lease_does_not_walk_past_blocked_hosts(crawl: str) -> None:
+    """A node's blocked hosts are out of its ready index, said once (op B):
+    a lease reads the index's head, however many of the best hosts are
+    blocked (it walked past each of them, every lease: 7 us a host a call)."""
+    f = RedisFrontier(redis_server.url(), crawl, "n1")
+    hosts = [f"http://h{n:03}.test" for n in range(600)]
+    f.admit_many([(f"{h}/{k}", 0, 0, "page", None) for k in range(2) for h in hosts])
+    taken = [f.lease(0.0, want=600) for _ in hosts]  # claims every host
+    for item in taken:
+        assert item is not None
+        f.release(item)
+    f.sync()
+    client = redis.Redis.from_url(redis_server.url())
+    reads = []
+    for blocked in (0, 500):
+        for host in hosts[:blocked]:
+            f.block(host, float("inf"))
+        f._call()  # the blocks go out (once)
+        before = _commands(client, "zrange")
+        step = f._call(want=8)
+        reads.append(_commands(client, "zrange") - before)
+        assert [host_key(i.url) for i in step.leased] == hosts[blocked : blocked + 8]
+        for item in step.leased:
+            f.release(item)
+        f._call()
+    assert reads[1] == reads[0] <= 2 * 8 + 2  # a head read and an index fix a lease
+    prefix = f"mpc:{{{crawl}}}:"
+    assert client.scard(prefix + "blk:n1") == 500 and client.zcard(prefix + "ownb:n1") == 500
+    for host in hosts[:500]:
+        f.block(host, 0)
+    f._call()
+    assert client.scard(prefix + "blk:n1") == 0 and client.zcard(prefix + "own:n1") == 600
+    client.close()
+    f.close()
+
+
+def test_a_node_knows_its_hosts_from_each_calls_changes(crawl: str) -> None:
+    """A heartbeat sends back how many hosts the node holds, not their list;
+    the node keeps the list from what each call claimed and gave up, and
+    asks for it whole when the count disagrees (a reply lost to a fault)."""
+    f = RedisFrontier(redis_server.url(), crawl, "n1")
+    client = redis.Redis.from_url(redis_server.url())
+    held_key = f"mpc:{{{crawl}}}:held:n1"
+
+    def held() -> set[str]:
+        return {h.decode() for h in client.smembers(held_key)}
+
+    f.admit_many([(f"http://h{n}.test/", 0, 0, "page", None) for n in range(20)])
+    items = [f.lease(0.0, want=8) for _ in range(12)]  # two calls of 8
+    assert f._owned == held() and len(held()) == 16
+    for item in items[:5]:
+        assert item is not None
+        f.ack(item)  # an idle host with nothing queued is given up
+    f.sync()
+    assert f._owned == held() and len(held()) == 11
+    f._owned.add("http://ghost.test")  # as if a reply had been lost
+    f._call(beat=True)
+    assert f._resync_held  # the count disagreed
+    f._call(beat=True)
+    assert f._owned == held() and not f._resync_held
+    client.close()
+    f.close()

@@ -17,7 +17,10 @@ if dropped == 0 then return 0 end
 redis.call('DECRBY', P .. 'queued', dropped)
 local owner = redis.call('HGET', P .. 'owner', host)
 local index = P .. 'hosts'
-if owner then index = P .. 'own:' .. owner end
+if owner then
+  index = P .. 'own:' .. owner
+  if redis.call('SISMEMBER', P .. 'blk:' .. owner, host) == 1 then index = P .. 'ownb:' .. owner end
+end
 local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
 if #head > 0 then
   redis.call('ZADD', index, head[2], host)

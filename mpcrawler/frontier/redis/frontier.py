@@ -72,7 +72,9 @@ Cluster hash tag: all of a crawl's keys live in one slot)::
                  its 16-byte BLAKE2b digest; the field is the rest
     q:HOST       ZSET of one host's URLs, scored -priority * 2**33 + seq
     hosts        ZSET of the free hosts with URLs queued, by their best score
-    own:NODE     ZSET of NODE's hosts with URLs queued, by their best score
+    own:NODE     ZSET of NODE's hosts with URLs queued that it may lease from,
+                 by their best score;  ownb:NODE  the same of those it may not
+    blk:NODE     SET of the hosts NODE said it may not lease from now (ops B, U)
     owner        HASH host -> node;  held:NODE  SET of NODE's hosts
     hostpages    HASH host -> URLs queued (with --max-pages-per-host)
     inflight     HASH host -> URLs leased;  free_at  HASH host -> 'MS|last owner'
@@ -84,7 +86,11 @@ Cluster hash tag: all of a crawl's keys live in one slot)::
 A queue member is the JSON array ``[seq, url, depth, priority, kind,
 lastmod]``: nothing on Redis is pickle.  A host's best URL is the lowest
 score of its queue, and a lease takes, step by step, the best of this
-node's hosts not blocked here and (while under its share) of the free ones.
+node's hosts not blocked here (the head of ``own:NODE``: a node says when
+a host is blocked and unblocked, once, not its whole list at each call)
+and (while under its share) of the free ones.  Each call says which hosts
+it made the node's and which it gave up, so a heartbeat sends back only
+how many the node holds (all of them when the node's count disagrees).
 """
 
 from __future__ import annotations
@@ -159,10 +165,11 @@ def hosts_to_shed(held: Iterable[str], busy: set[str], share: int) -> list[str]:
     ``share``: those it has nothing leased from first (they can go at once),
     then busy ones (they go once their work is done); in name order, so the
     choice is stable from one heartbeat to the next."""
-    held = sorted(held)
+    held = list(held)
     excess = len(held) - share
     if excess <= 0:
         return []
+    held.sort()
     idle = [h for h in held if h not in busy]
     return (idle + [h for h in held if h in busy])[:excess]
 
@@ -278,7 +285,10 @@ class RedisFrontier:
         self._dry_until = 0.0
         self._blocks = HostBlocks()
         self._draining: set[str] = set()
-        self._owned: list[str] = []
+        self._owned: set[str] = set()  # as the calls' claims and releases said
+        self._resync_held = True  # the next heartbeat lists every host held here
+        self._told: set[str] = set()  # hosts Redis has as blocked here (blk:NODE)
+        self._retell: set[str] = set()  # hosts whose block changed since the last call
         self._counts = dict.fromkeys(_COUNTS, 0)
         self.lag_ms: int | None = None  # revisits off
         self.before_ms = -1  # none
@@ -435,8 +445,10 @@ class RedisFrontier:
         self._dry_until = 0.0
 
     def block(self, host: str, until: float) -> None:
-        if self._blocks.set(host, until) and until <= 0:
-            self._dry_until = 0.0  # a host may be leased from again
+        if self._blocks.set(host, until):
+            self._retell.add(host)
+            if until <= 0:
+                self._dry_until = 0.0  # a host may be leased from again
 
     def next_ready(self, now: float) -> float | None:
         self._wake(now)
@@ -619,8 +631,22 @@ class RedisFrontier:
             wait = max(wait, self.host_wait(host))
         return max(0, int(wait * 1000))
 
+    def _tell_blocks(self) -> None:
+        """Ops B and U for the hosts whose block (or shedding) changed since
+        they were last told, in the outbox (a call that fails keeps them)."""
+        for host in self._retell:
+            blocked = host in self._blocks or host in self._draining
+            if blocked != (host in self._told):
+                self._queue_op(["B" if blocked else "U", host])
+                if blocked:
+                    self._told.add(host)
+                else:
+                    self._told.discard(host)
+        self._retell.clear()
+
     def _wake(self, now: float) -> None:
-        if self._blocks.wake(now):
+        if woken := self._blocks.wake(now):
+            self._retell.update(woken)
             self._dry_until = 0.0  # a host may be leased from again
 
     def _check_up(self) -> None:
@@ -642,6 +668,10 @@ class RedisFrontier:
             raise CrawlLost(self._lost)
         register = self.epoch == "0"
         beat = beat or register or self._down_since is not None
+        if register:  # a new session says every block afresh
+            self._told.clear()
+            self._retell.update(self._blocks.until, self._draining)
+        self._tell_blocks()
         ops = self._ops
         args: list[Any] = [self.prefix, self.node, self.epoch, self.crawl_id]
         args += [uuid.uuid4().hex if register else "", int(force), len(ops)]
@@ -654,14 +684,13 @@ class RedisFrontier:
         args.append(len(checks))
         for url in checks:
             args.extend(_seen_slot(url))
-        skip = self._blocks.until.keys() | self._draining
         max_pages = -1 if self.max_pages is None else self.max_pages
         lag = "" if self.lag_ms is None else self.lag_ms  # '': revisits off
-        args.extend((want, self.per_host, max_pages, lag, self.before_ms, len(skip), *skip))
+        args.extend((want, self.per_host, max_pages, lag, self.before_ms))
         if beat:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))
-            args.extend((1, int(self.lease_timeout * 1000), info))
+            args.extend((1, int(self.lease_timeout * 1000), info, int(self._resync_held)))
         else:
             args.append(0)
         self.round_trips += 1
@@ -680,7 +709,10 @@ class RedisFrontier:
                 self._refused(text)
             raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
         del ops[: len(ops)]
-        admitted, leased_raw, checked, counts, beat_reply, session, entries = reply
+        admitted, leased_raw, checked, counts, beat_reply, session, entries, hosts = reply
+        claimed, released = hosts  # released by the ops, then claimed by the lease
+        self._owned.difference_update(h.decode() for h in released)
+        self._owned.update(h.decode() for h in claimed)
         self.epoch, self.crawl_id = session[0].decode(), session[1].decode()
         now = time.monotonic()
         if beat:
@@ -741,7 +773,8 @@ class RedisFrontier:
         self._held.clear()
         self._prefetch.clear()
         self._draining.clear()
-        self._owned = []
+        self._owned = set()
+        self._resync_held = True
         self.epoch = "0"  # the acks in the outbox ride on the registration: late ones count apart
         self._register()
         raise FrontierUnavailable(f"node {self.node} joined the crawl again") from None
@@ -760,12 +793,16 @@ class RedisFrontier:
         self._last_beat, self.last_reaped = now, int(reaped)
         if reaped:
             log.info("gave back %d leases of nodes whose heartbeat ran out", reaped)
-        self._owned = sorted(h.decode() for h in held)
+        if isinstance(held, list):
+            self._owned, self._resync_held = {h.decode() for h in held}, False
+        elif int(held) != len(self._owned):  # a reply lost to a fault: ask for them all
+            self._resync_held = True
         busy = {lease.host for lease in self._held.values()}
         shed = hosts_to_shed(self._owned, busy, fair_share(int(hosts), int(alive)))
         # Exactly the hosts to shed now: a host marked at an earlier beat and
         # no longer over the share is leased from again (kept marked, it
         # would be owned, queued and never leased: the crawl would not end).
+        self._retell |= self._draining.symmetric_difference(shed)
         self._draining = set(shed)
         for host in shed:
             if host not in busy:

@@ -16,15 +16,28 @@
 --                            S host url depth priority kind due_ms fetched_ms state
 --                                           (schedule a revisit: `rv` and `due`)
 --                            X url since_ms (due now if fetched before since_ms)
+--                            B host         (the node may not lease from host now: blocked
+--                                           or being shed; it says so once, not each call)
+--                            U host         (it may again)
 --   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
 --   lease   want per_host max_pages(-1: none) lag_ms('': no revisits)
---           before_ms(-1: none) nskip host*
---   beat    0 | 1 timeout_ms node_info_json
+--           before_ms(-1: none)
+--   beat    0 | 1 timeout_ms node_info_json all_held(1: list them)
 -- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
 --          leased members, seen flags,
 --          {queued, leased, done, errors, seen, late, scheduled, next due ms (-1: none)},
---          beat reply, {epoch, crawl id}, each leased member's revisit entry ('' if none)}.
+--          beat reply {reaped, hosts, alive nodes, hosts held (a count, or all of
+--          them if asked)}, {epoch, crawl id}, each leased member's revisit
+--          entry ('' if none), {hosts this call made the node's, hosts it gave up}}.
+--
+-- Ready and blocked hosts.  A node's hosts with URLs queued are in one of two
+-- indexes by their best score: `own:NODE` (it may lease from them) and
+-- `ownb:NODE` (those in `blk:NODE`, the hosts it said it may not lease from
+-- now: ops B and U).  A lease takes the head of `own:NODE`, with no walk past
+-- blocked hosts (a walk cost 7 us a blocked host a call, and Redis runs one
+-- call at a time).  The node learns which hosts it holds from what each call
+-- claimed and gave up, not from the whole set at each heartbeat.
 --
 -- Revisits.  `rv` maps a URL to its entry (host, depth, priority, kind,
 -- fetched_ms, state: see rv_fields); `due` holds the URLs waiting for their due time (ms,
@@ -54,12 +67,26 @@ local function score_of(member)
   return -item[4] * SCALE + item[1]
 end
 
--- The index a host's head is kept in: its owner's, or the free hosts'.
+-- The index a host's head is kept in: its owner's (ready or blocked), or the free hosts'.
 local function index_key(host)
   local owner = redis.call('HGET', P .. 'owner', host)
-  if owner then return P .. 'own:' .. owner end
+  if owner then
+    if redis.call('SISMEMBER', P .. 'blk:' .. owner, host) == 1 then return P .. 'ownb:' .. owner end
+    return P .. 'own:' .. owner
+  end
   return P .. 'hosts'
 end
+
+-- Move host's entry from one index to another (if it has one).
+local function move(host, from, to)
+  local score = redis.call('ZSCORE', from, host)
+  if score then
+    redis.call('ZREM', from, host)
+    redis.call('ZADD', to, score, host)
+  end
+end
+
+local claimed, released = {}, {} -- this node's hosts, as this call changed them
 
 local function fix_index(host)
   local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
@@ -87,12 +114,9 @@ end
 local function unown(host, owner, free_at)
   redis.call('HDEL', P .. 'owner', host)
   redis.call('SREM', P .. 'held:' .. owner, host)
-  local own = P .. 'own:' .. owner
-  local score = redis.call('ZSCORE', own, host)
-  if score then
-    redis.call('ZREM', own, host)
-    redis.call('ZADD', P .. 'hosts', score, host)
-  end
+  move(host, P .. 'own:' .. owner, P .. 'hosts')
+  move(host, P .. 'ownb:' .. owner, P .. 'hosts')
+  if owner == node then released[#released + 1] = host end
   if free_at > now then
     redis.call('HSET', P .. 'free_at', host, free_at .. '|' .. owner)
   else
@@ -145,7 +169,7 @@ local function reap()
     for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. d)) do
       unown(host, d, now)
     end
-    redis.call('DEL', P .. 'held:' .. d, P .. 'own:' .. d)
+    redis.call('DEL', P .. 'held:' .. d, P .. 'own:' .. d, P .. 'ownb:' .. d, P .. 'blk:' .. d)
   end
   return reaped
 end
@@ -183,6 +207,12 @@ if epoch == '0' then
     redis.call('ZADD', P .. 'alive', 0, node) -- taken over: the old session is dead now
   end
   reaped = reap()
+  -- A new session says its blocks afresh: the last one's (a clean leave
+  -- keeps its hosts' entries) are forgotten.
+  local ownb = P .. 'ownb:' .. node
+  local blocked = redis.call('ZRANGE', ownb, 0, -1, 'WITHSCORES')
+  for k = 1, #blocked, 2 do redis.call('ZADD', P .. 'own:' .. node, blocked[k + 1], blocked[k]) end
+  redis.call('DEL', ownb, P .. 'blk:' .. node)
   epoch = tostring(redis.call('INCR', P .. 'epochs'))
   redis.call('HSET', P .. 'epoch', node, epoch) -- registering always beats: alive below
 elseif id ~= crawl_id then
@@ -281,6 +311,20 @@ for _ = 1, n do
         and tonumber(select(5, rv_fields(entry))) < since then
       redis.call('ZADD', P .. 'due', 0, url)
     end
+  elseif op == 'B' then
+    local host = ARGV[i + 1]
+    i = i + 2
+    if redis.call('SADD', P .. 'blk:' .. node, host) == 1
+        and redis.call('HGET', P .. 'owner', host) == node then
+      move(host, P .. 'own:' .. node, P .. 'ownb:' .. node)
+    end
+  elseif op == 'U' then
+    local host = ARGV[i + 1]
+    i = i + 2
+    if redis.call('SREM', P .. 'blk:' .. node, host) == 1
+        and redis.call('HGET', P .. 'owner', host) == node then
+      move(host, P .. 'ownb:' .. node, P .. 'own:' .. node)
+    end
   else
     return redis.error_reply('unknown op ' .. tostring(op))
   end
@@ -324,8 +368,8 @@ end
 
 -- lease ----------------------------------------------------------------
 local want, per_host, max_pages = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-local lag, before, nskip = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
-i = i + 6
+local lag, before = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+i = i + 5
 if lag then -- revisits due by now are queued again, a batch a call
   local cutoff = '' .. (now - lag)
   if before >= 0 and before <= now - lag then cutoff = '(' .. before end
@@ -336,11 +380,6 @@ if lag then -- revisits due by now are queued again, a batch a call
     requeue(host, cjson.encode({seq, url, tonumber(depth), tonumber(priority), kind, '', 'R'}))
     redis.call('ZREM', P .. 'due', url)
   end
-end
-local skip = {}
-for _ = 1, nskip do
-  skip[ARGV[i]] = true
-  i = i + 1
 end
 local leased = {}
 local entries = {}
@@ -356,17 +395,15 @@ if want > 0 then
   local share = math.ceil((redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')) / alive)
   local held = redis.call('SCARD', P .. 'held:' .. node)
   local taken = {}
-  local function usable(host) return not skip[host] and (taken[host] or 0) < per_host end
+  local full = 0 -- hosts at per_host in this call: the ready index's first ones, at most
+  local blk = P .. 'blk:' .. node
+  local function usable(host) return (taken[host] or 0) < per_host end
   local function best_owned()
-    local start = 0
-    while true do
-      local page = redis.call('ZRANGE', own, start, start + 31, 'WITHSCORES')
-      if #page == 0 then return nil end
-      for k = 1, #page, 2 do
-        if usable(page[k]) then return page[k], tonumber(page[k + 1]) end
-      end
-      start = start + 32
+    local page = redis.call('ZRANGE', own, 0, full, 'WITHSCORES')
+    for k = 1, #page, 2 do
+      if usable(page[k]) then return page[k], tonumber(page[k + 1]) end
     end
+    return nil
   end
   local function best_free()
     local page = redis.call('ZRANGE', P .. 'hosts', 0, 63, 'WITHSCORES')
@@ -377,7 +414,9 @@ if want > 0 then
         local at, by = string.match(free_at, '^(%d+)|(.*)$')
         ready = by == node or tonumber(at) <= now
       end
-      if ready and usable(page[k]) then return page[k], tonumber(page[k + 1]) end
+      if ready and usable(page[k]) and redis.call('SISMEMBER', blk, page[k]) == 0 then
+        return page[k], tonumber(page[k + 1])
+      end
     end
     return nil
   end
@@ -393,6 +432,7 @@ if want > 0 then
         redis.call('HDEL', P .. 'free_at', free)
         held = held + 1
         host = free
+        claimed[#claimed + 1] = free
       end
     end
     if not host then break end
@@ -404,6 +444,7 @@ if want > 0 then
       redis.call('HINCRBY', P .. 'inflight', host, 1)
       redis.call('DECR', P .. 'queued')
       taken[host] = (taken[host] or 0) + 1
+      if taken[host] == per_host then full = full + 1 end
       leased[#leased + 1] = head[1]
       if lag then
         entries[#entries + 1] = redis.call('HGET', P .. 'rv', cjson.decode(head[1])[2]) or ''
@@ -417,7 +458,7 @@ end
 -- heartbeat ------------------------------------------------------------
 local beat = {}
 if ARGV[i] == '1' then
-  local timeout, info = tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local timeout, info, all_held = tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
   redis.call('ZADD', P .. 'alive', now + timeout, node)
   redis.call('HSET', P .. 'nodes', node, info)
   redis.call('HSET', P .. 'beats', node, now)
@@ -425,7 +466,9 @@ if ARGV[i] == '1' then
   reaped = reaped + reap()
   local hosts = redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')
   local alive = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
-  beat = {reaped, hosts, alive, redis.call('SMEMBERS', P .. 'held:' .. node)}
+  local held = P .. 'held:' .. node
+  beat = {reaped, hosts, alive, all_held == '1' and redis.call('SMEMBERS', held)
+    or redis.call('SCARD', held)}
 end
 
 local counts = {
@@ -440,4 +483,4 @@ local counts = {
 }
 local first = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
 if #first > 0 then counts[8] = tonumber(first[2]) end
-return {admitted, leased, checked, counts, beat, {epoch, id}, entries}
+return {admitted, leased, checked, counts, beat, {epoch, id}, entries, {claimed, released}}
