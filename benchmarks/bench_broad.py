@@ -22,7 +22,6 @@ import argparse
 import json
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -110,17 +109,16 @@ def main() -> None:
     parser.add_argument("--json", help="also write the results here")
     args, extra = parser.parse_known_args()  # the rest goes to every crawl
     counts = [int(h) for h in args.hosts.split(",")]
-    runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     with ExitStack() as stack:
         trees = {"this": common.ROOT}
         if args.base:
             trees["base"] = stack.enter_context(common.worktree(args.base))
-        for round_ in range(args.repeat):
-            order = [(t, h) for h in counts for t in trees]
-            for tree, hosts in order if round_ % 2 == 0 else order[::-1]:
-                figures = one_crawl(hosts, args.pages, trees[tree], extra)
-                runs.setdefault((tree, hosts), []).append(figures)
-                print(f"round {round_ + 1}: {tree} {hosts} hosts: {figures}", file=sys.stderr)
+        runs = common.alternated(
+            trees,
+            counts,
+            args.repeat,
+            lambda tree, hosts: one_crawl(hosts, args.pages, tree, extra),
+        )
     print(f"machine: {common.machine()}")
     print(
         f"{args.pages} pages of about 2 KB, --scope any, robots.txt on, 2 workers x 8 threads"
@@ -138,7 +136,7 @@ def main() -> None:
     for hosts in counts:
         for tree in trees:
             got = runs[tree, hosts]
-            m = {k: statistics.median(r[k] for r in got) for k in got[0]}
+            m = common.medians(got)
             result["runs"][f"{tree} {hosts}"] = {"median": m, "runs": got}
             print(
                 f"| {tree} | {hosts:,} | {m['pages']:.0f} | {m['pages_per_s']:.1f} "

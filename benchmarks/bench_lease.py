@@ -125,19 +125,15 @@ def main() -> None:
     from benchmarks import common
 
     counts = [int(b) for b in args.blocked.split(",")]
-    runs: dict[tuple[str, int], list[dict[str, float]]] = {}
     with ExitStack() as stack:
         server, url, _ = common.start_redis()
         stack.callback(server.terminate)
         trees = {"this": common.ROOT}
         if args.base:
             trees["base"] = stack.enter_context(common.worktree(args.base))
-        for round_ in range(args.repeat):
-            order = [(t, b) for b in counts for t in trees]
-            for tree, blocked in order if round_ % 2 == 0 else order[::-1]:
-                figures = measure(trees[tree], url, args, blocked)
-                runs.setdefault((tree, blocked), []).append(figures)
-                print(f"round {round_ + 1}: {tree} B={blocked}: {figures}", file=sys.stderr)
+        runs = common.alternated(
+            trees, counts, args.repeat, lambda tree, blocked: measure(tree, url, args, blocked)
+        )
     print(f"machine: {common.machine()}")
     print(
         f"one node owning {args.hosts:,} hosts, {args.want} leases a call, its best B hosts "
@@ -151,7 +147,7 @@ def main() -> None:
     for blocked in counts:
         for tree in trees:
             got = runs[tree, blocked]
-            m = {k: statistics.median(r[k] for r in got) for k in got[0]}
+            m = common.medians(got)
             result["runs"][f"{tree} {blocked}"] = {"median": m, "runs": got}
             print(
                 f"| {tree} | {blocked:,} | {m['call_us']:,.0f} | {m['redis_us']:,.0f} "

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 
-from benchmarks.common import ROOT, machine, start_redis
+from benchmarks.common import ROOT, crawl_env, machine, start_redis, worktree
 
 HOST_BASE = 2  # hosts are 127.0.0.2 ...
 
@@ -68,10 +69,24 @@ def serve(hosts: int, pages: int, latency: float, size: int, ports_file: str) ->
             time.sleep(3600)
 
 
-def run_nodes(n: int, seeds: list[str], redis_url: str, threads: int, hosts: int) -> dict[str, Any]:
+def redis_usage(client: redis.Redis) -> tuple[float, int]:
+    """The server's CPU seconds so far, and the commands it has run (a
+    script's own included; INFO and the benchmark's own calls left out)."""
+    cpu = client.info("cpu")
+    stats = client.info("commandstats")
+    skip = {"cmdstat_info", "cmdstat_scan", "cmdstat_del", "cmdstat_ping"}
+    calls = sum(int(v["calls"]) for k, v in stats.items() if k not in skip)
+    return float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]), calls
+
+
+def run_nodes(
+    n: int, seeds: list[str], redis_url: str, threads: int, hosts: int, root: Path = ROOT
+) -> dict[str, Any]:
     crawl = f"bench-{uuid.uuid4().hex[:8]}"
     jobs = [tempfile.mkdtemp(prefix="bench-node-") for _ in range(n)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = crawl_env(root)
+    client = redis.Redis.from_url(redis_url)
+    cpu0, calls0 = redis_usage(client)
     cmd = [sys.executable, "-m", "mpcrawler", "crawl", *seeds, "--redis", redis_url]
     cmd += ["--crawl", crawl, "--workers", "1", "--threads", str(threads), "--no-robots"]
     cmd += ["--quiet", "--allow-private-networks"]
@@ -82,6 +97,7 @@ def run_nodes(n: int, seeds: list[str], redis_url: str, threads: int, hosts: int
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 env=env,
+                cwd=root,
             )
             for i, job in enumerate(jobs)
         ]
@@ -100,6 +116,7 @@ def run_nodes(n: int, seeds: list[str], redis_url: str, threads: int, hosts: int
             cpu_master += stats["processes"]["master"]["cpu_s"]
             cpu_workers += sum(w["cpu_s"] for w in stats["processes"]["workers"])
         span = max(times) - min(times)
+        cpu1, calls1 = redis_usage(client)
         return {
             "nodes": n,
             "pages": pages,
@@ -108,14 +125,16 @@ def run_nodes(n: int, seeds: list[str], redis_url: str, threads: int, hosts: int
             "round_trips_per_page": trips / pages,
             "cpu_master_ms": 1000 * cpu_master / pages,
             "cpu_workers_ms": 1000 * cpu_workers / pages,
+            "redis_us": 1e6 * (cpu1 - cpu0) / pages,
+            "redis_commands": (calls1 - calls0) / pages,
         }
     finally:
         for job in jobs:
             shutil.rmtree(job, ignore_errors=True)
-        client = redis.Redis.from_url(redis_url)
         keys = list(client.scan_iter(match=f"mpc:{{{crawl}}}:*"))
         if keys:
             client.delete(*keys)
+        client.close()
 
 
 def plot(rows: list[dict[str, Any]], one: float, path: Path) -> None:
@@ -147,6 +166,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--base", help="also crawl with this git revision, alternated")
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # the site's child process
     args = parser.parse_args()
     if args.serve:
@@ -161,51 +181,55 @@ def main() -> None:
             *("--pages", str(args.pages), "--latency", str(args.latency), "--size", str(args.size)),
         ]
     )
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.exists(ports_file) or not Path(ports_file).read_text():
-            assert site.poll() is None and time.monotonic() < deadline, "the site did not start"
-            time.sleep(0.05)
-        seeds = json.loads(Path(ports_file).read_text())
-        runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
-        for r in range(args.repeat):
-            for n in counts:
-                result = run_nodes(n, seeds, redis_url, args.threads, args.hosts)
-                runs[n].append(result)
-                print(
-                    f"run {r + 1}, {n} node(s): {result['pages']} pages, "
-                    f"{result['pages_per_s']:.1f} pages/s, per node {result['per_node']}",
-                    flush=True,
-                )
-    finally:
-        site.terminate()
-        site.wait(timeout=30)
-        redis_proc.kill()
-        redis_proc.wait()
-        shutil.rmtree(redis_dir, ignore_errors=True)
+    trees = {"this": ROOT}
+    with ExitStack() as stack:
+        if args.base:
+            trees["base"] = stack.enter_context(worktree(args.base))
+        try:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(ports_file) or not Path(ports_file).read_text():
+                assert site.poll() is None and time.monotonic() < deadline, "the site did not start"
+                time.sleep(0.05)
+            seeds = json.loads(Path(ports_file).read_text())
+            runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+            for r in range(args.repeat):
+                order = [(t, n) for n in counts for t in trees]
+                for tree, n in order if r % 2 == 0 else order[::-1]:
+                    result = run_nodes(n, seeds, redis_url, args.threads, args.hosts, trees[tree])
+                    runs.setdefault((tree, n), []).append(result)
+                    print(
+                        f"run {r + 1}, {tree}, {n} node(s): {result['pages']} pages, "
+                        f"{result['pages_per_s']:.1f} pages/s, per node {result['per_node']}, "
+                        f"Redis {result['redis_us']:.0f} us and "
+                        f"{result['redis_commands']:.1f} commands a page",
+                        flush=True,
+                    )
+        finally:
+            site.terminate()
+            site.wait(timeout=30)
+            redis_proc.kill()
+            redis_proc.wait()
+            shutil.rmtree(redis_dir, ignore_errors=True)
     hits = json.loads(Path(ports_file + ".hits").read_text())
     total_requests = sum(sum(h.values()) for h in hits.values())
-    expected = args.repeat * len(counts) * args.hosts * args.pages
+    expected = args.repeat * len(counts) * len(trees) * args.hosts * args.pages
     for path in (ports_file, ports_file + ".hits"):
         Path(path).unlink(missing_ok=True)
+    figures = ("pages_per_s", "round_trips_per_page", "cpu_master_ms", "cpu_workers_ms")
+    figures += ("redis_us", "redis_commands")
     rows = []
-    for n in counts:
-        rs = runs[n]
-        rows.append(
-            {
-                "nodes": n,
-                **{
-                    k: statistics.median(r[k] for r in rs)
-                    for k in (
-                        *("pages_per_s", "round_trips_per_page"),
-                        *("cpu_master_ms", "cpu_workers_ms"),
-                    )
-                },
-                "pages": rs[0]["pages"],
-                "runs": [r["pages_per_s"] for r in rs],
-            }
-        )
-    one = rows[0]["pages_per_s"] / rows[0]["nodes"]
+    for tree in trees:
+        for n in counts:
+            rs = runs[tree, n]
+            rows.append(
+                {
+                    "tree": tree,
+                    "nodes": n,
+                    **{k: statistics.median(r[k] for r in rs) for k in figures},
+                    "pages": rs[0]["pages"],
+                    "runs": [r["pages_per_s"] for r in rs],
+                }
+            )
     ideal = args.threads / args.latency if args.latency else None
     print(f"\n{machine()}")
     print(
@@ -213,6 +237,7 @@ def main() -> None:
         f"at {args.latency * 1000:.0f} ms; "
         f"nodes of 1 worker x {args.threads} slots (one node's ideal: "
         f"{ideal:.0f} pages/s); median of {args.repeat} runs"
+        + (f"; base {args.base}" if args.base else "")
         if ideal
         else ""
     )
@@ -221,24 +246,29 @@ def main() -> None:
         f"({total_requests - expected} more than once)"
     )
     print(
-        "| nodes | pages/s | vs N x one node | Redis round trips/page | master CPU ms/page "
-        "| worker CPU ms/page |"
+        "| tree | nodes | pages/s | vs N x one node | Redis round trips/page "
+        "| Redis CPU µs/page | Redis commands/page | master CPU ms/page | worker CPU ms/page |"
     )
-    print("|---|---|---|---|---|---|")
-    for row in rows:
-        ratio = row["pages_per_s"] / (row["nodes"] * one)
-        row["vs_n_x_one"] = ratio
-        print(
-            f"| {row['nodes']} | {row['pages_per_s']:.1f} | {ratio:.2f} | "
-            f"{row['round_trips_per_page']:.2f} | {row['cpu_master_ms']:.2f} | "
-            f"{row['cpu_workers_ms']:.2f} |"
-        )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for tree in trees:
+        mine = [row for row in rows if row["tree"] == tree]
+        one = mine[0]["pages_per_s"] / mine[0]["nodes"]
+        for row in mine:
+            ratio = row["pages_per_s"] / (row["nodes"] * one)
+            row["vs_n_x_one"] = ratio
+            print(
+                f"| {tree} | {row['nodes']} | {row['pages_per_s']:.1f} | {ratio:.2f} | "
+                f"{row['round_trips_per_page']:.2f} | {row['redis_us']:.0f} | "
+                f"{row['redis_commands']:.1f} | {row['cpu_master_ms']:.2f} | "
+                f"{row['cpu_workers_ms']:.2f} |"
+            )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(
             json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
         )
-        plot(rows, one, args.out / "nodes.png")
+        this = [row for row in rows if row["tree"] == "this"]
+        plot(this, this[0]["pages_per_s"] / this[0]["nodes"], args.out / "nodes.png")
 
 
 if __name__ == "__main__":

@@ -19,11 +19,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -356,3 +356,30 @@ def crawl_figures(
         "workers_ms": 1000 * sum(w["cpu_s"] for w in procs["workers"]) / pages,
         "download_ms": stats["median_download_ms"],
     }
+
+
+V = TypeVar("V")
+
+
+def alternated(
+    trees: dict[str, Path],
+    variants: list[V],
+    repeat: int,
+    measure: Callable[[Path, V], dict[str, float]],
+) -> dict[tuple[str, V], list[dict[str, float]]]:
+    """``measure(tree, variant)`` for every tree and variant, ``repeat``
+    rounds, the order reversed every other round (drift on a shared machine
+    hits each alike); each run's figures, by (tree name, variant)."""
+    runs: dict[tuple[str, V], list[dict[str, float]]] = {}
+    order = [(t, v) for v in variants for t in trees]
+    for round_ in range(repeat):
+        for tree, variant in order if round_ % 2 == 0 else order[::-1]:
+            figures = measure(trees[tree], variant)
+            runs.setdefault((tree, variant), []).append(figures)
+            print(f"round {round_ + 1}: {tree} {variant}: {figures}", file=sys.stderr, flush=True)
+    return runs
+
+
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The median of each figure over ``runs``."""
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}

@@ -83,29 +83,41 @@ class ParkedHosts:
             self._db.execute(statement)
         self._db.execute("DELETE FROM groups")  # another run's clock: meaningless here
         self._db.execute("DELETE FROM hosts")
-        self.groups = self.hosts = 0  # rows parked now
+        self.rows = {"groups": 0, "hosts": 0}  # parked now
+
+    @property
+    def groups(self) -> int:
+        return self.rows["groups"]
+
+    @property
+    def hosts(self) -> int:
+        return self.rows["hosts"]
 
     def park_group(self, key: str, row: GroupRow) -> None:
-        self._db.execute("INSERT OR REPLACE INTO groups VALUES (?,?,?,?,?,?,?,?)", (key, *row))
-        self.groups += 1
+        self._park("groups", key, row)
 
     def park_host(self, key: str, row: HostRow) -> None:
-        self._db.execute("INSERT OR REPLACE INTO hosts VALUES (?,?,?,?,?,?,?,?)", (key, *row))
-        self.hosts += 1
+        self._park("hosts", key, row)
 
     def take_group(self, key: str) -> GroupRow | None:
-        found = self._db.execute("DELETE FROM groups WHERE key=? RETURNING *", (key,)).fetchone()
-        if found is None:
-            return None
-        self.groups -= 1
-        return GroupRow(*found[1:])
+        found = self._take("groups", key)
+        return None if found is None else GroupRow(*found)
 
     def take_host(self, key: str) -> HostRow | None:
-        found = self._db.execute("DELETE FROM hosts WHERE key=? RETURNING *", (key,)).fetchone()
+        found = self._take("hosts", key)
+        return None if found is None else HostRow(*found)
+
+    def _park(self, table: str, key: str, row: tuple[object, ...]) -> None:
+        marks = ",".join("?" * (len(row) + 1))
+        self._db.execute(f"INSERT INTO {table} VALUES ({marks})", (key, *row))
+        self.rows[table] += 1
+
+    def _take(self, table: str, key: str) -> tuple[object, ...] | None:
+        found = self._db.execute(f"DELETE FROM {table} WHERE key=? RETURNING *", (key,)).fetchone()
         if found is None:
             return None
-        self.hosts -= 1
-        return HostRow(*found[1:])
+        self.rows[table] -= 1
+        return tuple(found[1:])
 
     def group(self, key: str) -> GroupRow | None:
         """The parked group ``key``, left parked."""

@@ -16,10 +16,11 @@ from __future__ import annotations
 import collections
 import ipaddress
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .site import serving
 
 __all__ = ["FANOUT", "BroadServer", "host_of", "serving_broad"]
 
@@ -112,15 +113,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-@contextmanager
-def serving_broad(hosts: int, pages: int, *, count_hits: bool = True) -> Iterator[BroadServer]:
+def serving_broad(
+    hosts: int, pages: int, *, count_hits: bool = True
+) -> AbstractContextManager[BroadServer]:
     """A BroadServer serving in a thread for the ``with`` block."""
-    server = BroadServer(hosts, pages, count_hits=count_hits)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    return serving(BroadServer(hosts, pages, count_hits=count_hits))

@@ -311,19 +311,13 @@ for _ = 1, n do
         and tonumber(select(5, rv_fields(entry))) < since then
       redis.call('ZADD', P .. 'due', 0, url)
     end
-  elseif op == 'B' then
+  elseif op == 'B' or op == 'U' then
     local host = ARGV[i + 1]
     i = i + 2
-    if redis.call('SADD', P .. 'blk:' .. node, host) == 1
-        and redis.call('HGET', P .. 'owner', host) == node then
-      move(host, P .. 'own:' .. node, P .. 'ownb:' .. node)
-    end
-  elseif op == 'U' then
-    local host = ARGV[i + 1]
-    i = i + 2
-    if redis.call('SREM', P .. 'blk:' .. node, host) == 1
-        and redis.call('HGET', P .. 'owner', host) == node then
-      move(host, P .. 'ownb:' .. node, P .. 'own:' .. node)
+    local ready, blocked = P .. 'own:' .. node, P .. 'ownb:' .. node
+    local changed = redis.call(op == 'B' and 'SADD' or 'SREM', P .. 'blk:' .. node, host)
+    if changed == 1 and redis.call('HGET', P .. 'owner', host) == node then
+      if op == 'B' then move(host, ready, blocked) else move(host, blocked, ready) end
     end
   else
     return redis.error_reply('unknown op ' .. tostring(op))
