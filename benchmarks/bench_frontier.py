@@ -28,6 +28,7 @@ membership tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -183,14 +184,22 @@ def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict
     }
 
 
-def measure(impl: str, n: int, layout: str) -> dict[str, Any]:
+def measure(impl: str, n: int, layout: str, base: str | None = None) -> dict[str, Any]:
+    """``impl`` in a process of its own; ``mpcrawler@base``: the mpcrawler
+    queue of the tree ``base``."""
     directory = tempfile.mkdtemp(prefix=f"bench-{impl}-")
+    tree = None
+    if impl.endswith("@base"):
+        impl, tree = impl.removesuffix("@base"), base
+    env = {**os.environ, "PYTHONPATH": tree} if tree else None
     try:
         out = subprocess.run(
-            [sys.executable, __file__, "--one", impl, str(n), directory, layout],
+            [sys.executable, os.path.abspath(__file__), "--one", impl, str(n), directory, layout],
             capture_output=True,
             text=True,
             check=True,
+            env=env,
+            cwd=tree,
         ).stdout
         return json.loads(out)
     finally:
@@ -211,23 +220,38 @@ def main() -> None:
     parser.add_argument("--seen", type=int, default=1_000_000, help="URLs for the SeenSet")
     parser.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--base", help="also measure the mpcrawler queue of this git revision")
     args = parser.parse_args()
     if args.one:
         impl, n, directory, layout = args.one
         print(json.dumps(run_one(impl, int(n), directory, layout)))
         return
+    with contextlib.ExitStack() as stack:
+        base = None
+        if args.base:
+            sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            from benchmarks.common import worktree
+
+            base = str(stack.enter_context(worktree(args.base)))
+        rows = measure_all(args, base)
+    report(args, rows)
+
+
+def measure_all(args: argparse.Namespace, base: str | None) -> list[dict[str, Any]]:
     rows = []
     for spec in args.layouts.split(","):
         layout, n_text = spec.split(":")
         n = int(n_text)
         impls = ["mpcrawler", "mpcrawler-ckpt", "queuelib"]
+        if base:
+            impls.insert(1, "mpcrawler@base")
         if layout != "100k-blocked":
             impls.append("diskcache")
         runs: dict[str, list[dict[str, Any]]] = {i: [] for i in impls}
         for _ in range(args.repeat):  # interleaved, so drift hits all alike
             for impl in impls:
                 size = min(n, args.diskcache_max) if impl == "diskcache" else n
-                runs[impl].append(measure(impl, size, layout))
+                runs[impl].append(measure(impl, size, layout, base))
         for impl in impls:
             r = runs[impl]
             rows.append(
@@ -237,10 +261,14 @@ def main() -> None:
                     for k in ("put_per_s", "get_per_s", "rate", "rss_mb", "end_rss_mb")
                 }
             )
+    return rows
+
+
+def report(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
     seen_runs = [measure("seenset", args.seen, "one-host") for _ in range(args.repeat)]
     print(
         f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
-        f"medians of {args.repeat} runs\n"
+        f"medians of {args.repeat} runs" + (f"; base {args.base}" if args.base else "") + "\n"
     )
     print(
         f"{'layout':<14}{'queue':<16}{'URLs':>11}{'put/s':>11}{'get+ack/s':>11}"

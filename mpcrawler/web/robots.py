@@ -25,6 +25,17 @@ def decode_robots(body: bytes) -> str:
     return body.decode("utf-8", "replace").removeprefix("\ufeff")
 
 
+def _untie(parsed: Protego) -> None:
+    """Break the reference cycle between a parsed robots.txt and its rule
+    sets (each keeps its parser, which it uses only while parsing).  Left
+    in place, the rules of every host the crawl let go of waited for the
+    cycle collector's oldest generation, which runs seldom in a big heap:
+    a broad crawl held thousands of dead rule sets."""
+    for rule_set in getattr(parsed, "_user_agents", {}).values():
+        if hasattr(rule_set, "_parser_instance"):
+            rule_set._parser_instance = None
+
+
 @dataclass(frozen=True)
 class RobotsRules:
     """What one host's robots.txt says to ``user_agent``.
@@ -54,6 +65,7 @@ class RobotsRules:
                 "robots.txt could not be parsed (%s: %s); no rules", type(exc).__name__, exc
             )
             return cls(user_agent, text=text)
+        _untie(parsed)
         seconds = float(delay) if delay is not None else None
         if seconds is not None and not (math.isfinite(seconds) and seconds >= 0):
             seconds = None

@@ -287,3 +287,28 @@ def test_a_leased_url_of_a_free_host_goes_out_without_blocking_the_host(tmp_path
     assert third.url == "http://a.test/2"
     assert blocks[2:] == [("http://a.test", FOREVER)]
     frontier.close()
+
+
+def test_rules_a_parked_host_let_go_of_are_freed_at_once() -> None:
+    """A parsed robots.txt holds no reference cycle: the rules of a host
+    let go of are freed when it goes, not at the cycle collector's rare
+    oldest-generation pass (a broad crawl held thousands of dead ones)."""
+    import gc
+    import weakref
+
+    from mpcrawler.web.robots import RobotsRules
+
+    text = (
+        "User-agent: *\nDisallow: /private\nAllow: /private/ok\n\nUser-agent: other\nDisallow: /\n"
+    )
+    gc.disable()
+    try:
+        rules = RobotsRules.parse(text, "mpcrawler")
+        assert not rules.allows("http://h.test/private/x") and rules.allows(
+            "http://h.test/private/ok"
+        )
+        parsed = weakref.ref(rules.parsed)  # type: ignore[arg-type]
+        del rules
+        assert parsed() is None
+    finally:
+        gc.enable()

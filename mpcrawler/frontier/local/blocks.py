@@ -13,7 +13,7 @@ its last block is read).  The lanes that own the blocks are the queue's.
 from __future__ import annotations
 
 from array import array
-from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from ..base import UrlInfo
@@ -37,7 +37,7 @@ class BlockStore:
         self.refs: dict[int, int] = {}  # waiting file number -> live blocks
         self.max: tuple[int, int] | None = None  # no block item sorts after this
 
-    def write(self, parts: list[deque[UrlInfo]]) -> list[array[int]]:
+    def write(self, parts: Sequence[Sequence[UrlInfo]]) -> list[array[int]]:
         """Each of ``parts`` (sorted runs) as one block, all in one new waiting file."""
         name = self.files.new_name("waiting")
         number = self.files.number
