@@ -410,6 +410,8 @@ class Crawler:
         finally:
             pool.close()
             engine.scheduler.parked.close()
+            if engine.robots_cache is not None:
+                engine.robots_cache.close()
         engine.progress.close(engine.counters.pages, engine.states)
         message = str(failure) if failure is not None else None
         if disk_full:

@@ -76,3 +76,25 @@ def test_damaged_counts_are_refused_and_said(tmp_path: Path) -> None:
         HostCounts(tmp_path / FILE)
     reasons = damage(tmp_path, 0, 1, tmp_path / "pages.jsonl", 0)
     assert any("per-host page counts" in r for r in reasons)
+
+
+def test_the_robots_txt_a_job_read_is_kept_a_line_a_host(tmp_path: Path) -> None:
+    """check-url reads what the crawl kept: the last answer of each host,
+    and an older job dir's file a host."""
+    from mpcrawler.output.robotscache import FILE as ROBOTS_FILE
+    from mpcrawler.output.robotscache import RobotsCache
+
+    cache = RobotsCache(tmp_path)
+    cache.save("http://a.test", "User-agent: *\nDisallow: /old\n")
+    cache.save("http://a.test:8080", "")
+    cache.save("http://a.test", "User-agent: *\nDisallow: /new\n")
+    cache.close()
+    assert len((tmp_path / ROBOTS_FILE).read_text().splitlines()) == 3
+    assert not (tmp_path / "robots").exists()  # no file a host
+    again = RobotsCache(tmp_path)
+    assert again.load("http://a.test") == "User-agent: *\nDisallow: /new\n"
+    assert again.load("http://a.test:8080") == ""
+    assert again.load("http://b.test") is None
+    (tmp_path / "robots").mkdir()
+    (tmp_path / "robots" / "http%3A%2F%2Fb.test.txt").write_text("User-agent: *\n")
+    assert again.load("http://b.test") == "User-agent: *\n"
