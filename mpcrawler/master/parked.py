@@ -36,7 +36,8 @@ COMMIT_EVERY = 1000  # writes; what is not committed stays in SQLite's page cach
 
 class GroupRow(NamedTuple):
     """What a politeness group keeps while none of its hosts is in memory
-    (its limit and delay come from the settings and its Crawl-delay)."""
+    (its limit and delay come from the settings and its Crawl-delay); each
+    field is named as the scheduler's ``Group`` attribute it keeps."""
 
     next_start: float
     last_start: float
@@ -49,7 +50,8 @@ class GroupRow(NamedTuple):
 
 class HostRow(NamedTuple):
     """What an idle origin keeps: its robots.txt (the text, parsed again
-    when it comes back), why its last fetch failed, and its frontier block."""
+    when it comes back), why its last fetch failed, and its frontier block;
+    each field but ``robots_text`` is named as the ``Host`` attribute it keeps."""
 
     robots_state: str
     robots_text: str | None

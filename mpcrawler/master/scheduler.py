@@ -129,6 +129,9 @@ class Host:
     blocked_until: float = 0.0  # what the frontier was last told
 
 
+# What a parked host keeps as it is (besides its robots.txt's text).
+_HOST_STATE = tuple(name for name in HostRow._fields if name != "robots_text")
+
 Refusal = tuple[Request, str, str]  # a request never to be fetched: (request, why, error kind)
 
 
@@ -450,9 +453,7 @@ class Scheduler:
         self.delay, self.host_concurrency = delay, host_concurrency
         now = self.clock()
         for group in self.groups.values():
-            group.delay = max(delay, group.crawl_delay)
-            group.limit = 1 if group.crawl_delay else host_concurrency
-            group.next_start = max(group.next_start, group.last_start + group.delay)
+            self._politeness(group)
             self._wake(group, now)
 
     def take_back(self, match: Callable[[str], bool]) -> list[Request]:
@@ -559,54 +560,37 @@ class Scheduler:
             del self.hosts[key]
             group = host.group
             del group.members[key]
-            robots = host.robots
-            self.parked.park_host(
-                key,
-                HostRow(
-                    host.robots_state,
-                    None if robots is None else robots.text,
-                    host.robots_failures,
-                    host.robots_retry_at,
-                    host.robots_error,
-                    host.robots_error_kind,
-                    host.blocked_until,
-                ),
-            )
+            text = None if host.robots is None else host.robots.text
+            state = {name: getattr(host, name) for name in _HOST_STATE}
+            self.parked.park_host(key, HostRow(robots_text=text, **state))
             if not group.members and not group.in_flight:
                 del self.groups[group.key]
                 self.paced_parked += bool(group.pace)
-                self.parked.park_group(
-                    group.key,
-                    GroupRow(
-                        group.next_start,
-                        group.last_start,
-                        group.crawl_delay,
-                        group.pace,
-                        group.good_run,
-                        group.cut_at,
-                        group.timeouts,
-                    ),
-                )
+                row = GroupRow(*(getattr(group, name) for name in GroupRow._fields))
+                self.parked.park_group(group.key, row)
 
     def _restore_host(self, host: Host, row: HostRow) -> None:
-        host.robots_state = row.robots_state
+        for name in _HOST_STATE:
+            setattr(host, name, getattr(row, name))
         if row.robots_text is not None:
             host.robots = RobotsRules.parse(row.robots_text, self.user_agent)
-        host.robots_failures, host.robots_retry_at = row.robots_failures, row.robots_retry_at
-        host.robots_error, host.robots_error_kind = row.robots_error, row.robots_error_kind
-        host.blocked_until = row.blocked_until
 
     def _restored_group(self, key: str, row: GroupRow) -> Group:
         """The group ``key`` as it was parked, under today's settings (a
         ``set_politeness`` since applies to it as to the others)."""
-        group = Group(key, limit=self.host_concurrency, delay=self.delay)
-        group.last_start, group.crawl_delay = row.last_start, row.crawl_delay
-        group.pace, group.good_run, group.cut_at = row.pace, row.good_run, row.cut_at
-        group.timeouts = row.timeouts
-        if group.crawl_delay:
-            group.limit, group.delay = 1, max(self.delay, group.crawl_delay)
-        group.next_start = max(row.next_start, group.last_start + group.delay)
+        group = Group(key)
+        for name, value in zip(GroupRow._fields, row, strict=True):
+            setattr(group, name, value)
+        self._politeness(group)
         return group
+
+    def _politeness(self, group: Group) -> None:
+        """``group``'s limit and delay under the settings now and its
+        Crawl-delay (one at a time, and no faster); its next start at least
+        the delay after its last one."""
+        group.delay = max(self.delay, group.crawl_delay)
+        group.limit = 1 if group.crawl_delay else self.host_concurrency
+        group.next_start = max(group.next_start, group.last_start + group.delay)
 
     def group_key(self, host: str) -> str:
         """The politeness key of the host ``scheme://host[:port]``: its host

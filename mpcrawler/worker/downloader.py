@@ -347,11 +347,13 @@ class HttpDownloader(Downloader):
     @classmethod
     def for_slots(cls, settings: Settings, slots: int) -> list[Downloader]:
         """One downloader a slot, every one on the same connections."""
-        downloaders = [cls(settings) for _ in range(slots)]
         shared = _connections(settings, host_pools(slots), slots)
-        for downloader in downloaders:
+        downloaders: list[Downloader] = []
+        for _ in range(slots):
+            downloader = cls(settings)
             downloader.use_connections(shared)
-        return list(downloaders)
+            downloaders.append(downloader)
+        return downloaders
 
     def use_connections(self, adapter: _Adapter) -> None:
         """Make connections through ``adapter`` (its pools and address guard)."""
