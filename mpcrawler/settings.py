@@ -323,6 +323,15 @@ class Settings:
         group="shared",
         help="a node silent this long is dead: its work goes to the others (default %(default)s s)",
     )
+    redis_partitions: int = option(
+        1,
+        minimum=1,
+        maximum=1024,
+        group="shared",
+        help="split the crawl's Redis keys into this many partitions by host, each in its "
+        "own cluster slot, so a Redis Cluster spreads the crawl over its shards; every node "
+        "gives the same number (default %(default)s)",
+    )
     redis_timeout: float = option(
         300.0,
         above=0,

@@ -42,11 +42,13 @@ def url() -> str:
 
 
 def forget(crawl: str) -> None:
-    """Delete every key of ``crawl`` (they are all under its prefix)."""
+    """Delete every key of ``crawl`` (they are all under its prefix, or its
+    partitions' ``mpc:{CRAWL/P}:``)."""
     import redis as redis_py
 
     client = redis_py.Redis.from_url(url())
     keys = list(client.scan_iter(match=f"mpc:{{{crawl}}}:*"))
+    keys += client.scan_iter(match=f"mpc:{{{crawl}/*}}:*")
     if keys:
         client.delete(*keys)
     client.close()

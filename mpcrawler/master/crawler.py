@@ -41,7 +41,7 @@ from ..errors import (
     UsageError,
 )
 from ..frontier import Frontier, LocalFrontier
-from ..frontier.redis import RedisFrontier
+from ..frontier.redis import PartitionedFrontier, RedisFrontier, open_shared
 from ..frontier.redis.commands import SharedInbox
 from ..modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path
 from ..output.jobdir import JobDir, JobState
@@ -175,7 +175,7 @@ class Crawler:
         self.scope = Scope.from_seeds([*s.seeds, *added], s.allow_domains, s.scope, s.deny_domains)
         self.rules = UrlRules.from_settings(s, self.scope, excluded)
 
-    def _run(self, job: Job, shared: RedisFrontier | None) -> CrawlResult:
+    def _run(self, job: Job, shared: RedisFrontier | PartitionedFrontier | None) -> CrawlResult:
         s = self.settings
         inbox: CommandInbox | None = Inbox(job.path) if job.path else None
         if shared is not None:
@@ -470,8 +470,8 @@ class Crawler:
                 f"{exc.strerror or exc}"
             ) from None
 
-    def _open_shared_frontier(self) -> RedisFrontier | None:
-        """The crawl's RedisFrontier with --redis (FrontierError if unreachable)."""
+    def _open_shared_frontier(self) -> RedisFrontier | PartitionedFrontier | None:
+        """The crawl's shared frontier with --redis (FrontierError if unreachable)."""
         s = self.settings
         if s.redis is None or s.crawl is None:
             return None
@@ -481,10 +481,11 @@ class Crawler:
             with contextlib.suppress(JobConflict):  # Job.open refuses the job dir with the reason
                 crawl_id = job.read()[1].crawl_id
         try:
-            frontier = RedisFrontier(
+            frontier = open_shared(
                 s.redis,
                 s.crawl,
                 s.node,
+                partitions=s.redis_partitions,
                 lease_timeout=s.lease_timeout,
                 redis_timeout=s.redis_timeout,
                 max_pages=s.max_pages,

@@ -11,22 +11,28 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import redis
 import redis_server
 from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_until
 from support import run_cli
 
+from mpcrawler.frontier.redis.client import key_prefix
+
 DELAY = 0.1  # --delay of the politeness tests
+# The crawl-wide guarantees, with the crawl's keys in one partition and in four.
+PARTITIONS = pytest.mark.parametrize("parts", [1, 4])
 
 
-def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> None:
+@PARTITIONS
+def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str, parts: int) -> None:
     """Three nodes, six hosts at one request at a time and 100 ms apart:
     every page fetched exactly once, no host ever sees two requests at once
     or two starts closer than the delay, every node does some of the work,
     and all exit 0 once nothing is queued or leased anywhere."""
     with serve_site(hosts=6, pages=40) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl)]
-        args += ["--host-concurrency", "1", "--delay", str(DELAY)]
+        args += ["--host-concurrency", "1", "--delay", str(DELAY), "--redis-partitions", str(parts)]
         nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(3)]
         codes = [node.finish() for node in nodes]
         counts = site.fetch_counts()
@@ -43,6 +49,11 @@ def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> Non
     assert status.returncode == 0, status.stderr
     totals = json.loads(status.stdout)
     assert (totals["done"], totals["queued"], totals["leased"]) == (240, 0, 0)
+    assert totals["partitions"] == parts
+    client = redis.Redis.from_url(redis_server.url())
+    by_part = [int(client.get(key_prefix(crawl, p) + "done") or 0) for p in range(parts)]
+    client.close()
+    assert sum(by_part) == 240 and all(by_part), by_part  # six hosts over the partitions
     rows = {row["node"]: row for row in totals["nodes"]}
     assert {name: row["pages"] for name, row in rows.items()} == {
         name: len(rs) for name, rs in records.items()
@@ -52,9 +63,11 @@ def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str) -> Non
     assert table.returncode == 0 and "done           240" in table.stdout, table.stdout
 
 
-def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
+@PARTITIONS
+def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str, parts: int) -> None:
     with serve_site(hosts=4, pages=30, latency=0.0) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl), "--max-pages", "37"]
+        args += ["--redis-partitions", str(parts)]
         nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
         codes = [node.finish() for node in nodes]
         fetched = sum(site.fetch_counts().values())
@@ -62,9 +75,11 @@ def test_max_pages_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
     assert sum(len(n.records()) for n in nodes) == 37 == fetched
 
 
-def test_the_host_budget_counts_across_nodes(tmp_path: Path, crawl: str) -> None:
+@PARTITIONS
+def test_the_host_budget_counts_across_nodes(tmp_path: Path, crawl: str, parts: int) -> None:
     with serve_site(hosts=4, pages=30, latency=0.0) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl), "--max-pages-per-host", "10"]
+        args += ["--redis-partitions", str(parts)]
         nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
         codes = [node.finish() for node in nodes]
         per_host = [len([h for h in s.log.hits if h.path != "/robots.txt"]) for s in site.servers]
@@ -73,22 +88,23 @@ def test_the_host_budget_counts_across_nodes(tmp_path: Path, crawl: str) -> None
     assert sum(len(n.records()) for n in nodes) == 40
 
 
-def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str) -> None:
+@PARTITIONS
+def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str, parts: int) -> None:
     """SIGKILL one of two nodes mid-crawl and delete its job dir: the other
     takes over its hosts and leases once its heartbeat runs out, finishes the
     crawl with every page fetched, and refetches at most what the dead node
     had in flight."""
     with serve_site(hosts=4, pages=60) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "2")]
-        args += ["--host-concurrency", "1", "--delay", "0.05"]
+        args += ["--host-concurrency", "1", "--delay", "0.05", "--redis-partitions", str(parts)]
         doomed = Node("doomed", tmp_path / "doomed", args)
         wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
         survivor = Node("survivor", tmp_path / "survivor", args)
         wait_until(lambda: len(survivor.records()) >= 3, what="the second node's records")
-        wait_until(lambda: leases_of(crawl, "doomed") >= 1, what="a lease of the first node")
+        wait_until(lambda: leases_of(crawl, "doomed", parts) >= 1, what="a lease of the first node")
         doomed.kill()  # holding work (a loaded machine once caught it between two leases)
         killed_at = time.monotonic()
-        in_flight = leases_of(crawl, "doomed")  # what it held at its death
+        in_flight = leases_of(crawl, "doomed", parts)  # what it held at its death
         shutil.rmtree(doomed.job)
         assert survivor.finish() == 0, survivor.err
         took = time.monotonic() - killed_at
@@ -100,10 +116,10 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str) -> None:
     print(f"done {took:.1f} s after the kill; {duplicates} of {in_flight} leases refetched")
 
 
-def leases_of(crawl: str, node: str) -> int:
+def leases_of(crawl: str, node: str, parts: int = 1) -> int:
     """The URLs leased to ``node`` and not acked, as Redis has them."""
     client = redis.Redis.from_url(redis_server.url())
-    leased = client.hvals(f"mpc:{{{crawl}}}:leased")
+    leased = [raw for p in range(parts) for raw in client.hvals(key_prefix(crawl, p) + "leased")]
     client.close()
     return sum(1 for raw in leased if json.loads(raw)[2] == node)
 
@@ -148,13 +164,14 @@ def test_the_delay_holds_across_a_hand_over(tmp_path: Path, crawl: str) -> None:
     assert min_gap >= 0.5 - JITTER, min_gap
 
 
-def test_a_joining_node_takes_a_share_of_the_hosts(tmp_path: Path, crawl: str) -> None:
+@PARTITIONS
+def test_a_joining_node_takes_a_share_of_the_hosts(tmp_path: Path, crawl: str, parts: int) -> None:
     """A second node started mid-crawl is given hosts the first one held
     (the first sheds down to its fair share), and politeness holds across
     the hand-over."""
     with serve_site(hosts=4, pages=40) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl)]
-        args += ["--host-concurrency", "1", "--delay", str(DELAY)]
+        args += ["--host-concurrency", "1", "--delay", str(DELAY), "--redis-partitions", str(parts)]
         first = Node("first", tmp_path / "first", args)
         wait_until(lambda: len(first.records()) >= 12, what="the first node's records")
         second = Node("second", tmp_path / "second", args)

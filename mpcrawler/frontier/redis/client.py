@@ -12,12 +12,18 @@ from typing import Any
 from ...errors import FrontierError, UsageError
 from ...web.redact import redact_url
 
-__all__ = ["connect", "key_prefix", "lost_message"]
+__all__ = ["PARTITIONS_KEY", "connect", "key_prefix", "lost_message"]
+
+# Under partition 0's prefix: how many partitions the crawl has (absent: one).
+PARTITIONS_KEY = "partitions"
 
 
-def key_prefix(crawl: str) -> str:
-    """Every key of ``crawl`` starts so: one hash tag, one cluster slot."""
-    return f"mpc:{{{crawl}}}:"
+def key_prefix(crawl: str, partition: int = 0) -> str:
+    """Every key of ``crawl``'s ``partition`` starts so: one hash tag, one
+    cluster slot a partition.  Partition 0 is the whole of a crawl of one
+    partition; partition p > 0 is ``mpc:{CRAWL/p}:`` (a crawl name holds no
+    '/', so no other crawl's tag is the same)."""
+    return f"mpc:{{{crawl}}}:" if partition == 0 else f"mpc:{{{crawl}/{partition}}}:"
 
 
 def lost_message(crawl: str, url: str, why: str) -> str:

@@ -131,7 +131,8 @@ _MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
 FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
 COUNTS_STALE = 0.5  # seconds before idle counts are read again
 # What each step returns of the crawl's counts, in order (next_due: Redis ms, -1 none).
-_COUNTS = ("queued", "leased", "done", "errors", "seen", "late", "scheduled", "next_due")
+# "ever": URLs queued since the crawl began (its seq), so a change shows.
+_COUNTS = ("queued", "leased", "done", "errors", "seen", "late", "scheduled", "next_due", "ever")
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
@@ -257,13 +258,16 @@ class RedisFrontier:
         max_pages_per_host: int | None = None,
         per_host: int = 1 << 30,
         crawl_id: str | None = None,
+        partition: int = 0,
+        client: Any = None,
+        new_id: str | None = None,
     ) -> None:
         import redis
 
         self._faults = (redis.ConnectionError, redis.TimeoutError, OSError)
         self._redis_errors = redis.RedisError
         self.url, self.crawl, self.node = redact_url(url), crawl, node  # url: for messages
-        self.prefix = key_prefix(crawl)
+        self.partition, self.prefix = partition, key_prefix(crawl, partition)
         self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
         self.beat_interval = min(lease_timeout / 3, 1.0)
         self.max_pages, self.per_host = max_pages, per_host
@@ -273,7 +277,9 @@ class RedisFrontier:
         self.host_wait: Callable[[str], float] | None = None  # seconds to a host's next start
         self.round_trips = 0
         self.last_reaped = 0
-        self.r = connect(url)
+        self.r = connect(url) if client is None else client
+        self._own_client = client is None
+        self._new_id = new_id  # the id this partition gets if it is new (default: a new uuid)
         self._step_script = self.r.register_script(_SCRIPT)
         self._drop_script = self.r.register_script(_DROP_SCRIPT)
         self.excluded: Callable[[str], bool] | None = None  # `control exclude`
@@ -304,6 +310,9 @@ class RedisFrontier:
         self._beat_sent = -math.inf  # when the last good heartbeat was sent (monotonic)
         self._lost: str | None = None
         self.fenced = 0  # times this node found it was declared dead
+        # Page permits (partition 0 of a partitioned crawl): this node's, as
+        # Redis has them after the last call; spent and out crawl-wide.
+        self.permits, self.spent, self.permits_out = 0, 0, 0
         try:
             self._register()  # its old session's leases go back, if it had one
         except FrontierUnavailable as exc:
@@ -607,12 +616,35 @@ class RedisFrontier:
                 self.lease_timeout,
             )
         finally:
-            self.r.close()
+            if self._own_client:
+                self.r.close()
 
     def abandon(self) -> None:
         """Disconnect as a killed node would: its leases stay recorded (for tests)."""
         self._closed = True
-        self.r.close()
+        if self._own_client:
+            self.r.close()
+
+    # ------------------------------------------- page permits (partition 0)
+    def take_permits(self, n: int, max_pages: int) -> int:
+        """Ask for up to ``n`` more page permits, at once (one call); how many
+        this node holds now.  Raises FrontierUnavailable if Redis is down."""
+        self._check_up()
+        self._queue_op(["PT", n, max_pages])
+        self._call()
+        return self.permits
+
+    def end_permits(self, spent: int = 0, unused: int = 0) -> None:
+        """``spent`` permits were pages done, ``unused`` go back: in the
+        outbox, merged with what is waiting there (one op each a call)."""
+        for code, k in (("PS", spent), ("PR", unused)):
+            if k <= 0:
+                continue
+            waiting = next((op for op in self._ops if op[0] == code), None)
+            if waiting is None:
+                self._queue_op([code, k])
+            else:
+                waiting[1] += k
 
     # ----------------------------------------------------------- internals
     def _queue_op(self, op: list[Any]) -> None:
@@ -674,7 +706,8 @@ class RedisFrontier:
         self._tell_blocks()
         ops = self._ops
         args: list[Any] = [self.prefix, self.node, self.epoch, self.crawl_id]
-        args += [uuid.uuid4().hex if register else "", int(force), len(ops)]
+        new_id = (self._new_id or uuid.uuid4().hex) if register else ""
+        args += [new_id, int(force), len(ops)]
         for op in ops:
             args.extend(op)
         args.extend((len(admits), self.max_pages_per_host or 0))
@@ -708,8 +741,13 @@ class RedisFrontier:
             if text.startswith(("FENCED", "LOST", "TAKEN")):
                 self._refused(text)
             raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
+        admitted, leased_raw, checked, counts, beat_reply, session, entries, hosts, permits = reply
+        if register:
+            self.permits = 0  # a new session holds none
+        granted, self.spent, self.permits_out = (int(x) for x in permits)
+        ended = sum(op[1] for op in ops if op[0] in ("PS", "PR"))
+        self.permits = max(0, self.permits + granted - ended)
         del ops[: len(ops)]
-        admitted, leased_raw, checked, counts, beat_reply, session, entries, hosts = reply
         claimed, released = hosts  # released by the ops, then claimed by the lease
         self._owned.difference_update(h.decode() for h in released)
         self._owned.update(h.decode() for h in claimed)

@@ -12,10 +12,15 @@ from typing import Any
 
 from ...errors import FrontierError, UsageError
 from ...web.redact import redact_url
-from .client import connect, key_prefix, lost_message
+from .client import PARTITIONS_KEY, connect, key_prefix, lost_message
 from .commands import recent
 
 __all__ = ["crawl_status", "reset_crawl"]
+
+
+def partitions_of(client: Any, crawl: str) -> int:
+    """How many partitions ``crawl`` has (one if it says nothing)."""
+    return int(client.get(key_prefix(crawl) + PARTITIONS_KEY) or 1)
 
 
 def crawl_status(url: str, crawl: str) -> dict[str, Any]:
@@ -25,14 +30,20 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
     client = connect(url)
     p = key_prefix(crawl)
     try:
-        # One read at a time: a cluster client routes each by its key.
-        queued, done, errors, seen, started, late, lost = (
-            client.get(p + key)
-            for key in ("queued", "done", "errors", "seen", "started", "late", "lost")
-        )
-        leased = client.hlen(p + "leased")
-        scheduled = client.zcard(p + "due")  # revisits waiting for their time
-        first = client.zrange(p + "due", 0, 0, withscores=True)
+        prefixes = [key_prefix(crawl, k) for k in range(partitions_of(client, crawl))]
+        # One read at a time: a cluster client routes each by its key.  The
+        # totals add up the partitions; the nodes' rows are partition 0's.
+        totals = dict.fromkeys(("queued", "done", "errors", "seen", "late", "leased"), 0)
+        scheduled, firsts, lost = 0, [], None
+        for q in prefixes:
+            for key in ("queued", "done", "errors", "seen", "late"):
+                totals[key] += int(client.get(q + key) or 0)
+            totals["leased"] += client.hlen(q + "leased")
+            scheduled += client.zcard(q + "due")  # revisits waiting for their time
+            firsts += client.zrange(q + "due", 0, 0, withscores=True)
+            lost = lost or client.get(q + "lost")
+        first = sorted(firsts, key=lambda entry: entry[1])[:1]
+        started = client.get(p + "started")
         infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
         alive = client.zrange(p + "alive", 0, -1, withscores=True)
         seconds, micros = client.time()  # Redis's clock, as the heartbeats are
@@ -51,7 +62,7 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
                     "pages": info.get("pages", 0),
                     "errors": info.get("errors", 0),
                     "pages_per_s": info.get("pages_per_s", 0.0),
-                    "hosts_held": int(client.scard(f"{p}held:{node}")),
+                    "hosts_held": sum(int(client.scard(f"{q}held:{node}")) for q in prefixes),
                 }
             )
         live = [row for row in rows if row["alive"]]
@@ -59,19 +70,15 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
         elapsed = (last - int(started)) / 1000 if started else 0.0
         return {
             "crawl": crawl,
-            "queued": int(queued or 0),
-            "leased": int(leased),
-            "done": int(done or 0),
-            "errors": int(errors or 0),
-            "seen": int(seen or 0),
-            "late": int(late or 0),
+            **{key: totals[key] for key in ("queued", "leased", "done", "errors", "seen", "late")},
             "scheduled": int(scheduled),
             # The first revisit's time (its fetch, plus --revisit-after, or with
             # --continuous its own interval), local time.
             "next_due": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(first[0][1] / 1000))
             if first
             else None,
-            "pages_per_s": round(int(done or 0) / elapsed, 2) if elapsed > 0 else 0.0,
+            "pages_per_s": round(totals["done"] / elapsed, 2) if elapsed > 0 else 0.0,
+            "partitions": len(prefixes),
             "lost": lost_message(crawl, url, lost.decode()) if lost else None,
             "nodes": rows,
             "commands": recent(client, p),
@@ -90,17 +97,21 @@ def reset_crawl(url: str, crawl: str) -> int:
     import redis
 
     client = connect(url)
-    p = key_prefix(crawl)
     try:
+        prefixes = [key_prefix(crawl, k) for k in range(partitions_of(client, crawl))]
         seconds, micros = client.time()
         now_ms = int(seconds) * 1000 + int(micros) // 1000
-        live = [n.decode() for n in client.zrangebyscore(p + "alive", now_ms, "+inf")]
+        alive = [client.zrangebyscore(q + "alive", now_ms, "+inf") for q in prefixes]
+        live = sorted({n.decode() for nodes in alive for n in nodes})
         if live:
             raise UsageError(f"crawl {crawl!r} has live nodes ({', '.join(live)}); stop them first")
-        keys = list(client.scan_iter(match=p + "*"))
-        for start in range(0, len(keys), 1000):  # one slot: a cluster takes them together
-            client.delete(*keys[start : start + 1000])
-        return len(keys)
+        deleted = 0
+        for q in reversed(prefixes):  # partition 0, with the partition count, last
+            keys = list(client.scan_iter(match=q + "*"))
+            for start in range(0, len(keys), 1000):  # one slot: a cluster takes them together
+                client.delete(*keys[start : start + 1000])
+            deleted += len(keys)
+        return deleted
     except (redis.RedisError, OSError) as exc:
         raise FrontierError(
             f"cannot reset crawl {crawl!r} in Redis at {redact_url(url)}: {exc}"

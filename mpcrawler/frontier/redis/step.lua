@@ -19,6 +19,10 @@
 --                            B host         (the node may not lease from host now: blocked
 --                                           or being shed; it says so once, not each call)
 --                            U host         (it may again)
+--                            PT n max_pages (partition 0 of a partitioned crawl: grant
+--                                           this node up to n page permits)
+--                            PS k           (k of them were spent: pages done)
+--                            PR k           (k are given back unused)
 --   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
 --   lease   want per_host max_pages(-1: none) lag_ms('': no revisits)
@@ -26,10 +30,19 @@
 --   beat    0 | 1 timeout_ms node_info_json all_held(1: list them)
 -- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
 --          leased members, seen flags,
---          {queued, leased, done, errors, seen, late, scheduled, next due ms (-1: none)},
+--          {queued, leased, done, errors, seen, late, scheduled, next due ms (-1: none),
+--           URLs queued ever (seq)},
 --          beat reply {reaped, hosts, alive nodes, hosts held (a count, or all of
 --          them if asked)}, {epoch, crawl id}, each leased member's revisit
---          entry ('' if none), {hosts this call made the node's, hosts it gave up}}.
+--          entry ('' if none), {hosts this call made the node's, hosts it gave up},
+--          {permits granted by this call, pages spent, permits out}}.
+--
+-- Page permits.  A crawl split over partitions (partitions.py) caps its
+-- pages with permits kept in partition 0: `permits` (HASH node -> permits
+-- it holds: its leases and those not used yet), `permits_out` (their sum)
+-- and `spent` (pages done, crawl-wide).  A grant never takes spent plus out
+-- past max_pages; a dead node's permits go back when it is reaped.  A crawl
+-- of one partition caps its pages with its own counts (the lease section).
 --
 -- Ready and blocked hosts.  A node's hosts with URLs queued are in one of two
 -- indexes by their best score: `own:NODE` (it may lease from them) and
@@ -135,6 +148,23 @@ local function rv_fields(entry)
   return string.match(entry, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t')
 end
 
+-- A node's page permits go back (it is dead, or starts a new session).
+local function drop_permits(who)
+  local held = tonumber(redis.call('HGET', P .. 'permits', who) or '0')
+  if held > 0 then redis.call('DECRBY', P .. 'permits_out', held) end
+  redis.call('HDEL', P .. 'permits', who)
+end
+
+-- Up to k of this node's permits end (spent or given back); how many it held of them.
+local function end_permits(k)
+  local held = tonumber(redis.call('HGET', P .. 'permits', node) or '0')
+  if k > held then k = held end
+  if k > 0 then
+    redis.call('HINCRBY', P .. 'permits', node, -k)
+    redis.call('DECRBY', P .. 'permits_out', k)
+  end
+end
+
 local function mark_seen(bucket, tail)
   return redis.call('HSETNX', P .. 'seen:' .. bucket, tail, '')
 end
@@ -150,6 +180,7 @@ local function reap()
     gone[d] = true
     redis.call('ZREM', P .. 'alive', d)
     redis.call('HDEL', P .. 'epoch', d)
+    drop_permits(d)
   end
   local cursor = '0'
   repeat
@@ -213,6 +244,7 @@ if epoch == '0' then
   local blocked = redis.call('ZRANGE', ownb, 0, -1, 'WITHSCORES')
   for k = 1, #blocked, 2 do redis.call('ZADD', P .. 'own:' .. node, blocked[k + 1], blocked[k]) end
   redis.call('DEL', ownb, P .. 'blk:' .. node)
+  drop_permits(node) -- the last session's leases went back (or will, unacked)
   epoch = tostring(redis.call('INCR', P .. 'epochs'))
   redis.call('HSET', P .. 'epoch', node, epoch) -- registering always beats: alive below
 elseif id ~= crawl_id then
@@ -227,6 +259,7 @@ elseif redis.call('HGET', P .. 'epoch', node) ~= epoch then
 end
 
 -- ops ------------------------------------------------------------------
+local granted = 0 -- page permits (op PT)
 local i = 7
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
@@ -297,6 +330,7 @@ for _ = 1, n do
     i = i + 1
     redis.call('ZREM', P .. 'alive', node)
     redis.call('HDEL', P .. 'epoch', node)
+    drop_permits(node)
   elseif op == 'S' then
     local url = ARGV[i + 2]
     redis.call('HSET', P .. 'rv', url, table.concat({ARGV[i + 1], ARGV[i + 3], ARGV[i + 4],
@@ -319,6 +353,25 @@ for _ = 1, n do
     if changed == 1 and redis.call('HGET', P .. 'owner', host) == node then
       if op == 'B' then move(host, ready, blocked) else move(host, blocked, ready) end
     end
+  elseif op == 'PT' then
+    local n, max = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+    i = i + 3
+    local room = max - tonumber(redis.call('GET', P .. 'spent') or '0')
+      - tonumber(redis.call('GET', P .. 'permits_out') or '0')
+    if n > room then n = room end
+    if n > 0 then
+      redis.call('HINCRBY', P .. 'permits', node, n)
+      redis.call('INCRBY', P .. 'permits_out', n)
+      granted = granted + n
+    end
+  elseif op == 'PS' then
+    local k = tonumber(ARGV[i + 1])
+    i = i + 2
+    end_permits(k)
+    redis.call('INCRBY', P .. 'spent', k)
+  elseif op == 'PR' then
+    end_permits(tonumber(ARGV[i + 1]))
+    i = i + 2
   else
     return redis.error_reply('unknown op ' .. tostring(op))
   end
@@ -474,7 +527,11 @@ local counts = {
   tonumber(redis.call('GET', P .. 'late') or '0'),
   redis.call('ZCARD', P .. 'due'),
   -1,
+  tonumber(redis.call('GET', P .. 'seq') or '0'),
 }
 local first = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
 if #first > 0 then counts[8] = tonumber(first[2]) end
-return {admitted, leased, checked, counts, beat, {epoch, id}, entries, {claimed, released}}
+local permits = {granted, tonumber(redis.call('GET', P .. 'spent') or '0'),
+  tonumber(redis.call('GET', P .. 'permits_out') or '0')}
+return {admitted, leased, checked, counts, beat, {epoch, id}, entries, {claimed, released},
+  permits}

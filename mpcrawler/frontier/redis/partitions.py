@@ -1,0 +1,433 @@
+"""PartitionedFrontier: one shared crawl over K partitions of Redis keys,
+so that a Redis Cluster spreads the crawl over its shards.
+
+Used by the master in place of a single
+:class:`~mpcrawler.frontier.redis.frontier.RedisFrontier` when a crawl has
+``--redis-partitions K`` above 1 (:func:`open_shared` picks).  Each host
+belongs to one partition (:func:`partition_of`: CRC-32 of its key, modulo
+K), and each partition is a whole RedisFrontier of its own under its own
+hash tag (:func:`~.client.key_prefix`): seen buckets, queues, owners,
+leases, its own ``alive`` set and epochs.  Every script call touches one
+partition, so a cluster runs each partition's calls on the shard that
+holds its slot.  Ownership, fair shares, reaping and fencing are those of
+one partition, per partition, each as that module proves them.
+
+What the composite adds:
+
+* **Routing.**  Admits, seen checks, acks, releases, blocks and revisits go
+  to their host's partition; a batch touching several partitions costs one
+  call per partition touched.  Leases are drawn from the partitions in
+  turn: a partition's batch is used up before the next one is asked, so
+  priority order holds within a partition (and per host), not across
+  partitions.
+* **The crawl's identity.**  Partition 0 carries the crawl's id and how
+  many partitions it has (``partitions``); partition p's id is
+  ``ID/p``.  A node that knew the crawl (its job dir) refuses a partition
+  whose id is gone (CrawlLost), as for one partition; a node joining for
+  the first time refuses one holding another id.  A node given another
+  K than the crawl's is refused before it joins (UsageError).
+* **A crawl-wide page budget.**  ``--max-pages`` is kept with page
+  *permits* in partition 0 (``step.lua``, ops PT, PS, PR): a node takes
+  permits before leasing, an ack spends one, and permits not used go back
+  when no partition has anything for the node (or it leaves; a dead node's
+  go back when partition 0 reaps it).  Granted plus spent never pass the
+  budget.
+* **The crawl's end.**  Each partition's counts come from its own call, at
+  its own time, so a lease acked in one partition after its links were
+  admitted to another could be missed by one read of each.  A node decides
+  nothing is left only when two rounds of fresh calls to every partition
+  find nothing leased elsewhere, nothing leasable, and every partition's
+  counts (queued, leased, done, URLs queued ever) the same in both.
+* **Liveness of the node.**  It is available only while every partition is
+  (its fetch deadline is the earliest of theirs).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...errors import FrontierError, FrontierUnavailable, UsageError
+from ...web.urls import host_key
+from ..base import Admission, Revisit, UrlInfo
+from .client import PARTITIONS_KEY, connect, key_prefix
+from .frontier import BATCH_WINDOW, LEASE_POLL, CrawlLost, RedisFrontier
+
+__all__ = ["PartitionedFrontier", "open_shared", "partition_of"]
+
+MAX_PARTITIONS = 1024
+
+
+def partition_of(host: str, partitions: int) -> int:
+    """The partition of ``host`` (a host key): stable across nodes and runs."""
+    return zlib.crc32(host.encode("utf-8")) % partitions if partitions > 1 else 0
+
+
+def check_partitions(client: Any, crawl: str, partitions: int) -> None:
+    """Record ``partitions`` for a new crawl, or check it against the
+    crawl's (UsageError if they differ: the hosts would map elsewhere)."""
+    import redis
+
+    key = key_prefix(crawl) + PARTITIONS_KEY
+    try:
+        if partitions > 1 and client.exists(key_prefix(crawl) + "id") == 0:
+            client.set(key, partitions, nx=True)  # a new crawl (or a race of its first nodes)
+        raw = client.get(key)
+    except (redis.RedisError, OSError) as exc:
+        raise FrontierError(f"cannot read crawl {crawl!r} from Redis: {exc}") from None
+    had = int(raw) if raw is not None else 1
+    if had != partitions:
+        raise UsageError(
+            f"crawl {crawl!r} is split into {had} partition(s), not {partitions}: "
+            f"give every node --redis-partitions {had}"
+        )
+
+
+def open_shared(
+    url: str, crawl: str, node: str, *, partitions: int = 1, **options: Any
+) -> RedisFrontier | PartitionedFrontier:
+    """The crawl's frontier: one RedisFrontier, or a PartitionedFrontier of
+    ``partitions`` (FrontierError if unreachable, UsageError if the crawl
+    has another number of partitions)."""
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise UsageError(f"--redis-partitions must be 1 to {MAX_PARTITIONS}")
+    if partitions == 1:
+        client = connect(url)
+        try:
+            check_partitions(client, crawl, 1)  # before joining
+        finally:
+            client.close()
+        return RedisFrontier(url, crawl, node, **options)
+    return PartitionedFrontier(url, crawl, node, partitions=partitions, **options)
+
+
+class PartitionedFrontier:
+    """The Frontier of crawl ``crawl`` over ``partitions`` partitions of the
+    Redis server (or cluster) at ``url``, for node ``node``; the options are
+    RedisFrontier's, and ``max_pages`` is crawl-wide through permits."""
+
+    batch_window = BATCH_WINDOW
+
+    def __init__(
+        self,
+        url: str,
+        crawl: str,
+        node: str,
+        *,
+        partitions: int,
+        max_pages: int | None = None,
+        crawl_id: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.r = connect(url)
+        self.crawl, self.node, self.max_pages = crawl, node, max_pages
+        self.parts: list[RedisFrontier] = []
+        self._turn = 0  # the partition asked first for the next lease
+        self._quiet_retry = 0.0
+        self._permits_retry = 0.0  # no permit was left: not asked again before this
+        try:
+            check_partitions(self.r, crawl, partitions)
+            first = RedisFrontier(url, crawl, node, crawl_id=crawl_id, client=self.r, **options)
+            self.parts.append(first)
+            base = first.crawl_id
+            for p in range(1, partitions):
+                part = RedisFrontier(
+                    url,
+                    crawl,
+                    node,
+                    crawl_id=f"{crawl_id}/{p}" if crawl_id else None,
+                    client=self.r,
+                    partition=p,
+                    new_id=f"{base}/{p}",
+                    **options,
+                )
+                self.parts.append(part)
+                if part.crawl_id != f"{base}/{p}":
+                    raise CrawlLost(
+                        f"partition {p} of crawl {crawl!r} holds another crawl "
+                        f"(id {part.crawl_id}, not {base}/{p}): start afresh with a new "
+                        f"--crawl name (or 'mpcrawler reset --redis URL --crawl {crawl}' first)"
+                    )
+        except BaseException:
+            self.close()
+            raise
+        self.prefix = first.prefix  # control commands live in partition 0
+
+    # ------------------------------------------------------------ routing
+    def _part(self, url: str) -> RedisFrontier:
+        return self.parts[partition_of(host_key(url), len(self.parts))]
+
+    def _host_part(self, host: str) -> RedisFrontier:
+        return self.parts[partition_of(host, len(self.parts))]
+
+    def _split(self, items: Sequence[Any], url_of: Callable[[Any], str]) -> dict[int, list[int]]:
+        """The positions of ``items`` by partition, in order."""
+        groups: dict[int, list[int]] = {}
+        for k, item in enumerate(items):
+            groups.setdefault(partition_of(host_key(url_of(item)), len(self.parts)), []).append(k)
+        return groups
+
+    @property
+    def crawl_id(self) -> str:
+        return self.parts[0].crawl_id
+
+    @property
+    def node_info(self) -> Callable[[], dict[str, Any]]:
+        return self.parts[0].node_info
+
+    @node_info.setter
+    def node_info(self, value: Callable[[], dict[str, Any]]) -> None:
+        for part in self.parts:
+            part.node_info = value
+
+    @property
+    def host_wait(self) -> Callable[[str], float] | None:
+        return self.parts[0].host_wait
+
+    @host_wait.setter
+    def host_wait(self, value: Callable[[str], float] | None) -> None:
+        for part in self.parts:
+            part.host_wait = value
+
+    # ------------------------------------------------------------ protocol
+    def admit(
+        self,
+        url: str,
+        depth: int = 0,
+        priority: int = 0,
+        kind: str = "page",
+        lastmod: str | None = None,
+    ) -> bool:
+        return self.admit_many([(url, depth, priority, kind, lastmod)])[0]
+
+    def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
+        """One call per partition the URLs fall in; ``want`` more leases ride
+        on the call to the partition whose turn it is, if it is one of them."""
+        admitted = [False] * len(items)
+        turn = self._turn % len(self.parts)
+        for p, positions in self._split(items, lambda item: item[0]).items():
+            extra = self._permitted(want) if p == turn else 0
+            flags = self.parts[p].admit_many([items[k] for k in positions], want=extra)
+            for k, flag in zip(positions, flags, strict=True):
+                admitted[k] = flag
+        return admitted
+
+    def is_seen(self, url: str) -> bool:
+        return self._part(url).is_seen(url)
+
+    def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
+        """The next URL leased here: from the batch a partition leased last,
+        else from the partitions in turn, each asked for up to ``want``."""
+        now = time.monotonic() if now is None else now
+        k = len(self.parts)
+        order = [(self._turn + step) % k for step in range(k)]
+        for p in order:  # a batch already leased goes first
+            part = self.parts[p]
+            if part._prefetch:
+                return self._taken_from(p, part.lease(now, want))
+        for p in order:
+            part = self.parts[p]
+            part._wake(now)
+            if part._down_since is not None or now < part._dry_until:
+                continue
+            room = self._permitted(want, take=True)
+            if room <= 0:
+                return None
+            item = part.lease(now, room)
+            if item is not None:
+                return self._taken_from(p, item)
+        self._give_back_permits(now)
+        return None
+
+    def _taken_from(self, p: int, item: UrlInfo | None) -> UrlInfo | None:
+        """Partition ``p`` gave ``item``: it is asked first again while its batch lasts."""
+        self._turn = p if self.parts[p]._prefetch else (p + 1) % len(self.parts)
+        return item
+
+    def ack(
+        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+    ) -> None:
+        self._part(item.url).ack(item, seen, error)
+        self.parts[0].end_permits(spent=1)  # a page done, crawl-wide
+
+    def release(self, item: UrlInfo) -> None:
+        self._part(item.url).release(item)  # its permit stays here, for the next lease
+
+    def schedule(self, revisits: Sequence[Revisit]) -> None:
+        for p, positions in self._split(revisits, lambda r: r[0]).items():
+            self.parts[p].schedule([revisits[k] for k in positions])
+
+    def set_revisits(self, lag: float | None, before: float = float("inf")) -> None:
+        for part in self.parts:
+            part.set_revisits(lag, before)
+
+    def next_due(self) -> float | None:
+        return min((d for part in self.parts if (d := part.next_due()) is not None), default=None)
+
+    def expedite(self, items: Sequence[tuple[str, float]]) -> int:
+        for p, positions in self._split(items, lambda item: item[0]).items():
+            self.parts[p].expedite([items[k] for k in positions])
+        return len(items)
+
+    def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
+        return sum(part.exclude(match, drop_queued=drop_queued) for part in self.parts)
+
+    def block(self, host: str, until: float) -> None:
+        self._host_part(host).block(host, until)
+
+    def next_ready(self, now: float) -> float | None:
+        times = [t for part in self.parts if (t := part.next_ready(now)) is not None]
+        return min(times) if times else None
+
+    def sync(self) -> None:
+        for part in self.parts:
+            part.sync()
+
+    def tick(self) -> None:
+        for part in self.parts:
+            part.tick()
+
+    def heartbeat(self) -> int:
+        return sum(part.heartbeat() for part in self.parts)
+
+    @property
+    def last_reaped(self) -> int:
+        return sum(part.last_reaped for part in self.parts)
+
+    def checkpoint(self) -> None:
+        """Nothing to do: Redis's own persistence (AOF) makes it durable."""
+
+    def available(self) -> bool:
+        return all(part.available() for part in self.parts)
+
+    def fetch_deadline(self) -> float:
+        return min(part.fetch_deadline() for part in self.parts)
+
+    def holds(self, item: UrlInfo) -> bool:
+        return self._part(item.url).holds(item)
+
+    def stats(self) -> dict[str, Any]:
+        total: dict[str, Any] = {}
+        for part in self.parts:
+            for key, value in part.stats().items():
+                total[key] = total.get(key, 0) + value
+        total["partitions"] = len(self.parts)
+        return total
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    @property
+    def taken(self) -> int:
+        return sum(part.taken for part in self.parts)
+
+    def leased_elsewhere(self) -> int:
+        """URLs leased by other nodes, as of each partition's last call; when
+        that says none, two rounds of fresh calls must agree (see above)."""
+        elsewhere = sum(part.leased_elsewhere() for part in self.parts)
+        if elsewhere:
+            return elsewhere
+        return 0 if self._quiet() else 1
+
+    def _quiet(self) -> bool:
+        now = time.monotonic()
+        if now < self._quiet_retry:
+            return False
+        self._quiet_retry = now + LEASE_POLL  # asked again no sooner, if not quiet
+        rounds = []
+        try:
+            for _ in range(2):
+                for part in self.parts:
+                    part._call()
+                rounds.append([self._figures(part) for part in self.parts])
+        except FrontierUnavailable:
+            return False
+        if rounds[0] != rounds[1] or any(part.leased_elsewhere() for part in self.parts):
+            return False
+        return not (len(self) and self.budget_left())
+
+    @staticmethod
+    def _figures(part: RedisFrontier) -> tuple[int, ...]:
+        c = part._counts
+        return (c["queued"], c["leased"], c["done"], c["ever"])
+
+    # -------------------------------------------------------------- budget
+    def set_budget(
+        self,
+        max_pages: int | None,
+        max_pages_per_host: int | None,
+        *,
+        done: int = 0,
+        host_pages: Mapping[str, int] | None = None,
+    ) -> None:
+        self.max_pages = max_pages
+        for part in self.parts:  # a host's budget is its partition's
+            part.set_budget(None, max_pages_per_host)
+
+    def set_max_pages(self, max_pages: int | None) -> None:
+        self.max_pages = max_pages
+        for part in self.parts:
+            part._dry_until = 0.0
+
+    def take_over_budget(self) -> int:
+        return sum(part.take_over_budget() for part in self.parts)
+
+    @property
+    def over_budget(self) -> int:
+        return sum(part.over_budget for part in self.parts)
+
+    def _free_permits(self) -> int:
+        """Permits held here and not on a lease (a lease's goes when it is acked)."""
+        first = self.parts[0]
+        ending = sum(op[1] for op in first._ops if op[0] in ("PS", "PR"))
+        leases = sum(len(part._held) for part in self.parts)
+        return max(0, first.permits - ending - leases)
+
+    def _permitted(self, want: int, take: bool = False) -> int:
+        """How many of ``want`` leases the page budget allows now; with
+        ``take``, asking partition 0 for more permits (a call) if short."""
+        if self.max_pages is None or want <= 0:
+            return max(0, want)
+        free = self._free_permits()
+        now = time.monotonic()
+        if free < want and take and now >= self._permits_retry:
+            self.parts[0].take_permits(2 * want - free, self.max_pages)  # a batch ahead
+            free = self._free_permits()
+            if not free:
+                self._permits_retry = now + LEASE_POLL
+        return min(want, free)
+
+    def _give_back_permits(self, now: float) -> None:
+        """No partition has anything for this node now: its unused permits
+        go back (another node may have work for them)."""
+        if self.max_pages is None:
+            return
+        if all(part._down_since is not None or now < part._dry_until for part in self.parts):
+            self.parts[0].end_permits(unused=self._free_permits())
+
+    def budget_left(self) -> bool:
+        """The crawl-wide page budget is not spent, or this node holds
+        permits or leases not yet taken."""
+        if self.max_pages is None or any(part._prefetch for part in self.parts):
+            return True
+        first = self.parts[0]
+        return self._free_permits() > 0 or first.spent + first.permits_out < self.max_pages
+
+    # ---------------------------------------------------------------- end
+    def close(self) -> None:
+        """Every partition gives its work back (partition 0 last, with this
+        node's permits); a second call does nothing."""
+        try:
+            for part in self.parts[1:]:
+                part.close()
+            if self.parts:
+                self.parts[0].close()  # its leave (op L) gives back this node's permits
+        finally:
+            self.r.close()
+
+    def abandon(self) -> None:
+        for part in self.parts:
+            part.abandon()
+        self.r.close()
