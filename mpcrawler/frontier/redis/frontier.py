@@ -310,6 +310,10 @@ class RedisFrontier:
         self._beat_sent = -math.inf  # when the last good heartbeat was sent (monotonic)
         self._lost: str | None = None
         self.fenced = 0  # times this node found it was declared dead
+        # A partitioned crawl shares its hosts crawl-wide (partitions.py):
+        # the hosts of the other partitions, and how many of them this node keeps.
+        self.elsewhere: Callable[[RedisFrontier], tuple[int, int]] | None = None
+        self.beat_hosts, self.beat_alive = 0, 1  # as the last heartbeat found them
         # Page permits (partition 0 of a partitioned crawl): this node's, as
         # Redis has them after the last call; spent and out crawl-wide.
         self.permits, self.spent, self.permits_out = 0, 0, 0
@@ -387,6 +391,15 @@ class RedisFrontier:
         self._queue_op(op)
         if host in self._draining and all(held.host != host for held in self._held.values()):
             self._queue_op(["G", host, self._wait_ms(host)])  # shed: it goes once idle
+
+    def mark_seen(self, urls: Sequence[str]) -> None:
+        """Mark ``urls`` seen with the next call (a redirect's hops in this
+        partition, whose page was acked in another)."""
+        if urls:
+            op: list[Any] = ["M", len(urls)]
+            for url in urls:
+                op.extend(_seen_slot(url))
+            self._queue_op(op)
 
     def schedule(self, revisits: Sequence[Revisit]) -> None:
         for url, due, depth, priority, kind, state, fetched in revisits:
@@ -719,7 +732,8 @@ class RedisFrontier:
             args.extend(_seen_slot(url))
         max_pages = -1 if self.max_pages is None else self.max_pages
         lag = "" if self.lag_ms is None else self.lag_ms  # '': revisits off
-        args.extend((want, self.per_host, max_pages, lag, self.before_ms))
+        others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
+        args.extend((want, self.per_host, max_pages, lag, self.before_ms, others, kept))
         if beat:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))
@@ -829,6 +843,7 @@ class RedisFrontier:
     def _after_beat(self, reply: list[Any], now: float) -> None:
         reaped, hosts, alive, held = reply
         self._last_beat, self.last_reaped = now, int(reaped)
+        self.beat_hosts, self.beat_alive = int(hosts), max(1, int(alive))
         if reaped:
             log.info("gave back %d leases of nodes whose heartbeat ran out", reaped)
         if isinstance(held, list):
@@ -836,7 +851,9 @@ class RedisFrontier:
         elif int(held) != len(self._owned):  # a reply lost to a fault: ask for them all
             self._resync_held = True
         busy = {lease.host for lease in self._held.values()}
-        shed = hosts_to_shed(self._owned, busy, fair_share(int(hosts), int(alive)))
+        others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
+        share = max(0, fair_share(self.beat_hosts + others, self.beat_alive) - kept)
+        shed = hosts_to_shed(self._owned, busy, share)
         # Exactly the hosts to shed now: a host marked at an earlier beat and
         # no longer over the share is leased from again (kept marked, it
         # would be owned, queued and never leased: the crawl would not end).

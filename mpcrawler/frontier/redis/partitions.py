@@ -38,6 +38,10 @@ What the composite adds:
   nothing is left only when two rounds of fresh calls to every partition
   find nothing leased elsewhere, nothing leasable, and every partition's
   counts (queued, leased, done, URLs queued ever) the same in both.
+* **Fair shares, crawl-wide.**  A node may hold its share of all the
+  crawl's hosts, ``ceil(hosts / live nodes)``, wherever they fall: each
+  partition's call carries the other partitions' hosts and how many of them
+  the node keeps, for its lease and its shedding.
 * **Liveness of the node.**  It is available only while every partition is
   (its fetch deadline is the earliest of theirs).
 """
@@ -131,6 +135,7 @@ class PartitionedFrontier:
             check_partitions(self.r, crawl, partitions)
             first = RedisFrontier(url, crawl, node, crawl_id=crawl_id, client=self.r, **options)
             self.parts.append(first)
+            first.elsewhere = self._elsewhere
             base = first.crawl_id
             for p in range(1, partitions):
                 part = RedisFrontier(
@@ -144,6 +149,7 @@ class PartitionedFrontier:
                     **options,
                 )
                 self.parts.append(part)
+                part.elsewhere = self._elsewhere
                 if part.crawl_id != f"{base}/{p}":
                     raise CrawlLost(
                         f"partition {p} of crawl {crawl!r} holds another crawl "
@@ -168,6 +174,20 @@ class PartitionedFrontier:
         for k, item in enumerate(items):
             groups.setdefault(partition_of(host_key(url_of(item)), len(self.parts)), []).append(k)
         return groups
+
+    def _elsewhere(self, part: RedisFrontier) -> tuple[int, int]:
+        """For ``part``'s share of hosts: the crawl's hosts in the other
+        partitions (as their last heartbeats found them, or as many as this
+        node holds there if more), and how many of them it keeps (those
+        being shed do not count).  Shares worked out a partition at a time
+        would round up in each: with few hosts a partition, the first node
+        kept one in each, and a third node had none."""
+        others = kept = 0
+        for p in self.parts:
+            if p is not part:
+                others += max(p.beat_hosts, len(p._owned))
+                kept += len(p._owned) - len(p._draining & p._owned)
+        return others, kept
 
     @property
     def crawl_id(self) -> str:
@@ -249,7 +269,16 @@ class PartitionedFrontier:
     def ack(
         self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
     ) -> None:
-        self._part(item.url).ack(item, seen, error)
+        """The ack goes to the page's partition with the redirect hops that
+        fall in it; hops of other partitions are marked seen there, in the
+        same turn of calls."""
+        home = partition_of(host_key(item.url), len(self.parts))
+        elsewhere = self._split(seen, lambda url: url)
+        for p, positions in elsewhere.items():
+            if p != home:
+                self.parts[p].mark_seen([seen[k] for k in positions])
+        here = [seen[k] for k in elsewhere.get(home, [])]
+        self.parts[home].ack(item, here, error)
         self.parts[0].end_permits(spent=1)  # a page done, crawl-wide
 
     def release(self, item: UrlInfo) -> None:
@@ -290,7 +319,22 @@ class PartitionedFrontier:
             part.tick()
 
     def heartbeat(self) -> int:
-        return sum(part.heartbeat() for part in self.parts)
+        """Every partition's heartbeat (each is tried: one that refused, as a
+        fenced partition does, raises once the others are done)."""
+        refused: FrontierUnavailable | None = None
+        for part in self.parts:
+            try:
+                part.heartbeat()
+            except FrontierUnavailable as exc:
+                refused = refused or exc
+        if refused is not None:
+            raise refused
+        return self.last_reaped
+
+    @property
+    def fenced(self) -> int:
+        """Times a partition found this node declared dead there."""
+        return sum(part.fenced for part in self.parts)
 
     @property
     def last_reaped(self) -> int:

@@ -19,6 +19,8 @@
 --                            B host         (the node may not lease from host now: blocked
 --                                           or being shed; it says so once, not each call)
 --                            U host         (it may again)
+--                            M n (bucket tail)*  (mark URLs seen: a redirect's hops
+--                                           whose page was acked in another partition)
 --                            PT n max_pages (partition 0 of a partitioned crawl: grant
 --                                           this node up to n page permits)
 --                            PS k           (k of them were spent: pages done)
@@ -26,7 +28,8 @@
 --   admits  n budget (0: none), then per URL: bucket tail host url depth priority kind lastmod
 --   checks  n, then per URL: bucket tail
 --   lease   want per_host max_pages(-1: none) lag_ms('': no revisits)
---           before_ms(-1: none)
+--           before_ms(-1: none) others kept (a partitioned crawl: hosts in the other
+--           partitions, and how many of them the node keeps; else 0 0)
 --   beat    0 | 1 timeout_ms node_info_json all_held(1: list them)
 -- Returns {admitted flags (1 queued, 0 seen before, 2 over the host budget),
 --          leased members, seen flags,
@@ -353,6 +356,15 @@ for _ = 1, n do
     if changed == 1 and redis.call('HGET', P .. 'owner', host) == node then
       if op == 'B' then move(host, ready, blocked) else move(host, blocked, ready) end
     end
+  elseif op == 'M' then
+    local nseen = tonumber(ARGV[i + 1])
+    i = i + 2
+    local added = 0
+    for _ = 1, nseen do
+      added = added + mark_seen(ARGV[i], ARGV[i + 1])
+      i = i + 2
+    end
+    if added > 0 then redis.call('INCRBY', P .. 'seen', added) end
   elseif op == 'PT' then
     local n, max = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
     i = i + 3
@@ -416,7 +428,8 @@ end
 -- lease ----------------------------------------------------------------
 local want, per_host, max_pages = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
 local lag, before = tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
-i = i + 5
+local others, kept = tonumber(ARGV[i + 5]), tonumber(ARGV[i + 6])
+i = i + 7
 if lag then -- revisits due by now are queued again, a batch a call
   local cutoff = '' .. (now - lag)
   if before >= 0 and before <= now - lag then cutoff = '(' .. before end
@@ -439,7 +452,10 @@ if want > 0 then
   local own = P .. 'own:' .. node
   local alive = redis.call('ZCOUNT', P .. 'alive', now, '+inf')
   if alive < 1 then alive = 1 end
-  local share = math.ceil((redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')) / alive)
+  -- A partitioned crawl's share is crawl-wide: the other partitions' hosts
+  -- count, and the node's hosts kept there are taken off.
+  local here = redis.call('HLEN', P .. 'owner') + redis.call('ZCARD', P .. 'hosts')
+  local share = math.ceil((here + others) / alive) - kept
   local held = redis.call('SCARD', P .. 'held:' .. node)
   local taken = {}
   local full = 0 -- hosts at per_host in this call: the ready index's first ones, at most
