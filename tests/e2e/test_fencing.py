@@ -20,11 +20,14 @@ import redis_server
 from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_until
 from support import read_records, run_cli
 
+from mpcrawler.frontier.redis.client import key_prefix
+
 DELAY = 0.1
 
 
+@pytest.mark.parametrize("parts", [1, 4])
 def test_a_node_paused_past_its_lease_acts_on_nothing_that_passed_on(
-    tmp_path: Path, crawl: str
+    tmp_path: Path, crawl: str, parts: int
 ) -> None:
     """SIGSTOP a node (master and workers) until the other node has declared
     it dead and taken its work over, then SIGCONT it: from then on it fetches
@@ -34,14 +37,17 @@ def test_a_node_paused_past_its_lease_acts_on_nothing_that_passed_on(
         args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "2")]
         # The default host concurrency: many requests wait for their turn at a
         # host, leased, while the node is paused.
-        args += ["--delay", str(DELAY)]
+        args += ["--delay", str(DELAY), "--redis-partitions", str(parts)]
         paused = Node("paused", tmp_path / "paused", args)
         other = Node("other", tmp_path / "other", args)
         wait_until(lambda: len(paused.records()) >= 3 and len(other.records()) >= 3)
         os.killpg(paused.proc.pid, signal.SIGSTOP)
         client = redis.Redis.from_url(redis_server.url())
-        epochs = f"mpc:{{{crawl}}}:epoch"
-        wait_until(lambda: not client.hexists(epochs, "paused"), what="the node declared dead")
+        epochs = [key_prefix(crawl, p) + "epoch" for p in range(parts)]
+        wait_until(
+            lambda: not any(client.hexists(key, "paused") for key in epochs),
+            what="the node declared dead in every partition",
+        )
         taken_over = len(other.records())
         wait_until(lambda: len(other.records()) >= taken_over + 10, what="the other's next pages")
         resumed_at = time.monotonic()

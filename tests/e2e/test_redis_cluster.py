@@ -1,7 +1,8 @@
 """A real three-node Redis Cluster (three redis-server processes, the 16,384
-slots split between them): every key of a crawl hashes to one slot, the Lua
-step runs on the node that serves it, and a two-node crawl through the
-cluster fetches every page exactly once."""
+slots split between them): every key of a crawl's partition hashes to one
+slot, the Lua step runs on the server that serves it, and a two-node crawl
+through the cluster fetches every page exactly once, with its keys in one
+partition and in three (one on each server)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -20,7 +22,10 @@ import redis_server
 from many_nodes import Node, serve_site, wait_until
 from redis.crc import key_slot
 
+from mpcrawler.frontier.redis.client import key_prefix
 from mpcrawler.frontier.redis.frontier import RedisFrontier
+from mpcrawler.frontier.redis.partitions import partition_of
+from mpcrawler.web.urls import host_key
 
 RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
 
@@ -113,3 +118,57 @@ def test_two_nodes_crawl_through_a_cluster(tmp_path: Path, cluster: str) -> None
     assert codes == [0, 0], [n.err for n in nodes]
     assert set(counts) == site.all_urls() and max(counts.values()) == 1
     assert sum(len(n.records()) for n in nodes) == 60
+
+
+def pages_by_partition(site: Any, parts: int, pages: int) -> list[int]:
+    """The pages each partition should have done: its hosts' (by CRC-32)."""
+    done = [0] * parts
+    for server in site.servers:
+        done[partition_of(host_key(server.url + "/"), parts)] += pages
+    return done
+
+
+def spread_crawl(parts: int) -> str:
+    """A crawl name whose ``parts`` partitions each hash to another server."""
+    while True:
+        crawl = f"c-{uuid.uuid4().hex[:8]}"
+        slots = [key_slot((key_prefix(crawl, p) + "seq").encode()) for p in range(parts)]
+        servers = {next(k for k, (lo, hi) in enumerate(RANGES) if lo <= s <= hi) for s in slots}
+        if len(servers) == parts:
+            return crawl
+
+
+def test_a_partitioned_crawl_runs_on_every_server_of_a_cluster(
+    tmp_path: Path, cluster: str
+) -> None:
+    """Three partitions, one on each server: two nodes fetch every page once,
+    each server runs script calls of the crawl, and the crawl's keys sit in
+    three slots, one a partition."""
+    crawl = spread_crawl(3)
+    node = redis.cluster.RedisCluster.from_url(cluster)
+    servers = node.get_primaries()
+    for server in servers:
+        node.config_resetstat(target_nodes=server)
+    with serve_site(hosts=6, pages=20, latency=0.0) as site:
+        args = [*site.args(), "--redis", cluster, "--crawl", crawl, "--workers", "1"]
+        args += ["--redis-partitions", "3"]
+        nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+        codes = [n.finish() for n in nodes]
+        counts = site.fetch_counts()
+    assert codes == [0, 0], [n.err for n in nodes]
+    assert set(counts) == site.all_urls() and max(counts.values()) == 1
+    assert sum(len(n.records()) for n in nodes) == 120
+    done = [int(node.get(key_prefix(crawl, p) + "done") or 0) for p in range(3)]
+    assert done == pages_by_partition(site, 3, 20), done  # each host's in its own partition
+    calls = [
+        node.info("commandstats", target_nodes=server).get("cmdstat_evalsha", {}).get("calls", 0)
+        for server in servers
+    ]
+    assert all(calls), calls
+    keys = [
+        k
+        for p in range(3)
+        for k in node.scan_iter(match=key_prefix(crawl, p) + "*", target_nodes="all")
+    ]
+    assert len({key_slot(k) for k in keys}) == 3
+    node.close()
