@@ -16,6 +16,12 @@ calls over every page), CPU ms per page of the masters and of the workers,
 and pages fetched more than once (from the site's own request counts: there
 must be none).  Writes results.json and nodes.png into DIR and prints the
 table.
+
+``--partitions 1,3`` also runs each count with the crawl's keys split into
+that many partitions (this tree only), and ``--cluster 3`` runs everything
+through a Redis Cluster of three servers of its own instead of one Redis:
+the table then gives each server's Redis CPU a page and the busiest
+server's over an equal share (1.00: perfectly even).
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import redis
 
 from benchmarks.common import ROOT, crawl_env, machine, start_redis, worktree
+from mpcrawler.frontier.redis.client import key_prefix
+from mpcrawler.testing.redis import RedisCluster
 
 HOST_BASE = 2  # hosts are 127.0.0.2 ...
 
@@ -69,25 +77,38 @@ def serve(hosts: int, pages: int, latency: float, size: int, ports_file: str) ->
             time.sleep(3600)
 
 
-def redis_usage(client: redis.Redis) -> tuple[float, int]:
-    """The server's CPU seconds so far, and the commands it has run (a
+def redis_usage(clients: list[redis.Redis]) -> tuple[list[float], int]:
+    """Each server's CPU seconds so far, and the commands they have run (a
     script's own included; INFO and the benchmark's own calls left out)."""
-    cpu = client.info("cpu")
-    stats = client.info("commandstats")
-    skip = {"cmdstat_info", "cmdstat_scan", "cmdstat_del", "cmdstat_ping"}
-    calls = sum(int(v["calls"]) for k, v in stats.items() if k not in skip)
-    return float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]), calls
+    skip = {"cmdstat_info", "cmdstat_scan", "cmdstat_del", "cmdstat_ping", "cmdstat_cluster"}
+    cpus, calls = [], 0
+    for client in clients:
+        cpu = client.info("cpu")
+        stats = client.info("commandstats")
+        calls += sum(int(v["calls"]) for k, v in stats.items() if k not in skip)
+        cpus.append(float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"]))
+    return cpus, calls
 
 
 def run_nodes(
-    n: int, seeds: list[str], redis_url: str, threads: int, hosts: int, root: Path = ROOT
+    n: int,
+    seeds: list[str],
+    servers: list[str],
+    threads: int,
+    parts: int = 1,
+    root: Path = ROOT,
 ) -> dict[str, Any]:
+    """One crawl by ``n`` nodes through the Redis ``servers`` (the first is
+    the one the nodes are given: a cluster's first server, or the only one)."""
+    redis_url = servers[0]
     crawl = f"bench-{uuid.uuid4().hex[:8]}"
     jobs = [tempfile.mkdtemp(prefix="bench-node-") for _ in range(n)]
     env = crawl_env(root)
-    client = redis.Redis.from_url(redis_url)
-    cpu0, calls0 = redis_usage(client)
+    clients = [redis.Redis.from_url(url) for url in servers]
+    cpu0, calls0 = redis_usage(clients)
     cmd = [sys.executable, "-m", "mpcrawler", "crawl", *seeds, "--redis", redis_url]
+    if parts > 1:
+        cmd += ["--redis-partitions", str(parts)]
     cmd += ["--crawl", crawl, "--workers", "1", "--threads", str(threads), "--no-robots"]
     cmd += ["--quiet", "--allow-private-networks"]
     try:
@@ -116,25 +137,29 @@ def run_nodes(
             cpu_master += stats["processes"]["master"]["cpu_s"]
             cpu_workers += sum(w["cpu_s"] for w in stats["processes"]["workers"])
         span = max(times) - min(times)
-        cpu1, calls1 = redis_usage(client)
+        cpu1, calls1 = redis_usage(clients)
+        used = [after - before for before, after in zip(cpu0, cpu1, strict=True)]
         return {
             "nodes": n,
+            "partitions": parts,
+            "per_server_us": [1e6 * u / pages for u in used],
             "pages": pages,
             "per_node": per_node,
             "pages_per_s": pages / span,
             "round_trips_per_page": trips / pages,
             "cpu_master_ms": 1000 * cpu_master / pages,
             "cpu_workers_ms": 1000 * cpu_workers / pages,
-            "redis_us": 1e6 * (cpu1 - cpu0) / pages,
+            "redis_us": 1e6 * sum(used) / pages,
             "redis_commands": (calls1 - calls0) / pages,
         }
     finally:
         for job in jobs:
             shutil.rmtree(job, ignore_errors=True)
-        keys = list(client.scan_iter(match=f"mpc:{{{crawl}}}:*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
+        for client in clients:  # each key on the server that holds it
+            for p in range(parts):
+                for key in client.scan_iter(match=key_prefix(crawl, p) + "*"):
+                    client.delete(key)
+            client.close()
 
 
 def plot(rows: list[dict[str, Any]], one: float, path: Path) -> None:
@@ -167,13 +192,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--base", help="also crawl with this git revision, alternated")
+    parser.add_argument(
+        "--partitions", default="1", help="--redis-partitions to compare (this tree only)"
+    )
+    parser.add_argument(
+        "--cluster", type=int, default=0, help="a Redis Cluster of this many servers"
+    )
     parser.add_argument("--serve", help=argparse.SUPPRESS)  # the site's child process
     args = parser.parse_args()
     if args.serve:
         serve(args.hosts, args.pages, args.latency, args.size, args.serve)
         return
     counts = [int(n) for n in args.nodes.split(",")]
-    redis_proc, redis_url, redis_dir = start_redis()
+    partitions = [int(k) for k in args.partitions.split(",")]
+    cluster = RedisCluster(args.cluster) if args.cluster else None
+    if cluster is not None:
+        servers = [f"redis://127.0.0.1:{port}/0" for port in cluster.ports]
+    else:
+        redis_proc, redis_url, redis_dir = start_redis()
+        servers = [redis_url]
     ports_file = tempfile.mktemp(prefix="bench-nodes-site-")
     site = subprocess.Popen(
         [
@@ -191,45 +228,60 @@ def main() -> None:
                 assert site.poll() is None and time.monotonic() < deadline, "the site did not start"
                 time.sleep(0.05)
             seeds = json.loads(Path(ports_file).read_text())
-            runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+            runs: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+            configs = [
+                (t, n, k)
+                for n in counts
+                for k in partitions
+                for t in trees
+                if t == "this" or k == 1
+            ]
             for r in range(args.repeat):
-                order = [(t, n) for n in counts for t in trees]
-                for tree, n in order if r % 2 == 0 else order[::-1]:
-                    result = run_nodes(n, seeds, redis_url, args.threads, args.hosts, trees[tree])
-                    runs.setdefault((tree, n), []).append(result)
+                for tree, n, k in configs if r % 2 == 0 else configs[::-1]:
+                    result = run_nodes(n, seeds, servers, args.threads, k, trees[tree])
+                    runs.setdefault((tree, n, k), []).append(result)
+                    split = "/".join(f"{us:.0f}" for us in result["per_server_us"])
                     print(
-                        f"run {r + 1}, {tree}, {n} node(s): {result['pages']} pages, "
+                        f"run {r + 1}, {tree}, {n} node(s), {k} partition(s): "
+                        f"{result['pages']} pages, "
                         f"{result['pages_per_s']:.1f} pages/s, per node {result['per_node']}, "
                         f"Redis {result['redis_us']:.0f} us and "
-                        f"{result['redis_commands']:.1f} commands a page",
+                        f"{result['redis_commands']:.1f} commands a page (by server: {split} us)",
                         flush=True,
                     )
         finally:
             site.terminate()
             site.wait(timeout=30)
-            redis_proc.kill()
-            redis_proc.wait()
-            shutil.rmtree(redis_dir, ignore_errors=True)
+            if cluster is not None:
+                cluster.close()
+            else:
+                redis_proc.kill()
+                redis_proc.wait()
+                shutil.rmtree(redis_dir, ignore_errors=True)
     hits = json.loads(Path(ports_file + ".hits").read_text())
     total_requests = sum(sum(h.values()) for h in hits.values())
-    expected = args.repeat * len(counts) * len(trees) * args.hosts * args.pages
+    expected = args.repeat * len(configs) * args.hosts * args.pages
     for path in (ports_file, ports_file + ".hits"):
         Path(path).unlink(missing_ok=True)
     figures = ("pages_per_s", "round_trips_per_page", "cpu_master_ms", "cpu_workers_ms")
     figures += ("redis_us", "redis_commands")
     rows = []
-    for tree in trees:
-        for n in counts:
-            rs = runs[tree, n]
-            rows.append(
-                {
-                    "tree": tree,
-                    "nodes": n,
-                    **{k: statistics.median(r[k] for r in rs) for k in figures},
-                    "pages": rs[0]["pages"],
-                    "runs": [r["pages_per_s"] for r in rs],
-                }
-            )
+    for tree, n, parts in configs:
+        rs = runs[tree, n, parts]
+        spread = [statistics.median(r["per_server_us"][k] for r in rs) for k in range(len(servers))]
+        rows.append(
+            {
+                "tree": tree,
+                "nodes": n,
+                "partitions": parts,
+                "per_server_us": spread,
+                # the busiest server's CPU over an equal share of the total
+                "busiest_vs_equal": max(spread) * len(spread) / sum(spread) if sum(spread) else 0,
+                **{k: statistics.median(r[k] for r in rs) for k in figures},
+                "pages": rs[0]["pages"],
+                "runs": [r["pages_per_s"] for r in rs],
+            }
+        )
     ideal = args.threads / args.latency if args.latency else None
     print(f"\n{machine()}")
     print(
@@ -245,29 +297,36 @@ def main() -> None:
         f"requests the site served: {total_requests:,} for {expected:,} pages "
         f"({total_requests - expected} more than once)"
     )
+    where = f"a Redis Cluster of {len(servers)} servers" if cluster else "one Redis"
+    print(f"through {where}")
     print(
-        "| tree | nodes | pages/s | vs N x one node | Redis round trips/page "
-        "| Redis CPU µs/page | Redis commands/page | master CPU ms/page | worker CPU ms/page |"
+        "| tree | nodes | partitions | pages/s | vs N x one node | Redis round trips/page "
+        "| Redis CPU µs/page | by server | busiest / equal share | Redis commands/page "
+        "| master CPU ms/page | worker CPU ms/page |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for tree in trees:
-        mine = [row for row in rows if row["tree"] == tree]
-        one = mine[0]["pages_per_s"] / mine[0]["nodes"]
-        for row in mine:
-            ratio = row["pages_per_s"] / (row["nodes"] * one)
-            row["vs_n_x_one"] = ratio
-            print(
-                f"| {tree} | {row['nodes']} | {row['pages_per_s']:.1f} | {ratio:.2f} | "
-                f"{row['round_trips_per_page']:.2f} | {row['redis_us']:.0f} | "
-                f"{row['redis_commands']:.1f} | {row['cpu_master_ms']:.2f} | "
-                f"{row['cpu_workers_ms']:.2f} |"
-            )
+        for parts in partitions:
+            mine = [row for row in rows if row["tree"] == tree and row["partitions"] == parts]
+            if not mine:
+                continue
+            one = mine[0]["pages_per_s"] / mine[0]["nodes"]
+            for row in mine:
+                ratio = row["pages_per_s"] / (row["nodes"] * one)
+                row["vs_n_x_one"] = ratio
+                split = " / ".join(f"{us:.0f}" for us in row["per_server_us"])
+                print(
+                    f"| {tree} | {row['nodes']} | {parts} | {row['pages_per_s']:.1f} | "
+                    f"{ratio:.2f} | {row['round_trips_per_page']:.2f} | {row['redis_us']:.0f} | "
+                    f"{split} | {row['busiest_vs_equal']:.2f} | {row['redis_commands']:.1f} | "
+                    f"{row['cpu_master_ms']:.2f} | {row['cpu_workers_ms']:.2f} |"
+                )
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(
             json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
         )
-        this = [row for row in rows if row["tree"] == "this"]
+        this = [row for row in rows if row["tree"] == "this" and row["partitions"] == 1]
         plot(this, this[0]["pages_per_s"] / this[0]["nodes"], args.out / "nodes.png")
 
 

@@ -4,18 +4,23 @@
 with its files in a directory of the caller's, and returns once it answers
 PING.  ``RedisServer`` wraps one that may be killed and started again on
 the same port (persisted with AOF, ``appendfsync always``, unless
-``persist`` is False).  Nothing here is used by a crawl.
+``persist`` is False).  ``RedisCluster`` is a Redis Cluster of three (or
+more) such servers, the 16,384 slots split evenly.  Nothing here is used by
+a crawl.
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
 
-__all__ = ["RedisServer", "answers", "free_port", "start"]
+__all__ = ["RedisCluster", "RedisServer", "answers", "cluster_port", "free_port", "start"]
+
+SLOTS = 16384
 
 
 def free_port() -> int:
@@ -82,4 +87,77 @@ class RedisServer:
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cluster_port() -> int:
+    """A free port P whose cluster bus port P + 10000 is free too (P <= 55535)."""
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20_000, 45_000)
+        try:
+            for p in (port, port + 10_000):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return port
+
+
+class RedisCluster:
+    """``servers`` redis-servers in cluster mode (no persistence), each
+    serving an even range of the slots (``ranges``); ``url`` reaches the
+    first.  RuntimeError if a server does not start or the cluster is not
+    ``ok`` within ``wait`` seconds."""
+
+    def __init__(self, servers: int = 3, wait: float = 30.0) -> None:
+        import redis as redis_py
+
+        self.dir = tempfile.mkdtemp(prefix="mpcrawler-cluster-")
+        self.ports = [cluster_port() for _ in range(servers)]
+        step = SLOTS // servers
+        self.ranges = [
+            (k * step, SLOTS - 1 if k == servers - 1 else (k + 1) * step - 1)
+            for k in range(servers)
+        ]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        try:
+            for port in self.ports:
+                options = (
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    f"nodes-{port}.conf",
+                )
+                self.procs.append(
+                    start(port, self.dir, *options, "--save", "", "--appendonly", "no")
+                )
+            clients = [redis_py.Redis(port=port) for port in self.ports]
+            for client, (low, high) in zip(clients, self.ranges, strict=True):
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+            for port in self.ports[1:]:
+                clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
+            deadline = time.monotonic() + wait
+            while not all(c.cluster("info")["cluster_state"] == "ok" for c in clients):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Redis Cluster did not come up (cluster_state)")
+                time.sleep(0.05)
+            for client in clients:
+                client.close()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.ports[0]}/0"
+
+    def server_of(self, slot: int) -> int:
+        """Which server (0, 1, ...) serves ``slot``."""
+        return next(k for k, (low, high) in enumerate(self.ranges) if low <= slot <= high)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -6,10 +6,6 @@ partition and in three (one on each server)."""
 
 from __future__ import annotations
 
-import random
-import shutil
-import socket
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,69 +14,36 @@ from typing import Any
 import pytest
 import redis
 import redis.cluster
-import redis_server
-from many_nodes import Node, serve_site, wait_until
+from many_nodes import Node, serve_site
 from redis.crc import key_slot
 
 from mpcrawler.frontier.redis.client import key_prefix
 from mpcrawler.frontier.redis.frontier import RedisFrontier
 from mpcrawler.frontier.redis.partitions import partition_of
+from mpcrawler.testing.redis import SLOTS, RedisCluster
 from mpcrawler.web.urls import host_key
-
-RANGES = [(0, 5460), (5461, 10922), (10923, 16383)]
-
-
-def cluster_port() -> int:
-    """A free port P whose cluster bus port P + 10000 is free too (P <= 55535)."""
-    rng = random.Random()
-    while True:
-        port = rng.randrange(20_000, 45_000)
-        try:
-            for p in (port, port + 10_000):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return port
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    directory = tempfile.mkdtemp(prefix="redis-cluster-")
-    ports = [cluster_port() for _ in RANGES]
-    procs = [
-        redis_server.start(
-            port,
-            directory,
-            *("--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf"),
-            *("--save", "", "--appendonly", "no"),
-        )
-        for port in ports
-    ]
+def servers() -> Iterator[RedisCluster]:
     try:
-        clients = [redis.Redis(port=port) for port in ports]
-        for client, (low, high) in zip(clients, RANGES, strict=True):
-            client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
-        for port in ports[1:]:
-            clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
-        wait_until(
-            lambda: all(c.cluster("info")["cluster_state"] == "ok" for c in clients),
-            30,
-            "cluster_state:ok",
-        )
-        yield f"redis://127.0.0.1:{ports[0]}/0"
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(directory, ignore_errors=True)
+        cluster = RedisCluster(3)
+    except RuntimeError as exc:
+        pytest.fail(f"{exc}: .ci/run installs Debian's redis-server")
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(servers: RedisCluster) -> str:
+    return servers.url
 
 
 def far_crawl() -> str:
     """A crawl name whose slot the third server serves, not the one in the URL."""
     while True:
         crawl = f"c-{uuid.uuid4().hex[:8]}"
-        if key_slot(f"mpc:{{{crawl}}}:seq".encode()) >= RANGES[2][0]:
+        if key_slot(f"mpc:{{{crawl}}}:seq".encode()) >= SLOTS * 2 // 3:
             return crawl
 
 
@@ -128,26 +91,25 @@ def pages_by_partition(site: Any, parts: int, pages: int) -> list[int]:
     return done
 
 
-def spread_crawl(parts: int) -> str:
+def spread_crawl(cluster: RedisCluster, parts: int) -> str:
     """A crawl name whose ``parts`` partitions each hash to another server."""
     while True:
         crawl = f"c-{uuid.uuid4().hex[:8]}"
         slots = [key_slot((key_prefix(crawl, p) + "seq").encode()) for p in range(parts)]
-        servers = {next(k for k, (lo, hi) in enumerate(RANGES) if lo <= s <= hi) for s in slots}
-        if len(servers) == parts:
+        if len({cluster.server_of(slot) for slot in slots}) == parts:
             return crawl
 
 
 def test_a_partitioned_crawl_runs_on_every_server_of_a_cluster(
-    tmp_path: Path, cluster: str
+    tmp_path: Path, servers: RedisCluster, cluster: str
 ) -> None:
     """Three partitions, one on each server: two nodes fetch every page once,
     each server runs script calls of the crawl, and the crawl's keys sit in
     three slots, one a partition."""
-    crawl = spread_crawl(3)
+    crawl = spread_crawl(servers, 3)
     node = redis.cluster.RedisCluster.from_url(cluster)
-    servers = node.get_primaries()
-    for server in servers:
+    primaries = node.get_primaries()
+    for server in primaries:
         node.config_resetstat(target_nodes=server)
     with serve_site(hosts=6, pages=20, latency=0.0) as site:
         args = [*site.args(), "--redis", cluster, "--crawl", crawl, "--workers", "1"]
@@ -162,7 +124,7 @@ def test_a_partitioned_crawl_runs_on_every_server_of_a_cluster(
     assert done == pages_by_partition(site, 3, 20), done  # each host's in its own partition
     calls = [
         node.info("commandstats", target_nodes=server).get("cmdstat_evalsha", {}).get("calls", 0)
-        for server in servers
+        for server in primaries
     ]
     assert all(calls), calls
     keys = [
