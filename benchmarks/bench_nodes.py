@@ -97,11 +97,13 @@ def run_nodes(
     threads: int,
     parts: int = 1,
     root: Path = ROOT,
+    cluster: RedisCluster | None = None,
 ) -> dict[str, Any]:
     """One crawl by ``n`` nodes through the Redis ``servers`` (the first is
-    the one the nodes are given: a cluster's first server, or the only one)."""
+    the one the nodes are given: a cluster's first server, or the only one);
+    on a cluster, a crawl name whose partitions fall on different servers."""
     redis_url = servers[0]
-    crawl = f"bench-{uuid.uuid4().hex[:8]}"
+    crawl = f"bench-{uuid.uuid4().hex[:8]}" if cluster is None else cluster.spread_crawl(parts)
     jobs = [tempfile.mkdtemp(prefix="bench-node-") for _ in range(n)]
     env = crawl_env(root)
     clients = [redis.Redis.from_url(url) for url in servers]
@@ -238,7 +240,7 @@ def main() -> None:
             ]
             for r in range(args.repeat):
                 for tree, n, k in configs if r % 2 == 0 else configs[::-1]:
-                    result = run_nodes(n, seeds, servers, args.threads, k, trees[tree])
+                    result = run_nodes(n, seeds, servers, args.threads, k, trees[tree], cluster)
                     runs.setdefault((tree, n, k), []).append(result)
                     split = "/".join(f"{us:.0f}" for us in result["per_server_us"])
                     print(

@@ -156,6 +156,21 @@ class RedisCluster:
         """Which server (0, 1, ...) serves ``slot``."""
         return next(k for k, (low, high) in enumerate(self.ranges) if low <= slot <= high)
 
+    def spread_crawl(self, parts: int) -> str:
+        """A new crawl name whose ``parts`` partitions fall on as many servers
+        as they can (each on its own, if there are that many)."""
+        import uuid
+
+        from redis.crc import key_slot
+
+        from ..frontier.redis.client import key_prefix
+
+        while True:
+            crawl = f"c-{uuid.uuid4().hex[:8]}"
+            slots = [key_slot((key_prefix(crawl, p) + "seq").encode()) for p in range(parts)]
+            if len({self.server_of(slot) for slot in slots}) == min(parts, len(self.ports)):
+                return crawl
+
     def close(self) -> None:
         for proc in self.procs:
             proc.kill()

@@ -18,7 +18,7 @@ from many_nodes import JITTER, Node, RedisProcess, serve_site, shared, wait_unti
 from support import run_cli
 
 from mpcrawler.frontier.redis.client import key_prefix
-from mpcrawler.frontier.redis.partitions import partition_of
+from mpcrawler.frontier.redis.partitions import open_shared, partition_of
 from mpcrawler.web.urls import host_key
 
 DELAY = 0.1  # --delay of the politeness tests
@@ -236,6 +236,25 @@ def test_redis_gone_for_longer_than_the_timeout(tmp_path: Path, crawl: str) -> N
     finally:
         server.close()
     assert set(counts) == site.all_urls() == urls
+
+
+@pytest.mark.parametrize("given", [1, 2])
+def test_a_node_with_another_partition_count_is_refused(
+    tmp_path: Path, crawl: str, given: int
+) -> None:
+    """The hosts would map to other partitions: exit 2, one line, nothing written."""
+    open_shared(redis_server.url(), crawl, "first", partitions=4).close()
+    job = tmp_path / "job"
+    proc = run_cli(
+        *("crawl", "http://127.0.0.1:9/", *shared(redis_server.url(), crawl)),
+        *("--redis-partitions", str(given), "--job-dir", str(job), "--quiet"),
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"mpcrawler: error: crawl {crawl!r} is split into 4 partition(s), not {given}: "
+        "give every node --redis-partitions 4"
+    ]
+    assert not job.exists()
 
 
 def test_unreachable_redis_at_start_writes_nothing(tmp_path: Path) -> None:

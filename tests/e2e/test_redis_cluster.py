@@ -91,22 +91,13 @@ def pages_by_partition(site: Any, parts: int, pages: int) -> list[int]:
     return done
 
 
-def spread_crawl(cluster: RedisCluster, parts: int) -> str:
-    """A crawl name whose ``parts`` partitions each hash to another server."""
-    while True:
-        crawl = f"c-{uuid.uuid4().hex[:8]}"
-        slots = [key_slot((key_prefix(crawl, p) + "seq").encode()) for p in range(parts)]
-        if len({cluster.server_of(slot) for slot in slots}) == parts:
-            return crawl
-
-
 def test_a_partitioned_crawl_runs_on_every_server_of_a_cluster(
     tmp_path: Path, servers: RedisCluster, cluster: str
 ) -> None:
     """Three partitions, one on each server: two nodes fetch every page once,
     each server runs script calls of the crawl, and the crawl's keys sit in
     three slots, one a partition."""
-    crawl = spread_crawl(servers, 3)
+    crawl = servers.spread_crawl(3)
     node = redis.cluster.RedisCluster.from_url(cluster)
     primaries = node.get_primaries()
     for server in primaries:

@@ -62,7 +62,10 @@ URLs: once Redis is back, the node gives back every lease recorded under its
 id that it does not hold.
 
 Every key of a crawl is under ``mpc:{CRAWL}:`` (the braces are a Redis
-Cluster hash tag: all of a crawl's keys live in one slot)::
+Cluster hash tag: all of a crawl's keys live in one slot).  A crawl split
+into partitions (:mod:`.partitions`) is one RedisFrontier a partition, the
+others under ``mpc:{CRAWL/p}:``; partition 0 then also keeps ``partitions``
+and the page permits (``permits``, ``permits_out``, ``spent``)::
 
     seq, seen, queued, done, errors   counters
     late         records written twice: acks of leases that had passed to another node

@@ -252,7 +252,10 @@ class PartitionedFrontier:
             part._wake(now)
             if part._down_since is not None or now < part._dry_until:
                 continue
-            room = self._permitted(want, take=True)
+            try:
+                room = self._permitted(want, take=True)
+            except FrontierUnavailable:  # partition 0 is down: its permits with it
+                return None
             if room <= 0:
                 return None
             item = part.lease(now, room)
