@@ -172,6 +172,18 @@ local function mark_seen(bucket, tail)
   return redis.call('HSETNX', P .. 'seen:' .. bucket, tail, '')
 end
 
+-- Mark the n URLs (bucket tail)* from ARGV[i] on seen, counting the new
+-- ones; the index past them.
+local function mark_all(i, n)
+  local added = 0
+  for _ = 1, n do
+    added = added + mark_seen(ARGV[i], ARGV[i + 1])
+    i = i + 2
+  end
+  if added > 0 then redis.call('INCRBY', P .. 'seen', added) end
+  return i
+end
+
 -- Give back the leases and hosts of every node whose heartbeat deadline has
 -- passed, and end their epochs (their later calls are refused); how many leases.
 local function reap()
@@ -282,12 +294,7 @@ for _ = 1, n do
       counted = false
       redis.call('INCR', P .. 'late')
     end
-    local added = 0
-    for _ = 1, nseen do
-      added = added + mark_seen(ARGV[i], ARGV[i + 1])
-      i = i + 2
-    end
-    if added > 0 then redis.call('INCRBY', P .. 'seen', added) end
+    i = mark_all(i, nseen)
     if counted then
       redis.call('INCR', P .. 'done')
       if err == '1' then redis.call('INCR', P .. 'errors') end
@@ -359,12 +366,7 @@ for _ = 1, n do
   elseif op == 'M' then
     local nseen = tonumber(ARGV[i + 1])
     i = i + 2
-    local added = 0
-    for _ = 1, nseen do
-      added = added + mark_seen(ARGV[i], ARGV[i + 1])
-      i = i + 2
-    end
-    if added > 0 then redis.call('INCRBY', P .. 'seen', added) end
+    i = mark_all(i, nseen)
   elseif op == 'PT' then
     local n, max = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
     i = i + 3
