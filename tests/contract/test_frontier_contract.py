@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import os
 import math
+import os
 import shutil
 import tempfile
 import uuid
