@@ -1,7 +1,8 @@
 """Real redis-servers of the tests' own, on free loopback ports.
 
 ``url()`` is the shared one: started on first use and killed when the test
-process exits; nothing is persisted (no RDB, no AOF).  ``start()`` starts
+process exits; nothing is persisted (no RDB, no AOF).  ``cluster_url()`` is
+a shared three-server Redis Cluster, the same way.  ``start()`` starts
 any other (with AOF, as a cluster node...) for the tests that kill or
 restart theirs.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 import atexit
 import subprocess
 import tempfile
+from typing import Any
 
 import pytest
 
 from mpcrawler.testing import redis
 from mpcrawler.testing.redis import free_port
 
-__all__ = ["forget", "free_port", "start", "url"]
+__all__ = ["client", "cluster_url", "forget", "free_port", "start", "url"]
 
 _server: dict[str, object] = {}
 
@@ -41,14 +43,38 @@ def url() -> str:
     return str(_server["url"])
 
 
-def forget(crawl: str) -> None:
-    """Delete every key of ``crawl`` (they are all under its prefix, or its
-    partitions' ``mpc:{CRAWL/P}:``)."""
-    import redis as redis_py
+def cluster_url() -> str:
+    """redis://127.0.0.1:PORT/0 of a node of the test cluster (started if need be)."""
+    if "cluster" not in _server:
+        try:
+            cluster = redis.RedisCluster(3)
+        except RuntimeError as exc:
+            pytest.fail(f"{exc}: .ci/run installs Debian's redis-server")
+        atexit.register(cluster.close)
+        _server["cluster"] = cluster
+    return str(_server["cluster"].url)  # type: ignore[attr-defined]
 
-    client = redis_py.Redis.from_url(url())
-    keys = list(client.scan_iter(match=f"mpc:{{{crawl}}}:*"))
-    keys += client.scan_iter(match=f"mpc:{{{crawl}/*}}:*")
-    if keys:
-        client.delete(*keys)
-    client.close()
+
+def client(where: str) -> Any:
+    """A redis-py client for ``where`` (a cluster client for the cluster)."""
+    from mpcrawler.frontier.redis.client import connect
+
+    return connect(where)
+
+
+def forget(crawl: str) -> None:
+    """Delete every key of ``crawl`` on the shared server and the cluster
+    (they are all under its prefix, or its partitions' ``mpc:{CRAWL/P}:``)."""
+    servers = [url()] + ([cluster_url()] if "cluster" in _server else [])
+    for where in servers:
+        node = client(where)
+        cluster = "cluster" in type(node).__module__
+        options = {"target_nodes": "all"} if cluster else {}
+        keys = [
+            key
+            for match in (f"mpc:{{{crawl}}}:*", f"mpc:{{{crawl}/*}}:*")
+            for key in node.scan_iter(match=match, **options)
+        ]
+        for batch in [[key] for key in keys] if cluster else [keys] if keys else []:
+            node.delete(*batch)  # a cluster deletes no keys of two slots at once
+        node.close()

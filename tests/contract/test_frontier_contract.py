@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 import redis_server
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -58,6 +57,7 @@ class Implementation:
     # Above 1: hosts fall into that many partitions, and the order of leases
     # holds within a partition (per host and by priority), not across them.
     partitions: int = 1
+    examples: int = 300
 
 
 def _open_redis(directory: str, cache_size: int) -> Any:
@@ -66,11 +66,13 @@ def _open_redis(directory: str, cache_size: int) -> Any:
     return RedisFrontier(redis_server.url(), crawl=Path(directory).name, node="node-1")
 
 
-def _open_partitioned(directory: str, cache_size: int) -> Any:
+def _open_partitioned(
+    directory: str, cache_size: int, where: Callable[[], str] = redis_server.url
+) -> Any:
     from mpcrawler.frontier.redis.partitions import PartitionedFrontier
 
     crawl = Path(directory).name
-    return PartitionedFrontier(redis_server.url(), crawl, "node-1", partitions=PARTS)
+    return PartitionedFrontier(where(), crawl, "node-1", partitions=PARTS)
 
 
 PARTS = 3  # HOSTS fall into partitions 0, 1 and 2 (test_the_hosts_fall_into_every_partition)
@@ -92,6 +94,15 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     "redis": Implementation(_open_redis, _redis_crash, durable_at_once=True),
     "redis-partitioned": Implementation(
         _open_partitioned, _redis_crash, durable_at_once=True, partitions=PARTS
+    ),
+    # The same on a three-server Redis Cluster: each partition's calls go to
+    # the server of its slot (fewer examples: the suite's time).
+    "redis-cluster": Implementation(
+        functools.partial(_open_partitioned, where=redis_server.cluster_url),
+        _redis_crash,
+        durable_at_once=True,
+        partitions=PARTS,
+        examples=40,
     ),
 }
 
@@ -336,8 +347,11 @@ class FrontierContract(RuleBasedStateMachine):
 
 @pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
 def test_frontier_contract(name: str) -> None:
-    machine = type(f"Contract_{name}", (FrontierContract,), {"impl": IMPLEMENTATIONS[name]})
-    machine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
+    impl = IMPLEMENTATIONS[name]
+    machine = type(f"Contract_{name}", (FrontierContract,), {"impl": impl})
+    machine.TestCase.settings = settings(
+        max_examples=impl.examples, stateful_step_count=60, deadline=None
+    )
     machine.TestCase().runTest()
 
 
@@ -401,6 +415,7 @@ def _parts(f: Any) -> list[Any]:
 
 class SharedFrontierContract(RuleBasedStateMachine):
     partitions = 1  # of the crawl's keys
+    where: Callable[[], str] = staticmethod(redis_server.url)  # the Redis (or cluster)
 
     def __init__(self) -> None:
         super().__init__()
@@ -408,7 +423,7 @@ class SharedFrontierContract(RuleBasedStateMachine):
 
         self.open = functools.partial(open_shared, partitions=self.partitions)
         self.crawl = f"contract-shared-{uuid.uuid4().hex[:8]}"
-        self.client = redis.Redis.from_url(redis_server.url())
+        self.client = redis_server.client(self.where())
         self.nodes: dict[str, Any] = {}  # live
         self.fenced: dict[str, Any] = {}  # declared dead, not told yet
         self.names = itertools.count()
@@ -420,7 +435,7 @@ class SharedFrontierContract(RuleBasedStateMachine):
 
     def _join(self) -> str:
         name = f"n{next(self.names)}"
-        f = self.open(redis_server.url(), self.crawl, name, per_host=2)
+        f = self.open(self.where(), self.crawl, name, per_host=2)
         for part in _parts(f):
             part.beat_interval = (
                 math.inf
@@ -607,12 +622,18 @@ class SharedFrontierContract(RuleBasedStateMachine):
         redis_server.forget(self.crawl)
 
 
-@pytest.mark.parametrize("partitions", [1, 3])
-def test_shared_frontier_contract(partitions: int) -> None:
+@pytest.mark.parametrize(("partitions", "cluster"), [(1, False), (3, False), (3, True)])
+def test_shared_frontier_contract(partitions: int, cluster: bool) -> None:
+    where = redis_server.cluster_url if cluster else redis_server.url
     machine = type(
-        f"SharedContract_{partitions}", (SharedFrontierContract,), {"partitions": partitions}
+        f"SharedContract_{partitions}{'_cluster' * cluster}",
+        (SharedFrontierContract,),
+        {"partitions": partitions, "where": staticmethod(where)},
     )
-    machine.TestCase.settings = settings(max_examples=100, stateful_step_count=25, deadline=None)
+    examples = 20 if cluster else 100
+    machine.TestCase.settings = settings(
+        max_examples=examples, stateful_step_count=25, deadline=None
+    )
     machine.TestCase().runTest()
 
 
