@@ -8,20 +8,29 @@ host's backlog costs five integers a run and never stands in front of
 another host.  This store writes blocks, reads a block's head back, counts
 what blocks hold and which files are still used (a file is garbage once
 its last block is read).  The lanes that own the blocks are the queue's.
+
+Blocks are small (a host blocked while the log is read past it gets one of
+a URL or two at each spill) and read one at a time, so the store keeps the
+waiting files it reads from open, up to OPEN_FILES of them, and reads with
+``os.pread``: opening a file for every block was most of a block's cost.
 """
 
 from __future__ import annotations
 
+import os
 from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from ..base import UrlInfo
 from .files import QueueFiles, waiting_name
 from .journal import BLOCK
-from .storage import HEADER, ITEM, encode_item, log, read_items
+from .storage import HEADER, ITEM, encode_item, log, read_items_at
 
-__all__ = ["BlockStore"]
+__all__ = ["OPEN_FILES", "BlockStore"]
+
+OPEN_FILES = 64  # waiting files kept open for reading, the last used ones
 
 
 def _record_size(item: UrlInfo) -> int:
@@ -36,6 +45,7 @@ class BlockStore:
         self.count = 0  # URLs in blocks
         self.refs: dict[int, int] = {}  # waiting file number -> live blocks
         self.max: tuple[int, int] | None = None  # no block item sorts after this
+        self._open: OrderedDict[int, int] = OrderedDict()  # file number -> descriptor
 
     def write(self, parts: Sequence[Sequence[UrlInfo]]) -> list[array[int]]:
         """Each of ``parts`` (sorted runs) as one block, all in one new waiting file."""
@@ -62,7 +72,8 @@ class BlockStore:
         how many URLs the block lost (a damaged file)."""
         number, offset, end, count, _ = blocks[:BLOCK]
         name = waiting_name(number)
-        items, after = read_items(self.files.path(name), name, offset, end, want + 1)
+        fd = self._descriptor(number, name)
+        items, after = ([], end) if fd is None else read_items_at(fd, name, offset, end, want + 1)
         if len(items) > want:  # one more was read to learn the next head
             peek = items.pop()
             after -= _record_size(peek)
@@ -93,6 +104,27 @@ class BlockStore:
     def files_used(self) -> set[str]:
         return {waiting_name(number) for number in self.refs}
 
+    def close(self) -> None:
+        """Close the files kept open for reading."""
+        while self._open:
+            os.close(self._open.popitem()[1])
+
+    def _descriptor(self, number: int, name: str) -> int | None:
+        """The open waiting file ``number`` (None: it cannot be opened, logged)."""
+        fd = self._open.get(number)
+        if fd is not None:
+            self._open.move_to_end(number)
+            return fd
+        try:
+            fd = os.open(self.files.path(name), os.O_RDONLY)
+        except OSError as exc:
+            log.warning("frontier: cannot read %s (%s); its URLs are lost", name, exc)
+            return None
+        self._open[number] = fd
+        if len(self._open) > OPEN_FILES:
+            os.close(self._open.popitem(last=False)[1])
+        return fd
+
     def _unref(self, number: int) -> None:
         left = self.refs.get(number, 1) - 1
         if left > 0:
@@ -100,3 +132,6 @@ class BlockStore:
         else:
             self.refs.pop(number, None)
             self.files.garbage.append(waiting_name(number))
+            fd = self._open.pop(number, None)
+            if fd is not None:
+                os.close(fd)

@@ -461,6 +461,7 @@ class UrlQueueManager:
 
     # ---------------------------------------------------------- the files
     def _release_files(self, *, discard: bool) -> None:
+        self._blocks_on_disk.close()
         self._log.close(discard=discard)
         self._journal.close(discard=discard)
         self._closed = True

@@ -138,26 +138,37 @@ def read_items(
     (the items, the offset after them).  A file that cannot be read, ends
     early or holds a corrupt record gives what it can and the offset
     ``end`` (the rest is lost, with a warning)."""
-    items: list[UrlInfo] = []
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         log.warning("frontier: cannot read %s (%s); its URLs are lost", name, exc)
-        return items, end
+        return [], end
     with f:
-        chunk = max(1 << 16, min(limit * 128, 1 << 24))
-        while len(items) < limit and offset < end:
-            f.seek(offset)
-            data = f.read(min(chunk, end - offset))
-            payloads, used, corrupt = split_frames(data, limit - len(items), name)
-            items.extend(decode_items(payloads, name))
-            offset += used
-            if corrupt or (not payloads and len(data) < chunk):
-                if not corrupt:
-                    log.warning("frontier: %s ends early; the rest of it is lost", name)
-                return items, end
-            if not payloads:
-                chunk *= 2  # one record longer than the chunk
+        return read_items_at(f.fileno(), name, offset, end, limit)
+
+
+def read_items_at(
+    fd: int, name: str, offset: int, end: int, limit: int
+) -> tuple[list[UrlInfo], int]:
+    """``read_items`` from a file already open for reading (``os.pread``:
+    the descriptor's own offset is not used)."""
+    items: list[UrlInfo] = []
+    chunk = max(1 << 16, min(limit * 128, 1 << 24))
+    while len(items) < limit and offset < end:
+        try:
+            data = os.pread(fd, min(chunk, end - offset), offset)
+        except OSError as exc:
+            log.warning("frontier: cannot read %s (%s); the rest of it is lost", name, exc)
+            return items, end
+        payloads, used, corrupt = split_frames(data, limit - len(items), name)
+        items.extend(decode_items(payloads, name))
+        offset += used
+        if corrupt or (not payloads and len(data) < chunk):
+            if not corrupt:
+                log.warning("frontier: %s ends early; the rest of it is lost", name)
+            return items, end
+        if not payloads:
+            chunk *= 2  # one record longer than the chunk
     return items, offset
 
 
