@@ -95,11 +95,16 @@ class BlockStore:
         lanes: dict[str, list[tuple[int, array[int]]]] = {}
         for key, flat_lanes in runs.items():
             for priority, flat in flat_lanes:
-                lanes.setdefault(key, []).append((int(priority), array("q", map(int, flat))))
-                for number, count in zip(flat[0::BLOCK], flat[3::BLOCK], strict=True):
-                    self.refs[number] = self.refs.get(number, 0) + 1
-                    self.count += count
+                blocks = array("q", map(int, flat))
+                lanes.setdefault(key, []).append((int(priority), blocks))
+                self.adopt(blocks)
         return lanes
+
+    def adopt(self, blocks: array[int]) -> None:
+        """Count ``blocks`` (a lane's, read back when opening) as this store's."""
+        for number, count in zip(blocks[0::BLOCK], blocks[3::BLOCK], strict=True):
+            self.refs[number] = self.refs.get(number, 0) + 1
+            self.count += count
 
     def files_used(self) -> set[str]:
         return {waiting_name(number) for number in self.refs}

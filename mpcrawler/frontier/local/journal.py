@@ -70,6 +70,7 @@ def inspect(directory: str | os.PathLike[str]) -> dict[str, int]:
         for lanes in state.get("runs", {}).values():
             for lane in lanes:
                 queued += sum(int(c) for c in lane[1][3::BLOCK])
+        queued += int(state.get("cold", {}).get("urls", 0))  # frozen hosts' blocks
         counts = state.get("snapshot_counts", [0, 0, 0])
         queued += int(counts[0]) + int(counts[1]) - len(state.get("tombstones", []))
         taken = int(counts[2])

@@ -20,7 +20,9 @@ three-tier design, now holding per-host order:
   and the log has to be read past them -- a host's URLs go to *blocks* of
   its own lanes: a block is a byte range of a waiting file, described in
   memory by five integers.  So a blocked host's backlog never stands in front
-  of another host.
+  of another host.  A blocked host left with nothing in memory is then
+  *frozen*: its block lists go to SQLite (``cold.py``) and the queue keeps a
+  few bits of a filter for it, until it may be leased from again.
 
 One invariant keeps the order exact: every URL in the log sorts after every
 URL in the cache, in blocks, or taken.  A put that sorts after the log's head
@@ -41,6 +43,7 @@ not persisted: after reopening every host is ready.
 
 The pieces, each with its own state: ``files.py`` (names, dirty files,
 garbage), ``segments.py`` (the log), ``blocks.py`` (hosts' spilled blocks),
+``cold.py`` (frozen hosts' block lists, committed with each checkpoint),
 ``journal.py`` (the journal and the state format), ``storage.py`` (framed
 records); this module keeps the hosts, lanes and ready heap, and the order
 of a checkpoint and of a reopening.
@@ -64,6 +67,7 @@ from ...web.urls import host_key
 from ..base import UrlInfo
 from ..hostblocks import HostBlocks
 from .blocks import BlockStore
+from .cold import ColdHosts
 from .files import QueueFiles, waiting_name
 from .journal import (
     ACK,
@@ -134,10 +138,11 @@ class _Lane:
 class HostQueue:
     """One host's URLs in the queue: a lane per priority, and its entry in the ready heap."""
 
-    __slots__ = ("entry", "key", "lanes", "mem", "size")
+    __slots__ = ("cold", "entry", "key", "lanes", "mem", "size")
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, cold: bool = False) -> None:
         self.key = key
+        self.cold = cold  # it may have frozen lanes (thawed before it is leased from)
         self.lanes: dict[int, _Lane] = {}
         self.entry: tuple[int, int, HostQueue] | None = None  # its live entry in the ready heap
         self.mem = 0  # URLs in memory
@@ -172,6 +177,7 @@ class UrlQueueManager:
         self._mem_hosts: dict[str, HostQueue] = {}  # hosts with URLs in memory
         self._mem = 0
         self._blocks_on_disk = BlockStore(self.files)
+        self._cold = ColdHosts(self.directory, fsync)
         self._tombstones: set[int] = set()
         # readiness (not persisted)
         self._heap: list[tuple[int, int, HostQueue]] = []
@@ -321,21 +327,20 @@ class UrlQueueManager:
             for seg in segments:
                 path = self.files.path(seg.name)
                 yield from read_items(path, seg.name, seg.offset, seg.end, seg.count)[0]
-        for host in self._hosts.values():
-            for lane in host.lanes.values():
-                blocks = lane.blocks
-                for at in range(0, len(blocks) if blocks else 0, BLOCK):
-                    number, offset, end, count, _ = blocks[at : at + BLOCK]  # type: ignore[index]
-                    name = waiting_name(number)
-                    yield from read_items(self.files.path(name), name, offset, end, count)[0]
+        lanes = [lane.blocks for host in self._hosts.values() for lane in host.lanes.values()]
+        for blocks in [*lanes, *self._cold.blocks()]:
+            for at in range(0, len(blocks) if blocks else 0, BLOCK):
+                number, offset, end, count, _ = blocks[at : at + BLOCK]  # type: ignore[index]
+                name = waiting_name(number)
+                yield from read_items(self.files.path(name), name, offset, end, count)[0]
 
     def block(self, host: str, until: float) -> None:
         """``host`` may not be leased from before ``until`` (monotonic; FOREVER:
         until blocked again with a time; 0: ready now)."""
         queued = self._hosts.get(host)
         if until <= 0:
-            if self._blocks.set(host, 0) and queued is not None:
-                self._touch(queued)
+            if self._blocks.set(host, 0):
+                self._touch_key(host)
             return
         if queued is not None:
             host = queued.key  # one string per host, not one per caller
@@ -376,6 +381,7 @@ class UrlQueueManager:
             "taken": len(self._unacked),
             "spilled": self.spilled_total,
             "hosts_queued": len(self._hosts),
+            "frozen": self._cold.urls,
             "hosts_blocked": len(self._blocks),
         }
 
@@ -431,8 +437,10 @@ class UrlQueueManager:
             "blocks_max": self._blocks_on_disk.max,
             "tombstones": sorted(self._tombstones),
         }
+        state["cold"] = {"gen": self._cold.commit(), "urls": self._cold.urls}
         (files.directory / journal_name).touch()  # before the state that names it
         atomic_write(files.directory / STATE_FILE, json.dumps(state).encode(), files.fsync)
+        self._cold.committed()
         self._journal.start(files.path(journal_name))
         files.garbage += [n for n in (old_snapshot, old_journal) if n]
         files.sweep()
@@ -462,6 +470,7 @@ class UrlQueueManager:
     # ---------------------------------------------------------- the files
     def _release_files(self, *, discard: bool) -> None:
         self._blocks_on_disk.close()
+        self._cold.close()
         self._log.close(discard=discard)
         self._journal.close(discard=discard)
         self._closed = True
@@ -480,13 +489,16 @@ class UrlQueueManager:
         if self._mem > self.cache_size:
             self._overflow()
 
-    def _lane_of(self, item: UrlInfo) -> tuple[HostQueue, _Lane]:
+    def _lane_of(self, item: UrlInfo, thaw: bool = False) -> tuple[HostQueue, _Lane]:
         """The host and lane ``item`` belongs in (created if need be), with
-        ``item`` counted in memory there."""
+        ``item`` counted in memory there; ``thaw``: with the host's frozen
+        lanes back (``item`` may sort before them)."""
         key = host_key(item.url)
         host = self._hosts.get(key)
         if host is None:
-            host = self._hosts[key] = HostQueue(key)
+            host = self._hosts[key] = HostQueue(key, self._cold.maybe(key))
+        if thaw and host.cold:
+            self._thaw(host)
         lane = host.lanes.get(item.priority)
         if lane is None:
             lane = host.lanes[item.priority] = _Lane()
@@ -513,6 +525,8 @@ class UrlQueueManager:
     def _touch(self, host: HostQueue) -> None:
         """Put ``host`` in the ready heap under its best URL, unless it is
         blocked or empty (then it leaves the heap)."""
+        if host.cold and host.key not in self._blocks:
+            self._thaw(host)
         if not host.size:
             host.entry = None
             self._hosts.pop(host.key, None)
@@ -546,9 +560,41 @@ class UrlQueueManager:
 
     def _wake(self, now: float) -> None:
         for key in self._blocks.wake(now):
-            host = self._hosts.get(key)
-            if host is not None:
-                self._touch(host)
+            self._touch_key(key)
+
+    def _touch_key(self, key: str) -> None:
+        """``_touch`` the host ``key`` that was just unblocked, frozen or not."""
+        host = self._hosts.get(key)
+        if host is None and self._cold.maybe(key):
+            host = self._hosts[key] = HostQueue(key, cold=True)
+        if host is not None:
+            self._touch(host)
+
+    def _thaw(self, host: HostQueue) -> None:
+        """Give ``host`` its frozen lanes back: their blocks go before what
+        it holds (URLs read for it since, all newer)."""
+        host.cold = False
+        for priority, blocks in self._cold.thaw(host.key):
+            lane = host.lanes.get(priority)
+            if lane is None:
+                lane = host.lanes[priority] = _Lane()
+            if lane.blocks:
+                blocks.extend(lane.blocks)
+            lane.blocks = blocks
+            host.size += sum(blocks[3::BLOCK])
+
+    def _freeze(self, hosts: list[HostQueue]) -> None:
+        """``hosts`` are blocked with nothing in memory: their lanes go to SQLite."""
+        frozen = []
+        for host in hosts:
+            lanes = []
+            for priority, lane in host.lanes.items():
+                assert lane.blocks and not lane.front and not lane.back
+                lanes.append((priority, lane.blocks))
+            frozen.append((host.key, lanes))
+            del self._hosts[host.key]
+            host.entry = None
+        self._cold.freeze(frozen)
 
     def _take(self, host: HostQueue, priority: int) -> UrlInfo | None:
         """Remove the head of one lane of ``host`` (None: its blocks held
@@ -556,6 +602,8 @@ class UrlQueueManager:
         lane = host.lanes[priority]
         if not lane.front and lane.blocks:
             self._load_block(host, lane)
+            if not lane.front and lane.blocks:
+                return None  # that block held only acked URLs: the next one is the head
         if lane.front:
             item = lane.front.popleft()
             if not lane.front and not lane.blocks:
@@ -578,7 +626,7 @@ class UrlQueueManager:
         """Put a leased ``item`` back where it sorts in its lane.  A lane is
         one sorted run (front, blocks, back), and blocks may hold items given
         back earlier: those that sort before ``item`` are read back first."""
-        host, lane = self._lane_of(item)
+        host, lane = self._lane_of(item, thaw=True)
         while lane.blocks and lane.blocks[4] < item.seq:
             self._load_block(host, lane)
         if lane.blocks:
@@ -703,6 +751,7 @@ class UrlQueueManager:
                 lane.blocks = block + lane.blocks
             else:
                 lane.blocks.extend(block)
+        self._freeze([host for host in hosts if host.key in self._blocks])
 
     def _load_block(self, host: HostQueue, lane: _Lane) -> None:
         """Read the head of ``lane``'s first block into its front."""
@@ -757,6 +806,7 @@ class UrlQueueManager:
         state_path = self.directory / STATE_FILE
         if not state_path.exists():
             self.files.remove_unreferenced(set())
+            self._cold.open(-1)  # no checkpoint names any of its rows
             self.checkpoint()
             return
         try:
@@ -826,6 +876,14 @@ class UrlQueueManager:
                 lane = host.lanes[priority] = _Lane()
                 lane.blocks = blocks
                 host.size += sum(blocks[3::BLOCK])
+        for key, priority, blocks in self._cold.open(int(state.get("cold", {}).get("gen", 0))):
+            host = self._hosts.get(key) or self._hosts.setdefault(key, HostQueue(key))
+            lane = host.lanes.get(priority) or host.lanes.setdefault(priority, _Lane())
+            if lane.blocks:
+                blocks.extend(lane.blocks)  # frozen ones are older
+            lane.blocks = blocks
+            host.size += sum(blocks[3::BLOCK])
+            store.adopt(blocks)
         referenced |= store.files_used()
         blocks_max = state.get("blocks_max")
         store.max = tuple(blocks_max) if blocks_max else None  # type: ignore[assignment]

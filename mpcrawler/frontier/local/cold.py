@@ -1,0 +1,214 @@
+"""ColdHosts: the block lists of hosts that must wait, in SQLite, not in memory.
+
+When the queue reads its log past hosts that must wait, each such host's
+URLs go to blocks of its own (see :mod:`.blocks`); the blocks stay in the
+waiting files, and the list of them -- BLOCK integers a block, a lane per
+priority, a ``HostQueue`` -- cost about a kilobyte a host in memory.  A host
+that is blocked and has nothing left in memory is *frozen* instead: its
+lanes' block lists become rows of ``cold-hosts.db`` and the queue forgets
+the host.  It is *thawed* (its rows read back into a ``HostQueue``) when it
+may be leased from again, or when a URL taken from it is given back.  What
+the queue still keeps of a frozen host is a few bits of a filter
+(``maybe``), so that a URL read for it later knows its host has older URLs
+here.
+
+Durability follows the queue's checkpoints without a second atomic write.
+Rows are written in one long transaction, committed by ``commit`` just
+before the queue writes ``state.json``; each row carries the checkpoint
+*generation* it was written in and, once thawed, the one it was thawed in
+(``gone``).  A checkpoint of generation G uses the rows written at G or
+before and not gone by G.  So a crash after the commit and before
+``state.json`` names G leaves rows the previous checkpoint does not know
+(dropped when opened) and rows it still needs (given back): ``open``
+settles them for the generation ``state.json`` names.  Rows gone by a
+checkpoint that was written are deleted after it.
+
+Used by :class:`.queue.UrlQueueManager` only; the waiting files the rows
+name are counted in :class:`.blocks.BlockStore` like any others.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...errors import FrontierError
+from .journal import BLOCK
+
+__all__ = ["COLD_FILE", "ColdHosts"]
+
+COLD_FILE = "cold-hosts.db"
+_FILTER_BITS = 1 << 20  # at least; more when more hosts are frozen (10 bits a host)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS blocks (
+    host TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    flat BLOB NOT NULL,  -- a lane's blocks, as array('q') bytes
+    gen INTEGER NOT NULL,
+    gone INTEGER
+);
+CREATE INDEX IF NOT EXISTS blocks_host ON blocks (host);
+"""
+
+
+class ColdHosts:
+    """The frozen hosts' block lists, and a filter of which hosts may be frozen."""
+
+    def __init__(self, directory: Path, fsync: bool) -> None:
+        self.path = directory / COLD_FILE
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'OFF'}")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(
+                f"the frontier's {self.path} is damaged ({exc}); "
+                "restore the job dir from a copy, or start the crawl afresh"
+            ) from None
+        self.gen = 0  # of the checkpoint being written now
+        self.urls = 0  # in frozen hosts' blocks
+        self._bits = _FILTER_BITS
+        self._filter = bytearray(self._bits // 8)
+        self._marked = 0  # hosts marked in the filter since it was last emptied
+
+    # ----------------------------------------------------------- opening
+    def open(self, gen: int) -> list[tuple[str, int, array[int]]]:
+        """Settle the rows for the checkpoint of generation ``gen`` (the one
+        ``state.json`` names) and thaw them all: a reopened queue has every
+        host ready.  Returns (host, priority, blocks) a lane, its rows' blocks
+        in the order written."""
+        self.gen = gen + 1
+        db = self.db
+        try:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM blocks WHERE gen > ?", (gen,))  # after that checkpoint
+            db.execute("UPDATE blocks SET gone = NULL WHERE gone > ?", (gen,))
+            db.execute("DELETE FROM blocks WHERE gone IS NOT NULL")
+            rows = db.execute("SELECT host, priority, flat FROM blocks ORDER BY rowid").fetchall()
+            db.execute("UPDATE blocks SET gone = ?", (self.gen,))
+        except sqlite3.DatabaseError as exc:
+            raise FrontierError(
+                f"the frontier's {self.path} is damaged ({exc}); "
+                "restore the job dir from a copy, or start the crawl afresh"
+            ) from None
+        lanes: dict[tuple[str, int], array[int]] = {}
+        for host, priority, flat in rows:
+            _append(lanes, (host, int(priority)), flat)
+        return [(host, priority, blocks) for (host, priority), blocks in lanes.items()]
+
+    # ---------------------------------------------------------- freezing
+    def maybe(self, host: str) -> bool:
+        """``host`` may have frozen blocks (False: it has none)."""
+        if not self.urls:
+            return False
+        h = hash(host)
+        mask = self._bits - 1
+        a, b = h & mask, (h >> 32) & mask
+        f = self._filter
+        return bool(f[a >> 3] & (1 << (a & 7)) and f[b >> 3] & (1 << (b & 7)))
+
+    def freeze(self, hosts: list[tuple[str, list[tuple[int, array[int]]]]]) -> None:
+        """Rows for each host's lanes (host, [(priority, blocks)]), after any
+        it has here already."""
+        self._begin()
+        rows = [
+            (host, priority, blocks.tobytes(), self.gen)
+            for host, lanes in hosts
+            for priority, blocks in lanes
+        ]
+        self.db.executemany(
+            "INSERT INTO blocks (host, priority, flat, gen) VALUES (?, ?, ?, ?)", rows
+        )
+        self.urls += sum(sum(blocks[3::BLOCK]) for _, lanes in hosts for _, blocks in lanes)
+        self._marked += len(hosts)
+        if self._marked * 10 > self._bits:  # about 10 bits a host
+            self._rebuild(self._bits * 2)
+        for host, _ in hosts:
+            self._mark(host)
+
+    def thaw(self, host: str) -> list[tuple[int, array[int]]]:
+        """``host``'s frozen lanes (priority, blocks: its rows' in the order
+        written); they are no longer here."""
+        self._begin()
+        db = self.db
+        rows = db.execute(
+            "SELECT priority, flat FROM blocks WHERE host = ? AND gone IS NULL ORDER BY rowid",
+            (host,),
+        ).fetchall()
+        if not rows:
+            return []
+        db.execute("UPDATE blocks SET gone = ? WHERE host = ? AND gone IS NULL", (self.gen, host))
+        merged: dict[int, array[int]] = {}
+        for priority, flat in rows:
+            _append(merged, int(priority), flat)
+        lanes = list(merged.items())
+        self.urls -= sum(sum(blocks[3::BLOCK]) for _, blocks in lanes)
+        if not self.urls:
+            self._filter = bytearray(self._bits // 8)
+            self._marked = 0
+        return lanes
+
+    def blocks(self) -> Iterator[array[int]]:
+        """Every frozen lane's blocks (for reading what is on disk)."""
+        for (flat,) in self.db.execute("SELECT flat FROM blocks WHERE gone IS NULL").fetchall():
+            yield _blocks(flat)
+
+    # -------------------------------------------------------- checkpoints
+    def commit(self) -> int:
+        """Make this generation's rows durable; the generation, for
+        ``state.json``.  Call ``committed`` once that is written."""
+        if self.db.in_transaction:
+            self.db.execute("COMMIT")
+        return self.gen
+
+    def committed(self) -> None:
+        """``state.json`` names the generation just committed: the rows
+        gone by it are not needed again; a new generation begins."""
+        self._begin()
+        self.db.execute("DELETE FROM blocks WHERE gone <= ?", (self.gen,))
+        self.gen += 1
+
+    def close(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")  # what no checkpoint named
+        self.db.close()
+
+    def _begin(self) -> None:
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN")
+
+    # ------------------------------------------------------------ filter
+    def _mark(self, host: str) -> None:
+        h = hash(host)
+        mask = self._bits - 1
+        a, b = h & mask, (h >> 32) & mask
+        self._filter[a >> 3] |= 1 << (a & 7)
+        self._filter[b >> 3] |= 1 << (b & 7)
+
+    def _rebuild(self, bits: int) -> None:
+        """A filter of ``bits`` bits with only the hosts frozen now."""
+        self._bits = bits
+        self._filter = bytearray(bits // 8)
+        hosts = self.db.execute("SELECT DISTINCT host FROM blocks WHERE gone IS NULL").fetchall()
+        self._marked = len(hosts)
+        for (host,) in hosts:
+            self._mark(host)
+
+
+def _blocks(flat: bytes) -> array[int]:
+    blocks = array("q")
+    blocks.frombytes(flat)
+    return blocks
+
+
+def _append(lanes: dict[Any, array[int]], lane: Any, flat: bytes) -> None:
+    """The blocks of a row, after those of the lane's earlier rows."""
+    if lane in lanes:
+        lanes[lane].frombytes(flat)
+    else:
+        lanes[lane] = _blocks(flat)
