@@ -662,6 +662,43 @@ class RedisFrontier:
             else:
                 waiting[1] += k
 
+    # ------------------------------- what the partitioned frontier asks of one
+    @property
+    def prefetched(self) -> int:
+        """URLs leased here by the last call and not yet taken."""
+        return len(self._prefetch)
+
+    def may_lease(self, now: float) -> bool:
+        """A lease call may find something at ``now``: Redis is up, and the
+        last call did not come back dry less than LEASE_POLL ago (a host
+        whose block ran out by ``now`` is news enough to ask again)."""
+        self._wake(now)
+        return self._down_since is None and now >= self._dry_until
+
+    def refresh(self) -> None:
+        """A round trip now: the outbox sent, the counts read again."""
+        self._call()
+
+    def figures(self) -> tuple[int, int, int, int]:
+        """This partition's (queued, leased, done, ever), as of the last call."""
+        c = self._counts
+        return c["queued"], c["leased"], c["done"], c["ever"]
+
+    @property
+    def leases_held(self) -> int:
+        """URLs this node holds on lease here (taken or not)."""
+        return len(self._held)
+
+    def owned(self) -> tuple[int, int]:
+        """The hosts this node owns here, and how many of them it keeps
+        (those being shed do not count)."""
+        return len(self._owned), len(self._owned) - len(self._draining & self._owned)
+
+    @property
+    def permits_ending(self) -> int:
+        """Page permits spent or given back in the outbox, not yet sent."""
+        return sum(op[1] for op in self._ops if op[0] in ("PS", "PR"))
+
     # ----------------------------------------------------------- internals
     def _queue_op(self, op: list[Any]) -> None:
         if not self._ops:

@@ -185,8 +185,9 @@ class PartitionedFrontier:
         others = kept = 0
         for p in self.parts:
             if p is not part:
-                others += max(p.beat_hosts, len(p._owned))
-                kept += len(p._owned) - len(p._draining & p._owned)
+                owned, keeps = p.owned()
+                others += max(p.beat_hosts, owned)
+                kept += keeps
         return others, kept
 
     @property
@@ -245,12 +246,11 @@ class PartitionedFrontier:
         order = [(self._turn + step) % k for step in range(k)]
         for p in order:  # a batch already leased goes first
             part = self.parts[p]
-            if part._prefetch:
+            if part.prefetched:
                 return self._taken_from(p, part.lease(now, want))
         for p in order:
             part = self.parts[p]
-            part._wake(now)
-            if part._down_since is not None or now < part._dry_until:
+            if not part.may_lease(now):
                 continue
             try:
                 room = self._permitted(want, take=True)
@@ -266,7 +266,7 @@ class PartitionedFrontier:
 
     def _taken_from(self, p: int, item: UrlInfo | None) -> UrlInfo | None:
         """Partition ``p`` gave ``item``: it is asked first again while its batch lasts."""
-        self._turn = p if self.parts[p]._prefetch else (p + 1) % len(self.parts)
+        self._turn = p if self.parts[p].prefetched else (p + 1) % len(self.parts)
         return item
 
     def ack(
@@ -387,18 +387,13 @@ class PartitionedFrontier:
         try:
             for _ in range(2):
                 for part in self.parts:
-                    part._call()
-                rounds.append([self._figures(part) for part in self.parts])
+                    part.refresh()
+                rounds.append([part.figures() for part in self.parts])
         except FrontierUnavailable:
             return False
         if rounds[0] != rounds[1] or any(part.leased_elsewhere() for part in self.parts):
             return False
         return not (len(self) and self.budget_left())
-
-    @staticmethod
-    def _figures(part: RedisFrontier) -> tuple[int, ...]:
-        c = part._counts
-        return (c["queued"], c["leased"], c["done"], c["ever"])
 
     # -------------------------------------------------------------- budget
     def set_budget(
@@ -416,7 +411,7 @@ class PartitionedFrontier:
     def set_max_pages(self, max_pages: int | None) -> None:
         self.max_pages = max_pages
         for part in self.parts:
-            part._dry_until = 0.0
+            part.set_max_pages(None)  # the crawl's budget is here; ask each again
 
     def take_over_budget(self) -> int:
         return sum(part.take_over_budget() for part in self.parts)
@@ -428,9 +423,8 @@ class PartitionedFrontier:
     def _free_permits(self) -> int:
         """Permits held here and not on a lease (a lease's goes when it is acked)."""
         first = self.parts[0]
-        ending = sum(op[1] for op in first._ops if op[0] in ("PS", "PR"))
-        leases = sum(len(part._held) for part in self.parts)
-        return max(0, first.permits - ending - leases)
+        leases = sum(part.leases_held for part in self.parts)
+        return max(0, first.permits - first.permits_ending - leases)
 
     def _permitted(self, want: int, take: bool = False) -> int:
         """How many of ``want`` leases the page budget allows now; with
@@ -451,13 +445,13 @@ class PartitionedFrontier:
         go back (another node may have work for them)."""
         if self.max_pages is None:
             return
-        if all(part._down_since is not None or now < part._dry_until for part in self.parts):
+        if not any(part.may_lease(now) for part in self.parts):
             self.parts[0].end_permits(unused=self._free_permits())
 
     def budget_left(self) -> bool:
         """The crawl-wide page budget is not spent, or this node holds
         permits or leases not yet taken."""
-        if self.max_pages is None or any(part._prefetch for part in self.parts):
+        if self.max_pages is None or any(part.prefetched for part in self.parts):
             return True
         first = self.parts[0]
         return self._free_permits() > 0 or first.spent + first.permits_out < self.max_pages
