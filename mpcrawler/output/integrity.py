@@ -18,7 +18,9 @@ nothing) and says, one line each, what does not add up:
 * the seen set is missing, unreadable, or holds fewer URLs than the pages
   the last checkpoint counted (it flushed the seen set first, and every
   recorded page was seen before it was fetched);
-* the per-host page counts (``host-pages.db``) are unreadable.
+* the per-host page counts (``host-pages.db``) are unreadable;
+* the frontier's frozen hosts (``frontier/cold-hosts.db``) are missing
+  though the checkpoint counts URLs in them, or unreadable.
 
 Used by :mod:`mpcrawler.master.crawler` (a damaged job is refused, exit 1), by
 ``status`` (``damaged: ...``) and by ``verify``.
@@ -33,11 +35,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from ..frontier.local.cold import COLD_FILE
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
-__all__ = ["damage", "journal_damage"]
+__all__ = ["damage", "frozen_urls", "journal_damage", "sqlite_rows"]
 
 
 def journal_damage(data: bytes, used: int, corrupt: bool) -> str | None:
@@ -66,10 +69,10 @@ def _seen_count(seen_dir: Path) -> int | str:
     db = seen_dir / "cache.db"
     if not db.exists():
         return f"{db} is missing"
-    return _rows(db, "Cache")
+    return sqlite_rows(db, "Cache")
 
 
-def _rows(db: Path, table: str) -> int | str:
+def sqlite_rows(db: Path, table: str) -> int | str:
     """Rows of ``table`` in the SQLite file ``db``, or why it cannot be read."""
     # With no write-ahead log beside it (a seen set closed cleanly) the file
     # is read as immutable: nothing is created or changed, not even -shm.
@@ -134,7 +137,21 @@ def damage(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
+    cold, frozen = frontier / COLD_FILE, frozen_urls(state)
+    if frozen and not cold.exists():
+        reasons.append(f"{cold} is missing (it lists {frozen} queued URLs of waiting hosts)")
+    elif cold.exists() and isinstance(why := sqlite_rows(cold, "blocks"), str):
+        reasons.append(f"the frontier's frozen hosts: {why}")
     counts = job_dir / COUNTS_FILE
-    if counts.exists() and isinstance(why := _rows(counts, "host_pages"), str):
+    if counts.exists() and isinstance(why := sqlite_rows(counts, "host_pages"), str):
         reasons.append(f"the per-host page counts: {why}")
     return reasons
+
+
+def frozen_urls(state: dict[str, Any]) -> int:
+    """URLs the checkpoint counts in frozen hosts' blocks."""
+    cold = state.get("cold")
+    try:
+        return int(cold.get("urls", 0)) if isinstance(cold, dict) else 0
+    except (TypeError, ValueError):
+        return 0

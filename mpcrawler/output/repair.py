@@ -12,7 +12,10 @@ never be fetched.  Step by step:
    ``state.json`` is gone: nothing can read its files), ``seen/``, the
    per-host page counts (``host-pages.db``) and the revisit schedule
    (``revisits.db``, whose rows name queue entries: the next run that
-   revisits builds it again from the records), as ``NAME.damaged-STAMP``.
+   revisits builds it again from the records), as ``NAME.damaged-STAMP``;
+   and the frontier's frozen hosts (``frontier/cold-hosts.db``) if they
+   cannot be read: the URLs listed there are lost (``state.json`` then
+   counts none), and found again only through links.
 2. The queue is opened: a journal cut or garbled replays up to the damage.
 3. Every URL still queued is read out (leased, then released in place, or
    acked if it was recorded already: its ack was what got lost).
@@ -35,10 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from ..frontier import LocalFrontier
+from ..frontier.local.cold import COLD_FILE
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import STATE_FILE
 from ..frontier.local.revisits import FILE as REVISITS_FILE
+from ..frontier.local.storage import atomic_write
 from ..web.urls import host_key
+from .integrity import frozen_urls, sqlite_rows
 
 __all__ = ["Repair", "repair"]
 
@@ -66,6 +72,30 @@ def _records(out: Path) -> Iterator[dict[str, Any]]:
                 yield record
 
 
+def _set_aside_frozen_hosts(frontier_dir: Path, stamp: str) -> list[str]:
+    """Move an unreadable (or lost) ``cold-hosts.db`` aside, and let
+    ``state.json`` count none of its URLs; what was done, as report lines."""
+    cold, state_path = frontier_dir / COLD_FILE, frontier_dir / STATE_FILE
+    try:
+        state = json.loads(state_path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return []  # the queue itself refuses that, with its own message
+    frozen = frozen_urls(state)
+    if cold.exists() and not isinstance(sqlite_rows(cold, "blocks"), str):
+        return []
+    if not cold.exists() and not frozen:
+        return []
+    for end in ("", "-wal", "-shm"):
+        if (path := cold.with_name(cold.name + end)).exists():
+            path.rename(path.with_name(f"{path.name}.damaged-{stamp}"))
+    state["cold"] = {"gen": (state.get("cold") or {}).get("gen", 0), "urls": 0}
+    atomic_write(state_path, json.dumps(state).encode(), fsync=True)
+    return [
+        f"the frontier's frozen hosts could not be read ({frozen} queued URLs of waiting "
+        f"hosts): moved aside to {cold.name}.damaged-{stamp}"
+    ]
+
+
 def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> Repair:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report: list[str] = []
@@ -74,6 +104,8 @@ def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> 
         aside = frontier_dir.with_name(f"frontier.damaged-{stamp}")
         frontier_dir.rename(aside)
         report.append(f"the queue could not be read: moved aside to {aside.name}")
+    if (frontier_dir / STATE_FILE).exists():
+        report += _set_aside_frozen_hosts(frontier_dir, stamp)
     if seen_dir.exists():
         seen_dir.rename(seen_dir.with_name(f"seen.damaged-{stamp}"))
     stores = (REVISITS_FILE, COUNTS_FILE)

@@ -707,6 +707,14 @@ def _garble_journal(job: Path) -> None:
     path.write_bytes(data)
 
 
+def _garble_cold_hosts(job: Path) -> None:
+    """The frozen hosts' SQLite file overwritten, its write-ahead log lost."""
+    cold = job / "frontier" / "cold-hosts.db"
+    for end in ("-wal", "-shm"):
+        cold.with_name(cold.name + end).unlink(missing_ok=True)
+    cold.write_bytes(b"garbage" * 600)
+
+
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
@@ -714,8 +722,9 @@ def _garble_journal(job: Path) -> None:
         (lambda job: _journal(job).write_bytes(b""), "emptied or cut short"),
         (lambda job: shutil.rmtree(job / "seen"), "cache.db is missing"),
         (_garble_journal, "a corrupt frame at byte 0"),
+        (_garble_cold_hosts, "cold-hosts.db is unreadable"),
     ],
-    ids=["state-removed", "journal-emptied", "seen-removed", "journal-garbled"],
+    ids=["state-removed", "journal-emptied", "seen-removed", "journal-garbled", "cold-garbled"],
 )
 def test_damaged_state_is_refused_not_resumed_as_if_whole(
     slow_site: SiteServer, tmp_path: Path, damage: Callable[[Path], None], said: str

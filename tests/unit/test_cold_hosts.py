@@ -136,3 +136,16 @@ def test_a_damaged_cold_hosts_file_is_refused(tmp_path: Path) -> None:
         (tmp_path / name).unlink(missing_ok=True)
     with pytest.raises(FrontierError, match=COLD_FILE):
         UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False)
+
+
+def test_a_lost_cold_hosts_file_is_refused_not_read_as_empty(tmp_path: Path) -> None:
+    with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
+        fill_and_block(q)
+        q.checkpoint()
+        frozen = q.stats()["frozen"]
+        assert frozen
+        q.abandon()  # killed: the checkpoint still counts its frozen URLs
+    for name in (COLD_FILE, COLD_FILE + "-wal", COLD_FILE + "-shm"):
+        (tmp_path / name).unlink(missing_ok=True)
+    with pytest.raises(FrontierError, match=f"lists 0 URLs .* counted {frozen}"):
+        UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False)

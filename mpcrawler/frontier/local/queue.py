@@ -876,7 +876,15 @@ class UrlQueueManager:
                 lane = host.lanes[priority] = _Lane()
                 lane.blocks = blocks
                 host.size += sum(blocks[3::BLOCK])
-        for key, priority, blocks in self._cold.open(int(state.get("cold", {}).get("gen", 0))):
+        cold = state.get("cold", {})
+        rows = self._cold.open(int(cold.get("gen", 0)))
+        frozen, counted = sum(sum(b[3::BLOCK]) for _, _, b in rows), int(cold.get("urls", 0))
+        if frozen != counted:
+            raise FrontierError(
+                f"{self._cold.path} lists {frozen} URLs of waiting hosts, where the "
+                f"checkpoint counted {counted}: it was lost, replaced or damaged"
+            )
+        for key, priority, blocks in rows:
             host = self._hosts.get(key) or self._hosts.setdefault(key, HostQueue(key))
             lane = host.lanes.get(priority) or host.lanes.setdefault(priority, _Lane())
             if lane.blocks:
