@@ -66,10 +66,7 @@ class ColdHosts:
             self.db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'OFF'}")
             self.db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise FrontierError(
-                f"the frontier's {self.path} is damaged ({exc}); "
-                "restore the job dir from a copy, or start the crawl afresh"
-            ) from None
+            raise _refusal(self.path, exc) from None
         self.gen = 0  # of the checkpoint being written now
         self.urls = 0  # in frozen hosts' blocks
         self._bits = _FILTER_BITS
@@ -92,10 +89,7 @@ class ColdHosts:
             rows = db.execute("SELECT host, priority, flat FROM blocks ORDER BY rowid").fetchall()
             db.execute("UPDATE blocks SET gone = ?", (self.gen,))
         except sqlite3.DatabaseError as exc:
-            raise FrontierError(
-                f"the frontier's {self.path} is damaged ({exc}); "
-                "restore the job dir from a copy, or start the crawl afresh"
-            ) from None
+            raise _refusal(self.path, exc) from None
         lanes: dict[tuple[str, int], array[int]] = {}
         for host, priority, flat in rows:
             _append(lanes, (host, int(priority)), flat)
@@ -168,8 +162,9 @@ class ColdHosts:
 
     def committed(self) -> None:
         """``state.json`` names the generation just committed: the rows
-        gone by it are not needed again; a new generation begins."""
-        self._begin()
+        gone by it are not needed again (deleted at once, in a transaction
+        of its own); a new generation begins.  No transaction stays open
+        until the next row is written."""
         self.db.execute("DELETE FROM blocks WHERE gone <= ?", (self.gen,))
         self.gen += 1
 
@@ -212,3 +207,15 @@ def _append(lanes: dict[Any, array[int]], lane: Any, flat: bytes) -> None:
         lanes[lane].frombytes(flat)
     else:
         lanes[lane] = _blocks(flat)
+
+
+def _refusal(path: Path, exc: sqlite3.DatabaseError) -> FrontierError:
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return FrontierError(
+            f"the frontier's {path} is in use by another process ({exc}); "
+            "is another crawl running on this job dir?"
+        )
+    return FrontierError(
+        f"the frontier's {path} is damaged ({exc}); "
+        "rerun with --repair, or restore the job dir from a copy"
+    )
