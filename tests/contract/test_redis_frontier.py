@@ -289,3 +289,29 @@ def test_a_node_knows_its_hosts_from_each_calls_changes(crawl: str) -> None:
     assert f._owned == held() and not f._resync_held
     client.close()
     f.close()
+
+
+def test_a_partition_whose_keys_were_lost_is_not_made_again_by_a_new_node(crawl: str) -> None:
+    """One shard of a cluster restarted without its data: a node joining
+    the crawl then would make that partition again, empty and under the
+    same id, and the nodes already in would not see that its URLs were
+    lost.  It is refused (CrawlLost), and so is every node's next call there."""
+    from mpcrawler.frontier.redis.client import key_prefix
+    from mpcrawler.frontier.redis.frontier import CrawlLost
+    from mpcrawler.frontier.redis.partitions import PartitionedFrontier, partition_of
+
+    a = PartitionedFrontier(redis_server.url(), crawl, "a", partitions=3)
+    hosts = [f"http://h{i}.test" for i in range(12)]
+    for host in hosts:
+        assert a.admit(host + "/")
+    a.sync()
+    lost = partition_of(hosts[0], 3) or 1
+    client = redis.Redis.from_url(redis_server.url())
+    client.delete(*client.keys(key_prefix(crawl, lost) + "*"))  # the shard's data is gone
+    with pytest.raises(CrawlLost, match=f"partition {lost}'s keys are gone"):
+        PartitionedFrontier(redis_server.url(), crawl, "b", partitions=3)
+    assert not client.exists(key_prefix(crawl, lost) + "id")  # not made again
+    with pytest.raises(CrawlLost):
+        a.parts[lost].heartbeat()
+    client.close()
+    a.abandon()

@@ -24,8 +24,11 @@ What the composite adds:
   many partitions it has (``partitions``); partition p's id is
   ``ID/p``.  A node that knew the crawl (its job dir) refuses a partition
   whose id is gone (CrawlLost), as for one partition; a node joining for
-  the first time refuses one holding another id.  A node given another
-  K than the crawl's is refused before it joins (UsageError).
+  the first time refuses one holding another id, and one whose keys are
+  gone though partition 0 lists it as made (``made``): it would make it
+  again, empty, under the same id, and the nodes in the crawl would not
+  see the loss.  A node given another K than the crawl's is refused
+  before it joins (UsageError).
 * **A crawl-wide page budget.**  ``--max-pages`` is kept with page
   *permits* in partition 0 (``step.lua``, ops PT, PS, PR): a node takes
   permits before leasing, an ack spends one, and permits not used go back
@@ -56,12 +59,13 @@ from typing import Any
 from ...errors import FrontierError, FrontierUnavailable, UsageError
 from ...web.urls import host_key
 from ..base import Admission, Revisit, UrlInfo
-from .client import PARTITIONS_KEY, connect, key_prefix
+from .client import PARTITIONS_KEY, connect, key_prefix, lost_message
 from .frontier import BATCH_WINDOW, LEASE_POLL, CrawlLost, RedisFrontier
 
 __all__ = ["PartitionedFrontier", "open_shared", "partition_of"]
 
 MAX_PARTITIONS = 1024
+MADE_KEY = "made"  # in partition 0: the partitions made so far (a set)
 
 
 def partition_of(host: str, partitions: int) -> int:
@@ -138,6 +142,7 @@ class PartitionedFrontier:
             first.elsewhere = self._elsewhere
             base = first.crawl_id
             for p in range(1, partitions):
+                self._check_not_lost(url, p)
                 part = RedisFrontier(
                     url,
                     crawl,
@@ -156,10 +161,36 @@ class PartitionedFrontier:
                         f"(id {part.crawl_id}, not {base}/{p}): start afresh with a new "
                         f"--crawl name (or 'mpcrawler reset --redis URL --crawl {crawl}' first)"
                     )
+                self._made(p)
         except BaseException:
             self.close()
             raise
         self.prefix = first.prefix  # control commands live in partition 0
+
+    def _check_not_lost(self, url: str, p: int) -> None:
+        """Partition ``p`` was made once (partition 0 says so) and its keys
+        are gone: its shard lost them (a restart without persistence).  A
+        node joining now would make it afresh, empty, and the nodes already
+        in would find their crawl id there again: its URLs lost unseen."""
+        import redis
+
+        try:
+            made = self.r.sismember(key_prefix(self.crawl) + MADE_KEY, p)
+            gone = made and not self.r.exists(key_prefix(self.crawl, p) + "id")
+        except (redis.RedisError, OSError) as exc:
+            raise FrontierError(f"cannot read crawl {self.crawl!r} from Redis: {exc}") from None
+        if gone:
+            why = f"partition {p}'s keys are gone (its Redis restarted without its data?)"
+            raise CrawlLost(lost_message(self.crawl, url, why))
+
+    def _made(self, p: int) -> None:
+        """Partition ``p`` exists: from now on its keys' loss is an error."""
+        import redis
+
+        try:
+            self.r.sadd(key_prefix(self.crawl) + MADE_KEY, p)
+        except (redis.RedisError, OSError) as exc:
+            raise FrontierError(f"cannot write crawl {self.crawl!r} to Redis: {exc}") from None
 
     # ------------------------------------------------------------ routing
     def _part(self, url: str) -> RedisFrontier:
