@@ -14,10 +14,12 @@ here.
 
 Durability follows the queue's checkpoints without a second atomic write.
 Rows are written in one long transaction, committed by ``commit`` just
-before the queue writes ``state.json``; each row carries the checkpoint
-*generation* it was written in and, once thawed, the one it was thawed in
-(``gone``).  A checkpoint of generation G uses the rows written at G or
-before and not gone by G.  So a crash after the commit and before
+before the queue writes ``state.json``; a lane has a row for each checkpoint
+*generation* it was frozen in (a freeze again in the same generation
+appends its blocks to it), and a row thawed carries the generation it was
+thawed in (``gone``); one of the generation being written, which no
+checkpoint names yet, is deleted instead.  A checkpoint of generation G
+uses the rows written at G or before and not gone by G.  So a crash after the commit and before
 ``state.json`` names G leaves rows the previous checkpoint does not know
 (dropped when opened) and rows it still needs (given back): ``open``
 settles them for the generation ``state.json`` names.  Rows gone by a
@@ -46,12 +48,12 @@ _FILTER_BITS = 1 << 20  # at least; more when more hosts are frozen (10 bits a h
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS blocks (
     host TEXT NOT NULL,
-    priority INTEGER NOT NULL,
-    flat BLOB NOT NULL,  -- a lane's blocks, as array('q') bytes
     gen INTEGER NOT NULL,
-    gone INTEGER
-);
-CREATE INDEX IF NOT EXISTS blocks_host ON blocks (host);
+    priority INTEGER NOT NULL,
+    flat BLOB NOT NULL,  -- a lane's blocks, as array('q') bytes, oldest first
+    gone INTEGER,
+    PRIMARY KEY (host, gen, priority)
+) WITHOUT ROWID;
 """
 
 
@@ -86,7 +88,9 @@ class ColdHosts:
             db.execute("DELETE FROM blocks WHERE gen > ?", (gen,))  # after that checkpoint
             db.execute("UPDATE blocks SET gone = NULL WHERE gone > ?", (gen,))
             db.execute("DELETE FROM blocks WHERE gone IS NOT NULL")
-            rows = db.execute("SELECT host, priority, flat FROM blocks ORDER BY rowid").fetchall()
+            rows = db.execute(
+                "SELECT host, priority, flat FROM blocks ORDER BY host, gen"
+            ).fetchall()
             db.execute("UPDATE blocks SET gone = ?", (self.gen,))
         except sqlite3.DatabaseError as exc:
             raise _refusal(self.path, exc) from None
@@ -107,16 +111,19 @@ class ColdHosts:
         return bool(f[a >> 3] & (1 << (a & 7)) and f[b >> 3] & (1 << (b & 7)))
 
     def freeze(self, hosts: list[tuple[str, list[tuple[int, array[int]]]]]) -> None:
-        """Rows for each host's lanes (host, [(priority, blocks)]), after any
-        it has here already."""
+        """Each host's lanes (host, [(priority, blocks)]), after any it has
+        here already: a lane has a row a generation, its blocks appended."""
         self._begin()
-        rows = [
-            (host, priority, blocks.tobytes(), self.gen)
-            for host, lanes in hosts
-            for priority, blocks in lanes
-        ]
+        gen = self.gen
         self.db.executemany(
-            "INSERT INTO blocks (host, priority, flat, gen) VALUES (?, ?, ?, ?)", rows
+            "INSERT INTO blocks (host, gen, priority, flat) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (host, gen, priority) DO UPDATE SET "
+            "flat = CAST(flat || excluded.flat AS BLOB)",
+            [
+                (host, gen, priority, blocks.tobytes())
+                for host, lanes in hosts
+                for priority, blocks in lanes
+            ],
         )
         self.urls += sum(sum(blocks[3::BLOCK]) for _, lanes in hosts for _, blocks in lanes)
         self._marked += len(hosts)
@@ -129,14 +136,21 @@ class ColdHosts:
         """``host``'s frozen lanes (priority, blocks: its rows' in the order
         written); they are no longer here."""
         self._begin()
-        db = self.db
+        db, gen = self.db, self.gen
+        # This generation's rows no checkpoint names: they go.  Older ones
+        # are marked gone, for a checkpoint that was named may still need them.
         rows = db.execute(
-            "SELECT priority, flat FROM blocks WHERE host = ? AND gone IS NULL ORDER BY rowid",
-            (host,),
+            "DELETE FROM blocks WHERE host = ? AND gen = ? RETURNING gen, priority, flat",
+            (host, gen),
+        ).fetchall()
+        rows += db.execute(
+            "UPDATE blocks SET gone = ? WHERE host = ? AND gone IS NULL "
+            "RETURNING gen, priority, flat",
+            (gen, host),
         ).fetchall()
         if not rows:
             return []
-        db.execute("UPDATE blocks SET gone = ? WHERE host = ? AND gone IS NULL", (self.gen, host))
+        rows = [row[1:] for row in sorted(rows, key=lambda row: row[0])]  # in the order written
         merged: dict[int, array[int]] = {}
         for priority, flat in rows:
             _append(merged, int(priority), flat)
