@@ -575,13 +575,19 @@ class UrlQueueManager:
         it holds (URLs read for it since, all newer)."""
         host.cold = False
         for priority, blocks in self._cold.thaw(host.key):
-            lane = host.lanes.get(priority)
-            if lane is None:
-                lane = host.lanes[priority] = _Lane()
-            if lane.blocks:
-                blocks.extend(lane.blocks)
-            lane.blocks = blocks
-            host.size += sum(blocks[3::BLOCK])
+            self._add_frozen(host, priority, blocks)
+
+    @staticmethod
+    def _add_frozen(host: HostQueue, priority: int, blocks: array[int]) -> None:
+        """A frozen lane's ``blocks`` back in ``host``, before what its lane
+        holds already (URLs read for it since, all newer)."""
+        lane = host.lanes.get(priority)
+        if lane is None:
+            lane = host.lanes[priority] = _Lane()
+        if lane.blocks:
+            blocks.extend(lane.blocks)
+        lane.blocks = blocks
+        host.size += sum(blocks[3::BLOCK])
 
     def _freeze(self, hosts: list[HostQueue]) -> None:
         """``hosts`` are blocked with nothing in memory: their lanes go to SQLite."""
@@ -885,12 +891,10 @@ class UrlQueueManager:
                 f"checkpoint counted {counted}: it was lost, replaced or damaged"
             )
         for key, priority, blocks in rows:
-            host = self._hosts.get(key) or self._hosts.setdefault(key, HostQueue(key))
-            lane = host.lanes.get(priority) or host.lanes.setdefault(priority, _Lane())
-            if lane.blocks:
-                blocks.extend(lane.blocks)  # frozen ones are older
-            lane.blocks = blocks
-            host.size += sum(blocks[3::BLOCK])
+            host = self._hosts.get(key)
+            if host is None:
+                host = self._hosts[key] = HostQueue(key)
+            self._add_frozen(host, priority, blocks)
             store.adopt(blocks)
         referenced |= store.files_used()
         blocks_max = state.get("blocks_max")
