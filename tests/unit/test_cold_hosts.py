@@ -149,3 +149,25 @@ def test_a_lost_cold_hosts_file_is_refused_not_read_as_empty(tmp_path: Path) -> 
         (tmp_path / name).unlink(missing_ok=True)
     with pytest.raises(FrontierError, match=f"lists 0 URLs .* counted {frozen}"):
         UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False)
+
+
+def test_a_format_3_frontier_is_read_and_written_as_format_4(tmp_path: Path) -> None:
+    """The frontier before frozen hosts (format 3: no ``cold`` in
+    ``state.json``) opens as having none; an older mpcrawler refuses the
+    new format rather than ignore cold-hosts.db and lose its URLs."""
+    import json
+
+    from mpcrawler.frontier import FORMAT_VERSION
+
+    with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
+        for i in range(10):
+            q.put(url(i))
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["format"] == FORMAT_VERSION == 4
+    del state["cold"]
+    state["format"] = 3
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    (tmp_path / COLD_FILE).unlink()
+    with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
+        assert len(q) == 10
+    assert json.loads((tmp_path / "state.json").read_text())["format"] == 4

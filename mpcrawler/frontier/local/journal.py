@@ -21,9 +21,17 @@ from ...errors import FrontierError
 from ..base import KINDS, UrlInfo
 from .storage import AppendFile, frame_payload, read_frames
 
-__all__ = ["FORMAT_VERSION", "STATE_FILE", "JournalWriter", "inspect", "parse_journal"]
+__all__ = [
+    "FORMAT_VERSION",
+    "READ_VERSIONS",
+    "STATE_FILE",
+    "JournalWriter",
+    "inspect",
+    "parse_journal",
+]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: frozen hosts (cold-hosts.db, "cold" in state.json)
+READ_VERSIONS = (3, 4)  # a format-3 frontier has no frozen hosts
 STATE_FILE = "state.json"
 # b"P", seq, priority, depth, url length, kind, lastmod length; lastmod and url follow
 PUT_OP = struct.Struct("<cqqIIBH")

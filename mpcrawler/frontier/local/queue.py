@@ -75,6 +75,7 @@ from .journal import (
     FORMAT_VERSION,
     LEASE,
     PUT,
+    READ_VERSIONS,
     RELEASE,
     STATE_FILE,
     JournalWriter,
@@ -820,10 +821,10 @@ class UrlQueueManager:
             version = state["format"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise FrontierError(f"unreadable frontier state {state_path}: {exc}") from exc
-        if version != FORMAT_VERSION:
+        if version not in READ_VERSIONS:
             raise FrontierError(
-                f"frontier in {self.directory} has format {version}; "
-                f"this version of mpcrawler reads format {FORMAT_VERSION}"
+                f"frontier in {self.directory} has format {version}; this version of "
+                f"mpcrawler reads formats {', '.join(map(str, READ_VERSIONS))}"
             )
         try:
             referenced = self._load_state(state)
