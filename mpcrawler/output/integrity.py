@@ -20,7 +20,8 @@ nothing) and says, one line each, what does not add up:
   recorded page was seen before it was fetched);
 * the per-host page counts (``host-pages.db``) are unreadable;
 * the frontier's frozen hosts (``frontier/cold-hosts.db``) are missing
-  though the checkpoint counts URLs in them, or unreadable.
+  though the checkpoint counts URLs in them, unreadable, or list another
+  number of URLs than it counts.
 
 Used by :mod:`mpcrawler.master.crawler` (a damaged job is refused, exit 1), by
 ``status`` (``damaged: ...``) and by ``verify``.
@@ -32,15 +33,16 @@ import contextlib
 import json
 import sqlite3
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..frontier.local.cold import COLD_FILE
+from ..frontier.local.cold import COLD_FILE, lane_urls
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
-__all__ = ["damage", "frozen_urls", "journal_damage", "sqlite_rows"]
+__all__ = ["damage", "frozen_damage", "journal_damage"]
 
 
 def journal_damage(data: bytes, used: int, corrupt: bool) -> str | None:
@@ -69,19 +71,27 @@ def _seen_count(seen_dir: Path) -> int | str:
     db = seen_dir / "cache.db"
     if not db.exists():
         return f"{db} is missing"
-    return sqlite_rows(db, "Cache")
+    return _rows(db, "Cache")
 
 
-def sqlite_rows(db: Path, table: str) -> int | str:
+def _rows(db: Path, table: str) -> int | str:
     """Rows of ``table`` in the SQLite file ``db``, or why it cannot be read."""
-    # With no write-ahead log beside it (a seen set closed cleanly) the file
-    # is read as immutable: nothing is created or changed, not even -shm.
+    return _read(db, f"SELECT COUNT(*) FROM {table}", (), lambda rows: int(rows[0][0]))
+
+
+def _read(
+    db: Path, query: str, args: tuple[Any, ...], result: Callable[[list[Any]], int]
+) -> int | str:
+    """``result`` of the rows ``query`` reads from the SQLite file ``db``, or
+    why it cannot be read."""
+    # With no write-ahead log beside it (a store closed cleanly) the file is
+    # read as immutable: nothing is created or changed, not even -shm.
     wal = db.with_name(db.name + "-wal").exists()
     uri = f"file:{db}?mode=ro" if wal else f"file:{db}?mode=ro&immutable=1"
     try:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as conn:
-            return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-    except sqlite3.Error as exc:
+            return result(conn.execute(query, args).fetchall())
+    except (sqlite3.Error, ValueError) as exc:
         return f"{db} is unreadable ({exc})"
 
 
@@ -137,21 +147,36 @@ def damage(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
-    cold, frozen = frontier / COLD_FILE, frozen_urls(state)
-    if frozen and not cold.exists():
-        reasons.append(f"{cold} is missing (it lists {frozen} queued URLs of waiting hosts)")
-    elif cold.exists() and isinstance(why := sqlite_rows(cold, "blocks"), str):
-        reasons.append(f"the frontier's frozen hosts: {why}")
+    if why := frozen_damage(frontier, state):
+        reasons.append(why)
     counts = job_dir / COUNTS_FILE
-    if counts.exists() and isinstance(why := sqlite_rows(counts, "host_pages"), str):
+    if counts.exists() and isinstance(why := _rows(counts, "host_pages"), str):
         reasons.append(f"the per-host page counts: {why}")
     return reasons
 
 
-def frozen_urls(state: dict[str, Any]) -> int:
-    """URLs the checkpoint counts in frozen hosts' blocks."""
+def frozen_damage(frontier: Path, state: dict[str, Any]) -> str | None:
+    """Why the frontier's frozen hosts (``cold-hosts.db``) do not hold what
+    its checkpoint ``state`` counts there, or None."""
     cold = state.get("cold")
     try:
-        return int(cold.get("urls", 0)) if isinstance(cold, dict) else 0
-    except (TypeError, ValueError):
-        return 0
+        gen, urls = (int(cold["gen"]), int(cold["urls"])) if isinstance(cold, dict) else (0, 0)
+    except (KeyError, TypeError, ValueError):
+        return f"{frontier / STATE_FILE} counts its frozen hosts unreadably ({cold!r})"
+    path = frontier / COLD_FILE
+    if not path.exists():
+        return f"{path} is missing (it lists {urls} queued URLs)" if urls else None
+    found = _read(
+        path,
+        "SELECT flat FROM blocks WHERE gen <= ? AND (gone IS NULL OR gone > ?)",
+        (gen, gen),
+        lambda rows: sum(lane_urls(flat) for (flat,) in rows),
+    )  # the rows of that checkpoint (see cold.py)
+    if isinstance(found, str):
+        return f"the frontier's frozen hosts: {found}"
+    if found != urls:
+        return (
+            f"the frontier's frozen hosts: {path} lists {found} queued URLs where the "
+            f"checkpoint counted {urls} (it was replaced or damaged)"
+        )
+    return None

@@ -44,7 +44,7 @@ from ..frontier.local.journal import STATE_FILE
 from ..frontier.local.revisits import FILE as REVISITS_FILE
 from ..frontier.local.storage import atomic_write
 from ..web.urls import host_key
-from .integrity import frozen_urls, sqlite_rows
+from .integrity import frozen_damage
 
 __all__ = ["Repair", "repair"]
 
@@ -80,20 +80,15 @@ def _set_aside_frozen_hosts(frontier_dir: Path, stamp: str) -> list[str]:
         state = json.loads(state_path.read_text("utf-8"))
     except (OSError, ValueError):
         return []  # the queue itself refuses that, with its own message
-    frozen = frozen_urls(state)
-    if cold.exists() and not isinstance(sqlite_rows(cold, "blocks"), str):
-        return []
-    if not cold.exists() and not frozen:
+    why = frozen_damage(frontier_dir, state)
+    if why is None:
         return []
     for end in ("", "-wal", "-shm"):
         if (path := cold.with_name(cold.name + end)).exists():
             path.rename(path.with_name(f"{path.name}.damaged-{stamp}"))
     state["cold"] = {"gen": (state.get("cold") or {}).get("gen", 0), "urls": 0}
     atomic_write(state_path, json.dumps(state).encode(), fsync=True)
-    return [
-        f"the frontier's frozen hosts could not be read ({frozen} queued URLs of waiting "
-        f"hosts): moved aside to {cold.name}.damaged-{stamp}"
-    ]
+    return [f"{why}: moved aside to {cold.name}.damaged-{stamp}, its URLs lost"]
 
 
 def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> Repair:

@@ -171,3 +171,27 @@ def test_a_format_3_frontier_is_read_and_written_as_format_4(tmp_path: Path) -> 
     with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
         assert len(q) == 10
     assert json.loads((tmp_path / "state.json").read_text())["format"] == 4
+
+
+def test_frozen_hosts_that_do_not_add_up_are_said_and_refused(tmp_path: Path) -> None:
+    """``verify`` (through ``frozen_damage``) and the queue both refuse a
+    cold-hosts.db that lists another number of URLs than the checkpoint."""
+    import json
+    import sqlite3
+
+    from mpcrawler.output.integrity import frozen_damage
+
+    with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
+        fill_and_block(q)
+        q.checkpoint()
+        q.abandon()  # killed with frozen hosts
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert frozen_damage(tmp_path, state) is None
+    db = sqlite3.connect(tmp_path / COLD_FILE)
+    db.execute("DELETE FROM blocks WHERE host = 'http://h3.test'")
+    db.commit()
+    db.close()
+    why = frozen_damage(tmp_path, state)
+    assert why is not None and "where the checkpoint counted" in why, why
+    with pytest.raises(FrontierError, match="it was lost, replaced or damaged"):
+        UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False)

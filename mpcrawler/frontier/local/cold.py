@@ -40,7 +40,7 @@ from typing import Any
 from ...errors import FrontierError
 from .journal import BLOCK
 
-__all__ = ["COLD_FILE", "ColdHosts"]
+__all__ = ["COLD_FILE", "ColdHosts", "lane_urls"]
 
 COLD_FILE = "cold-hosts.db"
 _FILTER_BITS = 1 << 20  # at least; more when more hosts are frozen (10 bits a host)
@@ -233,3 +233,8 @@ def _refusal(path: Path, exc: sqlite3.DatabaseError) -> FrontierError:
         f"the frontier's {path} is damaged ({exc}); "
         "rerun with --repair, or restore the job dir from a copy"
     )
+
+
+def lane_urls(flat: bytes) -> int:
+    """The URLs a row's blocks list."""
+    return sum(_blocks(flat)[3::BLOCK])
