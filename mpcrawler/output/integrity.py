@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..frontier.local.cold import COLD_FILE, lane_urls
+from ..frontier.local.cold import CHECKPOINT_ROWS, COLD_FILE, lane_urls
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
@@ -76,11 +76,11 @@ def _seen_count(seen_dir: Path) -> int | str:
 
 def _rows(db: Path, table: str) -> int | str:
     """Rows of ``table`` in the SQLite file ``db``, or why it cannot be read."""
-    return _read(db, f"SELECT COUNT(*) FROM {table}", (), lambda rows: int(rows[0][0]))
+    return _read(db, f"SELECT COUNT(*) FROM {table}", {}, lambda rows: int(rows[0][0]))
 
 
 def _read(
-    db: Path, query: str, args: tuple[Any, ...], result: Callable[[list[Any]], int]
+    db: Path, query: str, args: dict[str, Any], result: Callable[[list[Any]], int]
 ) -> int | str:
     """``result`` of the rows ``query`` reads from the SQLite file ``db``, or
     why it cannot be read."""
@@ -168,10 +168,10 @@ def frozen_damage(frontier: Path, state: dict[str, Any]) -> str | None:
         return f"{path} is missing (it lists {urls} queued URLs)" if urls else None
     found = _read(
         path,
-        "SELECT flat FROM blocks WHERE gen <= ? AND (gone IS NULL OR gone > ?)",
-        (gen, gen),
+        f"SELECT flat FROM blocks WHERE {CHECKPOINT_ROWS}",
+        {"gen": gen},
         lambda rows: sum(lane_urls(flat) for (flat,) in rows),
-    )  # the rows of that checkpoint (see cold.py)
+    )
     if isinstance(found, str):
         return f"the frontier's frozen hosts: {found}"
     if found != urls:

@@ -28,9 +28,14 @@ from .files import QueueFiles, waiting_name
 from .journal import BLOCK
 from .storage import HEADER, ITEM, encode_item, log, read_items_at
 
-__all__ = ["OPEN_FILES", "BlockStore"]
+__all__ = ["OPEN_FILES", "BlockStore", "urls_in"]
 
 OPEN_FILES = 64  # waiting files kept open for reading, the last used ones
+
+
+def urls_in(blocks: array[int]) -> int:
+    """The URLs a lane's ``blocks`` hold (tombstones included)."""
+    return sum(blocks[3::BLOCK])
 
 
 def _record_size(item: UrlInfo) -> int:

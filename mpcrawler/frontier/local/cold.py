@@ -19,7 +19,8 @@ before the queue writes ``state.json``; a lane has a row for each checkpoint
 appends its blocks to it), and a row thawed carries the generation it was
 thawed in (``gone``); one of the generation being written, which no
 checkpoint names yet, is deleted instead.  A checkpoint of generation G
-uses the rows written at G or before and not gone by G.  So a crash after the commit and before
+uses the rows written at G or before and not gone by G
+(``CHECKPOINT_ROWS``).  So a crash after the commit and before
 ``state.json`` names G leaves rows the previous checkpoint does not know
 (dropped when opened) and rows it still needs (given back): ``open``
 settles them for the generation ``state.json`` names.  Rows gone by a
@@ -38,11 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import FrontierError
-from .journal import BLOCK
+from .blocks import urls_in
 
-__all__ = ["COLD_FILE", "ColdHosts", "lane_urls"]
+__all__ = ["CHECKPOINT_ROWS", "COLD_FILE", "ColdHosts", "lane_urls"]
 
 COLD_FILE = "cold-hosts.db"
+# The rows a checkpoint of generation :gen uses (what ``open`` settles to).
+CHECKPOINT_ROWS = "gen <= :gen AND (gone IS NULL OR gone > :gen)"
 _FILTER_BITS = 1 << 20  # at least; more when more hosts are frozen (10 bits a host)
 
 _SCHEMA = """
@@ -104,9 +107,7 @@ class ColdHosts:
         """``host`` may have frozen blocks (False: it has none)."""
         if not self.urls:
             return False
-        h = hash(host)
-        mask = self._bits - 1
-        a, b = h & mask, (h >> 32) & mask
+        a, b = self._bits_of(host)
         f = self._filter
         return bool(f[a >> 3] & (1 << (a & 7)) and f[b >> 3] & (1 << (b & 7)))
 
@@ -125,7 +126,7 @@ class ColdHosts:
                 for priority, blocks in lanes
             ],
         )
-        self.urls += sum(sum(blocks[3::BLOCK]) for _, lanes in hosts for _, blocks in lanes)
+        self.urls += sum(urls_in(blocks) for _, lanes in hosts for _, blocks in lanes)
         self._marked += len(hosts)
         if self._marked * 10 > self._bits:  # about 10 bits a host
             self._rebuild(self._bits * 2)
@@ -155,7 +156,7 @@ class ColdHosts:
         for priority, flat in rows:
             _append(merged, int(priority), flat)
         lanes = list(merged.items())
-        self.urls -= sum(sum(blocks[3::BLOCK]) for _, blocks in lanes)
+        self.urls -= sum(urls_in(blocks) for _, blocks in lanes)
         if not self.urls:
             self._filter = bytearray(self._bits // 8)
             self._marked = 0
@@ -192,10 +193,13 @@ class ColdHosts:
             self.db.execute("BEGIN")
 
     # ------------------------------------------------------------ filter
+    def _bits_of(self, host: str) -> tuple[int, int]:
+        """The two bits of the filter that stand for ``host``."""
+        h, mask = hash(host), self._bits - 1
+        return h & mask, (h >> 32) & mask
+
     def _mark(self, host: str) -> None:
-        h = hash(host)
-        mask = self._bits - 1
-        a, b = h & mask, (h >> 32) & mask
+        a, b = self._bits_of(host)
         self._filter[a >> 3] |= 1 << (a & 7)
         self._filter[b >> 3] |= 1 << (b & 7)
 
@@ -237,4 +241,4 @@ def _refusal(path: Path, exc: sqlite3.DatabaseError) -> FrontierError:
 
 def lane_urls(flat: bytes) -> int:
     """The URLs a row's blocks list."""
-    return sum(_blocks(flat)[3::BLOCK])
+    return urls_in(_blocks(flat))

@@ -66,7 +66,7 @@ from ...errors import FrontierError
 from ...web.urls import host_key
 from ..base import UrlInfo
 from ..hostblocks import HostBlocks
-from .blocks import BlockStore
+from .blocks import BlockStore, urls_in
 from .cold import ColdHosts
 from .files import QueueFiles, waiting_name
 from .journal import (
@@ -588,7 +588,7 @@ class UrlQueueManager:
         if lane.blocks:
             blocks.extend(lane.blocks)
         lane.blocks = blocks
-        host.size += sum(blocks[3::BLOCK])
+        host.size += urls_in(blocks)
 
     def _freeze(self, hosts: list[HostQueue]) -> None:
         """``hosts`` are blocked with nothing in memory: their lanes go to SQLite."""
@@ -882,10 +882,10 @@ class UrlQueueManager:
             for priority, blocks in lanes:
                 lane = host.lanes[priority] = _Lane()
                 lane.blocks = blocks
-                host.size += sum(blocks[3::BLOCK])
+                host.size += urls_in(blocks)
         cold = state.get("cold", {})
         rows = self._cold.open(int(cold.get("gen", 0)))
-        frozen, counted = sum(sum(b[3::BLOCK]) for _, _, b in rows), int(cold.get("urls", 0))
+        frozen, counted = sum(urls_in(b) for _, _, b in rows), int(cold.get("urls", 0))
         if frozen != counted:
             raise FrontierError(
                 f"{self._cold.path} lists {frozen} URLs of waiting hosts, where the "
