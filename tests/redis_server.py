@@ -65,16 +65,21 @@ def client(where: str) -> Any:
 def forget(crawl: str) -> None:
     """Delete every key of ``crawl`` on the shared server and the cluster
     (they are all under its prefix, or its partitions' ``mpc:{CRAWL/P}:``)."""
+    from redis.cluster import RedisCluster as ClusterClient
+
     servers = [url()] + ([cluster_url()] if "cluster" in _server else [])
     for where in servers:
         node = client(where)
-        cluster = "cluster" in type(node).__module__
+        cluster = isinstance(node, ClusterClient)
         options = {"target_nodes": "all"} if cluster else {}
         keys = [
             key
             for match in (f"mpc:{{{crawl}}}:*", f"mpc:{{{crawl}/*}}:*")
             for key in node.scan_iter(match=match, **options)
         ]
-        for batch in [[key] for key in keys] if cluster else [keys] if keys else []:
-            node.delete(*batch)  # a cluster deletes no keys of two slots at once
+        if cluster:
+            for key in keys:  # a cluster deletes no keys of two slots in one call
+                node.delete(key)
+        elif keys:
+            node.delete(*keys)
         node.close()
