@@ -271,6 +271,42 @@ def test_a_blocked_host_waits_while_others_go_and_keeps_its_order(tmp_path: Path
         assert q.next_ready(5.0) is None
 
 
+def test_a_damaged_block_of_one_url_loses_that_url_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hosts blocked before their URLs are read get blocks of one URL each
+    (read without the general loop); one whose record no longer matches its
+    checksum is lost with a warning, not returned garbled, and the rest come
+    out in order."""
+    hosts = [f"http://h{n}.test" for n in range(10)]
+    with UrlQueueManager(tmp_path, cache_size=4, fsync=False) as q:
+        for host in hosts:
+            q.block(host, math.inf)
+        for i in range(40):
+            q.put(f"{hosts[i % 10]}/page-{i}")
+        assert q.lease() is None  # every host must wait: the log is read past them
+        assert q.stats()["frozen"] == 40
+        q.checkpoint()
+        damaged = 0
+        for path in tmp_path.glob("waiting-*.seg"):
+            data = bytearray(path.read_bytes())
+            at = data.find(b"h3.test/page-23")
+            if at >= 0:
+                data[at + len("h3.test/page-")] = ord("9")  # still a URL, page-93
+                path.write_bytes(bytes(data))
+                damaged += 1
+        assert damaged == 1
+        with caplog.at_level(logging.WARNING):
+            for host in hosts:
+                q.block(host, 0)
+            found = drain(q)
+    assert sorted(found) == sorted(f"{hosts[i % 10]}/page-{i}" for i in range(40) if i != 23)
+    for host in hosts:
+        mine = [u for u in found if u.startswith(host + "/")]
+        assert mine == sorted(mine, key=lambda u: int(u.rsplit("-", 1)[1]))
+    assert any("checksum" in r.message for r in caplog.records)
+
+
 def test_a_url_given_back_after_one_that_spilled_comes_after_it(tmp_path: Path) -> None:
     """A cache of one URL: a/0 is given back and spills to a block of its
     lane; a/1, given back later, must not jump ahead of it.  (Found by the

@@ -26,7 +26,7 @@ from typing import Any
 from ..base import UrlInfo
 from .files import QueueFiles, waiting_name
 from .journal import BLOCK
-from .storage import HEADER, ITEM, encode_item, log, read_items_at
+from .storage import HEADER, ITEM, encode_item, log, read_items_at, read_one_at
 
 __all__ = ["OPEN_FILES", "BlockStore", "urls_in"]
 
@@ -78,7 +78,12 @@ class BlockStore:
         number, offset, end, count, _ = blocks[:BLOCK]
         name = waiting_name(number)
         fd = self._descriptor(number, name)
-        items, after = ([], end) if fd is None else read_items_at(fd, name, offset, end, want + 1)
+        if fd is None:
+            items, after = [], end
+        elif count == 1:  # nothing to peek past
+            items, after = read_one_at(fd, name, offset, end), end
+        else:
+            items, after = read_items_at(fd, name, offset, end, want + 1)
         if len(items) > want:  # one more was read to learn the next head
             peek = items.pop()
             after -= _record_size(peek)

@@ -23,7 +23,7 @@ HEADER = struct.Struct("<II")  # payload length, crc32(payload)
 ITEM = struct.Struct("<qqIBH")  # seq, priority, depth, kind, lastmod length; lastmod, url follow
 MAX_RECORD = 1 << 20
 _pack_item, _pack_header, _unpack_item = ITEM.pack, HEADER.pack, ITEM.unpack_from
-_ITEM_SIZE = ITEM.size
+_ITEM_SIZE, _HEADER_SIZE, _unpack_header = ITEM.size, HEADER.size, HEADER.unpack_from
 crc32 = zlib.crc32
 MAX_URL_BYTES = 1 << 16
 
@@ -145,6 +145,25 @@ def read_items(
         return [], end
     with f:
         return read_items_at(f.fileno(), name, offset, end, limit)
+
+
+def read_one_at(fd: int, name: str, offset: int, end: int) -> list[UrlInfo]:
+    """The one item between byte ``offset`` and ``end`` of a file open for
+    reading: the common block of a broad crawl, read without the general
+    loop.  Anything unexpected goes the general way (which logs it)."""
+    try:
+        data = os.pread(fd, end - offset, offset)
+    except OSError:
+        data = b""
+    if len(data) > _HEADER_SIZE:
+        length, crc = _unpack_header(data)
+        payload = data[_HEADER_SIZE:]
+        if length == len(payload) and crc32(payload) == crc:
+            try:
+                return [decode_item(payload)]
+            except FrontierError:
+                pass
+    return read_items_at(fd, name, offset, end, 1)[0]
 
 
 def read_items_at(
