@@ -761,30 +761,37 @@ class UrlQueueManager:
         self._freeze([host for host in hosts if host.key in self._blocks])
 
     def _load_block(self, host: HostQueue, lane: _Lane) -> None:
-        """Read the head of ``lane``'s first block into its front."""
+        """Read the head of ``lane``'s first block into its front (into its
+        back, with the front, once the last block is read)."""
         assert lane.blocks is not None
         want = min(lane.blocks[3], self._spill_batch)
         items, lost = self._blocks_on_disk.read_head(lane.blocks, want)
-        if not lane.blocks:
-            lane.blocks = None
         kept = self._drop_tombstones(items)
         host.size -= lost + len(items) - len(kept)
         if kept:
-            if lane.front is None:
-                lane.front = deque()
-            lane.front.extend(kept)
             if not host.mem:
                 self._mem_hosts[host.key] = host
             host.mem += len(kept)
             self._mem += len(kept)
-        if not lane.blocks and lane.front:
-            if lane.back is None:
-                lane.back = lane.front
-            elif type(lane.back) is deque:
-                lane.back.extendleft(reversed(lane.front))
-            else:
-                lane.back = _grown([*lane.front, *lane.back])
-            lane.front = None
+        if lane.blocks:
+            if kept:
+                if lane.front is None:
+                    lane.front = deque(kept)
+                else:
+                    lane.front.extend(kept)
+            return
+        lane.blocks = None
+        front, lane.front = lane.front, None
+        run = [*front, *kept] if front else kept
+        if not run:
+            return
+        back = lane.back
+        if back is None:
+            lane.back = _grown(run)
+        elif type(back) is deque:
+            back.extendleft(reversed(run))
+        else:
+            lane.back = _grown([*run, *back])
 
     def _drop_tombstones(self, items: list[UrlInfo]) -> list[UrlInfo]:
         if not self._tombstones:
@@ -798,15 +805,40 @@ class UrlQueueManager:
         return kept
 
     def _refill(self) -> None:
-        """Move the log's head into memory, up to 3/4 of the cache."""
+        """Move the log's head into memory, up to 3/4 of the cache.  A URL
+        of a host that is blocked and has nothing in memory or blocks (none
+        at all, or frozen) goes straight to a block of its own and is frozen
+        there: it would only be spilled and frozen again."""
         want = max(1, self.cache_size - self._spill_batch - self._mem)
+        hosts, blocked = self._hosts, self._blocks
+        waiting: dict[tuple[str, int], list[UrlInfo]] = {}
+        held = 0  # URLs in ``waiting``: frozen a spill batch at a time
         while want > 0 and self._log:
             items = self._log.read_head(want)
             for item in self._drop_tombstones(items):
-                self._to_memory(item)
-                want -= 1
+                key = host_key(item.url)
+                if key in blocked and key not in hosts:
+                    waiting.setdefault((key, item.priority), []).append(item)
+                    held += 1
+                else:
+                    self._to_memory(item)
+                    want -= 1
+            if held >= self._spill_batch:
+                self._freeze_waiting(waiting)
+                waiting, held = {}, 0
             if not items:
                 want -= 1  # a segment of tombstones only: go on, but never forever
+        if waiting:
+            self._freeze_waiting(waiting)
+
+    def _freeze_waiting(self, runs: dict[tuple[str, int], list[UrlInfo]]) -> None:
+        """Each of ``runs`` (a blocked host's URLs of one priority, read from
+        the log) as a block of one new waiting file, frozen at once."""
+        lanes: dict[str, list[tuple[int, array[int]]]] = {}
+        for (key, priority), block in zip(runs, self._blocks_on_disk.write(list(runs.values())), strict=True):
+            lanes.setdefault(key, []).append((priority, block))
+        self.spilled_total += sum(map(len, runs.values()))
+        self._cold.freeze(list(lanes.items()))
 
     # ------------------------------------------------------------- loading
     def _load(self) -> None:
