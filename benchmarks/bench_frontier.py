@@ -17,7 +17,12 @@ Queues: ``mpcrawler`` (UrlQueueManager(cache_size=10_000), flushed at the end of
 the puts), ``mpcrawler-ckpt`` (a flush every 10,000 operations, as the crawler
 checkpoints), ``queuelib`` (FifoDiskQueue, Scrapy's disk queue: one host-blind
 FIFO, no crash safety) and ``diskcache`` (diskcache.Deque, crash-safe; at most
-``--diskcache-max`` items, because it runs at about 10,000 ops/s).
+``--diskcache-max`` items, because it runs at about 10,000 ops/s) and
+``python-floor`` (a per-host queue wholly in memory -- a dict of deques and a
+heap of hosts -- that journals every put, lease and ack as mpcrawler does:
+no disk tiers, no bound on memory, no blocking; what any crash-safe per-host
+queue written in Python pays at least, so the ceiling of a Python frontier
+against queuelib's host-blind FIFO).
 
 Then the SeenSet: adds with a flush every 10,000 (the master's pattern) and
 membership tests.
@@ -115,6 +120,8 @@ def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict
             got += 1
         q.close()
         t2 = time.perf_counter()
+    elif impl == "python-floor":
+        got, t0, t1, t2, peak, end_rss = python_floor(n, directory, layout)
     elif impl == "diskcache":
         import diskcache
 
@@ -184,6 +191,72 @@ def run_one(impl: str, n: int, directory: str, layout: str = "one-host") -> dict
     }
 
 
+def python_floor(n: int, directory: str, layout: str) -> tuple[int, float, float, float, int, int]:
+    """The ``python-floor`` queue (see the module's docstring): got, the
+    three times, RSS after the puts and at the end."""
+    import heapq
+    import struct
+    import zlib
+    from collections import deque
+
+    from mpcrawler.frontier.base import UrlInfo
+    from mpcrawler.web.urls import host_key
+
+    put_op, seq_op, header = struct.Struct("<cqqIIBH"), struct.Struct("<cq"), struct.Struct("<II")
+    os.makedirs(directory, exist_ok=True)
+    journal = open(os.path.join(directory, "journal"), "ab")  # noqa: SIM115 - closed below
+    buf = bytearray()
+
+    def frame() -> None:
+        journal.write(header.pack(len(buf), zlib.crc32(buf)) + buf)
+        buf.clear()
+
+    hosts: dict[str, deque[UrlInfo]] = {}
+    heap: list[tuple[int, int, str]] = []
+    unacked: dict[int, UrlInfo] = {}
+    base = rss()
+    t0 = time.perf_counter()
+    for i in range(n):
+        text = url(i, layout)
+        data = text.encode()
+        buf += put_op.pack(b"P", i, 0, i % 7, len(data), 0, 0)
+        buf += data
+        if len(buf) >= 1 << 16:
+            frame()
+        item = UrlInfo(text, i % 7, 0, i)
+        key = host_key(text)
+        lane = hosts.get(key)
+        if lane is None:
+            lane = hosts[key] = deque()
+            heapq.heappush(heap, (0, i, key))
+        lane.append(item)
+    t1 = time.perf_counter()
+    peak = rss() - base
+    got = 0
+    while heap:
+        key = heap[0][2]
+        lane = hosts[key]
+        item = lane.popleft()
+        if lane:
+            heapq.heapreplace(heap, (0, lane[0].seq, key))
+        else:
+            heapq.heappop(heap)
+            del hosts[key]
+        unacked[item.seq] = item
+        buf += seq_op.pack(b"G", item.seq)
+        if len(buf) >= 1 << 16:
+            frame()
+        del unacked[item.seq]
+        buf += seq_op.pack(b"A", item.seq)
+        if len(buf) >= 1 << 16:
+            frame()
+        got += 1
+    frame()
+    journal.close()
+    t2 = time.perf_counter()
+    return got, t0, t1, t2, peak, rss() - base
+
+
 def measure(impl: str, n: int, layout: str, base: str | None = None) -> dict[str, Any]:
     """``impl`` in a process of its own; ``mpcrawler@base``: the mpcrawler
     queue of the tree ``base``."""
@@ -242,7 +315,7 @@ def measure_all(args: argparse.Namespace, base: str | None) -> list[dict[str, An
     for spec in args.layouts.split(","):
         layout, n_text = spec.split(":")
         n = int(n_text)
-        impls = ["mpcrawler", "mpcrawler-ckpt", "queuelib"]
+        impls = ["mpcrawler", "mpcrawler-ckpt", "queuelib", "python-floor"]
         if base:
             impls.insert(1, "mpcrawler@base")
         if layout != "100k-blocked":

@@ -835,7 +835,8 @@ class UrlQueueManager:
         """Each of ``runs`` (a blocked host's URLs of one priority, read from
         the log) as a block of one new waiting file, frozen at once."""
         lanes: dict[str, list[tuple[int, array[int]]]] = {}
-        for (key, priority), block in zip(runs, self._blocks_on_disk.write(list(runs.values())), strict=True):
+        blocks = self._blocks_on_disk.write(list(runs.values()))
+        for (key, priority), block in zip(runs, blocks, strict=True):
             lanes.setdefault(key, []).append((priority, block))
         self.spilled_total += sum(map(len, runs.values()))
         self._cold.freeze(list(lanes.items()))
