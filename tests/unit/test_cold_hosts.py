@@ -73,6 +73,23 @@ def test_blocked_hosts_with_nothing_in_memory_are_frozen_and_come_back_in_order(
     assert in_host_order(rest)
 
 
+def test_a_host_frozen_over_several_checkpoints_thaws_in_the_order_written(
+    tmp_path: Path,
+) -> None:
+    """A lane has a row for each checkpoint it was frozen across: thawed,
+    the rows join oldest first."""
+    with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
+        first = fill_and_block(q)
+        q.checkpoint()  # a new generation: what is frozen next gets rows of its own
+        for i in range(HOSTS * PER_HOST, HOSTS * 2 * PER_HOST):
+            q.put(url(i))
+        assert q.lease() is None  # every host waits: the log is read past them
+        assert q.stats()["frozen"] >= HOSTS * (2 * PER_HOST - 1) - CACHE
+        rest = unblock_and_drain(q)
+    assert sorted(first + rest) == sorted(url(i) for i in range(HOSTS * 2 * PER_HOST))
+    assert in_host_order(rest)
+
+
 def test_frozen_hosts_survive_reopening(tmp_path: Path) -> None:
     with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
         fill_and_block(q)

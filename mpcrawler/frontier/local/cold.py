@@ -32,6 +32,7 @@ name are counted in :class:`.blocks.BlockStore` like any others.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from array import array
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ __all__ = ["CHECKPOINT_ROWS", "COLD_FILE", "ColdHosts", "lane_urls"]
 COLD_FILE = "cold-hosts.db"
 # The rows a checkpoint of generation :gen uses (what ``open`` settles to).
 CHECKPOINT_ROWS = "gen <= :gen AND (gone IS NULL OR gone > :gen)"
+_THAW_BATCH = 10_000  # hosts a statement thaws
 _FILTER_BITS = 1 << 20  # at least; more when more hosts are frozen (10 bits a host)
 
 _SCHEMA = """
@@ -136,31 +138,42 @@ class ColdHosts:
     def thaw(self, host: str) -> list[tuple[int, array[int]]]:
         """``host``'s frozen lanes (priority, blocks: its rows' in the order
         written); they are no longer here."""
+        return self.thaw_many([host]).get(host, [])
+
+    def thaw_many(self, hosts: list[str]) -> dict[str, list[tuple[int, array[int]]]]:
+        """``thaw`` for each of ``hosts`` (those with frozen lanes), a few
+        statements for them all: a wake lifts many blocks at once."""
         self._begin()
         db, gen = self.db, self.gen
-        # This generation's rows no checkpoint names: they go.  Older ones
-        # are marked gone, for a checkpoint that was named may still need them.
-        rows = db.execute(
-            "DELETE FROM blocks WHERE host = ? AND gen = ? RETURNING gen, priority, flat",
-            (host, gen),
-        ).fetchall()
-        rows += db.execute(
-            "UPDATE blocks SET gone = ? WHERE host = ? AND gone IS NULL "
-            "RETURNING gen, priority, flat",
-            (gen, host),
-        ).fetchall()
+        rows: list[tuple[str, int, int, bytes]] = []
+        for at in range(0, len(hosts), _THAW_BATCH):
+            names = json.dumps(hosts[at : at + _THAW_BATCH])
+            # This generation's rows no checkpoint names: they go.  Older ones
+            # are marked gone, for a checkpoint that was named may still need them.
+            rows += db.execute(
+                "DELETE FROM blocks WHERE gen = ? AND host IN (SELECT value FROM json_each(?)) "
+                "RETURNING host, gen, priority, flat",
+                (gen, names),
+            ).fetchall()
+            rows += db.execute(
+                "UPDATE blocks SET gone = ? WHERE gone IS NULL "
+                "AND host IN (SELECT value FROM json_each(?)) RETURNING host, gen, priority, flat",
+                (gen, names),
+            ).fetchall()
         if not rows:
-            return []
-        rows = [row[1:] for row in sorted(rows, key=lambda row: row[0])]  # in the order written
-        merged: dict[int, array[int]] = {}
-        for priority, flat in rows:
-            _append(merged, int(priority), flat)
-        lanes = list(merged.items())
-        self.urls -= sum(urls_in(blocks) for _, blocks in lanes)
+            return {}
+        rows.sort(key=lambda row: (row[0], row[1]))  # each host's, in the order written
+        merged: dict[tuple[str, int], array[int]] = {}
+        for host, _, priority, flat in rows:
+            _append(merged, (host, int(priority)), flat)
+        thawed: dict[str, list[tuple[int, array[int]]]] = {}
+        for (host, priority), blocks in merged.items():
+            thawed.setdefault(host, []).append((priority, blocks))
+            self.urls -= urls_in(blocks)
         if not self.urls:
             self._filter = bytearray(self._bits // 8)
             self._marked = 0
-        return lanes
+        return thawed
 
     def blocks(self) -> Iterator[array[int]]:
         """Every frozen lane's blocks (for reading what is on disk)."""

@@ -183,6 +183,7 @@ class UrlQueueManager:
         # readiness (not persisted)
         self._heap: list[tuple[int, int, HostQueue]] = []
         self._blocks = HostBlocks()
+        self._thawing: dict[str, None] = {}  # frozen hosts unblocked since the last lease
         self._log = SegmentLog(self.files)
         # taken, snapshot, journal
         self._unacked: dict[int, UrlInfo] = {}
@@ -226,6 +227,8 @@ class UrlQueueManager:
         monotonic clock), or None.  Ack it (or release it) when done."""
         if self._blocks.timed:
             self._wake(time.monotonic() if now is None else now)
+        if self._thawing:
+            self._thaw_unblocked()
         if self._mem < self._refill_below and self._log.count:
             self._refill()
         while True:
@@ -564,11 +567,27 @@ class UrlQueueManager:
             self._touch_key(key)
 
     def _touch_key(self, key: str) -> None:
-        """``_touch`` the host ``key`` that was just unblocked, frozen or not."""
+        """``_touch`` the host ``key`` that was just unblocked; a frozen one
+        is thawed at the next lease, with the others unblocked by then."""
         host = self._hosts.get(key)
-        if host is None and self._cold.maybe(key):
-            host = self._hosts[key] = HostQueue(key, cold=True)
         if host is not None:
+            self._touch(host)
+        elif self._cold.maybe(key):
+            self._thawing[key] = None
+
+    def _thaw_unblocked(self) -> None:
+        """Thaw, together, the frozen hosts unblocked since the last lease
+        (those blocked again since stay frozen)."""
+        keys = [key for key in self._thawing if key not in self._blocks]
+        self._thawing = {}
+        for key, lanes in self._cold.thaw_many(keys).items():
+            host = self._hosts.get(key)
+            if host is None:
+                host = self._hosts[key] = HostQueue(key)
+            host.cold = False
+            for priority, blocks in lanes:
+                self._add_frozen(host, priority, blocks)
+            host.entry = None
             self._touch(host)
 
     def _thaw(self, host: HostQueue) -> None:
