@@ -307,6 +307,40 @@ def test_a_damaged_block_of_one_url_loses_that_url_only(
     assert any("checksum" in r.message for r in caplog.records)
 
 
+def test_a_full_disk_while_urls_move_to_blocks_loses_none_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails while the log is read past blocked hosts leaves
+    the URLs read in neither the log nor a block: no checkpoint is written
+    after it, and reopened, the last one and the journal hold every URL."""
+    from mpcrawler.frontier.local.files import QueueFiles
+
+    hosts = [f"http://h{n}.test" for n in range(10)]
+    urls = [f"{hosts[i % 10]}/page-{i}" for i in range(40)]
+    write = QueueFiles.write
+
+    def full(self: QueueFiles, name: str, data: bytes) -> None:
+        if name.startswith("waiting-"):
+            raise OSError(28, "No space left on device")
+        write(self, name, data)
+
+    q = UrlQueueManager(tmp_path, cache_size=4, fsync=False)
+    for host in hosts:
+        q.block(host, math.inf)
+    for u in urls:
+        q.put(u)
+    q.sync()
+    monkeypatch.setattr(QueueFiles, "write", full)
+    with pytest.raises(OSError):
+        q.lease()  # the log is read past the blocked hosts: their blocks cannot be written
+    monkeypatch.setattr(QueueFiles, "write", write)  # room again, as after freeing some
+    with pytest.raises(FrontierError, match="write failed"):
+        q.checkpoint()
+    q.close()
+    with UrlQueueManager(tmp_path, cache_size=4, fsync=False) as q:
+        assert sorted(drain(q)) == sorted(urls)
+
+
 def test_a_url_given_back_after_one_that_spilled_comes_after_it(tmp_path: Path) -> None:
     """A cache of one URL: a/0 is given back and spills to a block of its
     lane; a/1, given back later, must not jump ahead of it.  (Found by the

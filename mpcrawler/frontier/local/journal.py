@@ -135,8 +135,9 @@ class JournalWriter:
             return
         if self.file is None:
             raise FrontierError("the queue is closed")
-        self.file.write(frame_payload(bytes(self.buf)))
+        payload = frame_payload(bytes(self.buf))
         self.buf.clear()
+        self.file.write(payload)  # kept in the file's buffer if the write fails
 
     def sync(self, fsync: bool = False) -> None:
         """To the OS (survives a kill); with ``fsync``, to the disk."""

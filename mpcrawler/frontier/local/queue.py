@@ -51,9 +51,11 @@ of a checkpoint and of a reopening.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import os
+import sqlite3
 import struct
 import time
 from array import array
@@ -97,6 +99,23 @@ from .storage import (
 __all__ = ["FORMAT_VERSION", "UrlQueueManager", "inspect"]
 
 _JOURNAL_LIMIT = 500_000  # operations; flush() checkpoints past this
+
+
+def _moves(method: Callable[..., None]) -> Callable[..., None]:
+    """A step that moves URLs between memory and files (a spill, a refill):
+    a write failing in it (a full disk) may leave them in neither, so the
+    queue writes no checkpoint after it; its last one and the journal,
+    replayed when the queue is reopened, hold every URL."""
+
+    @functools.wraps(method)
+    def step(self: UrlQueueManager, *args: Any) -> None:
+        try:
+            method(self, *args)
+        except (OSError, sqlite3.Error) as exc:
+            self.failed = exc
+            raise
+
+    return step
 
 
 SMALL_RUN = 16  # a lane's back holds this many URLs in a list, more in a deque
@@ -193,6 +212,7 @@ class UrlQueueManager:
         self.recovered: list[UrlInfo] = []  # puts queued again from the journal
         self.spilled_total = 0
         self._closed = False
+        self.failed: BaseException | None = None  # a write that failed while URLs moved
         self._load()
 
     # ------------------------------------------------------------------ API
@@ -398,14 +418,22 @@ class UrlQueueManager:
     def flush(self) -> None:
         """Everything so far is durable once this returns."""
         self._check_open()
-        if self._journal.ops >= _JOURNAL_LIMIT:
+        if self._journal.ops >= _JOURNAL_LIMIT and self.failed is None:
             self.checkpoint()
             return
         self._journal.sync(fsync=self.files.fsync)
 
     def checkpoint(self) -> None:
-        """Write the whole state afresh and start an empty journal."""
+        """Write the whole state afresh and start an empty journal.  Refused
+        (FrontierError) once a write failed while URLs moved (``failed``):
+        the journal is synced instead, and the last checkpoint kept."""
         self._check_open()
+        if self.failed is not None:
+            self._journal.sync(fsync=self.files.fsync)
+            raise FrontierError(
+                f"a frontier write failed while URLs moved ({self.failed}): its "
+                "last checkpoint and journal are kept, and hold every URL when reopened"
+            )
         back: list[UrlInfo] = []
         front: list[UrlInfo] = []
         runs: dict[str, list[list[Any]]] = {}
@@ -452,6 +480,13 @@ class UrlQueueManager:
     def close(self) -> None:
         """Checkpoint and release files.  Un-acked items are delivered again on reopen."""
         if self._closed:
+            return
+        if self.failed is not None:  # no checkpoint: the journal keeps what came after
+            log.warning("frontier: closed without a checkpoint, a write failed (%s)", self.failed)
+            try:
+                self._journal.sync(fsync=self.files.fsync)
+            finally:
+                self._release_files(discard=False)
             return
         self.checkpoint()
         self._release_files(discard=False)
@@ -682,6 +717,7 @@ class UrlQueueManager:
             limit = taken if limit is None else max(limit, taken)
         return limit
 
+    @_moves
     def _overflow(self) -> None:
         """Bring memory back to 3/4 of the cache: the newest URLs of the lowest
         priority go to the front of the log while the order allows; the rest
@@ -754,6 +790,7 @@ class UrlQueueManager:
             self._touch(host)
         return cut
 
+    @_moves
     def _spill_hosts(self, hosts: list[HostQueue]) -> None:
         """Move every URL in memory of ``hosts`` to blocks of their lanes, in
         one waiting file: a lane's front becomes its first block, its back its last."""
@@ -823,6 +860,7 @@ class UrlQueueManager:
                 kept.append(item)
         return kept
 
+    @_moves
     def _refill(self) -> None:
         """Move the log's head into memory, up to 3/4 of the cache.  A URL
         of a host that is blocked and has nothing in memory or blocks (none

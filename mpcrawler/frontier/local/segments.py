@@ -73,11 +73,11 @@ class SegmentLog:
         if writer is None or writer.segment.count >= _SEGMENT_RECORDS:
             writer = self._open_writer(item.priority)
         record = encode_item(item)
-        writer.write(record)
         segment = writer.segment
         segment.end += len(record)
         segment.count += 1
         self.count += 1
+        writer.write(record)  # counted first: a failed write keeps it buffered
 
     def push_front(self, priority: int, items: list[UrlInfo]) -> None:
         """``items`` (sorted) as a waiting segment at the front of ``priority``'s run."""

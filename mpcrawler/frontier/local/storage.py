@@ -208,13 +208,11 @@ class AppendFile:
             self.sync()
 
     def sync(self) -> None:
-        if not self.buffer:
-            return
-        data = bytes(self.buffer)
-        self.buffer.clear()
-        written = 0
-        while written < len(data):
-            written += os.write(self.fd, data[written:])
+        """Write the buffer out; what a failed write (a full disk) left
+        unwritten stays in it, for the next sync."""
+        buffer = self.buffer
+        while buffer:
+            del buffer[: os.write(self.fd, buffer)]
 
     def fsync(self) -> None:
         self.sync()
