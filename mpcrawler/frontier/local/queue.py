@@ -482,7 +482,7 @@ class UrlQueueManager:
         if self._closed:
             return
         if self.failed is not None:  # no checkpoint: the journal keeps what came after
-            log.warning("frontier: closed without a checkpoint, a write failed (%s)", self.failed)
+            log.info("frontier: closed without a checkpoint, a write failed (%s)", self.failed)
             try:
                 self._journal.sync(fsync=self.files.fsync)
             finally:
