@@ -145,12 +145,12 @@ class ColdHosts:
         statements for them all: a wake lifts many blocks at once."""
         self._begin()
         db, gen = self.db, self.gen
-        rows: list[tuple[str, int, int, bytes]] = []
-        for at in range(0, len(hosts), _THAW_BATCH):
+        thawed: dict[str, list[tuple[int, array[int]]]] = {}
+        for at in range(0, len(hosts), _THAW_BATCH):  # a batch's rows at a time, not all
             names = json.dumps(hosts[at : at + _THAW_BATCH])
             # This generation's rows no checkpoint names: they go.  Older ones
             # are marked gone, for a checkpoint that was named may still need them.
-            rows += db.execute(
+            rows = db.execute(
                 "DELETE FROM blocks WHERE gen = ? AND host IN (SELECT value FROM json_each(?)) "
                 "RETURNING host, gen, priority, flat",
                 (gen, names),
@@ -160,16 +160,14 @@ class ColdHosts:
                 "AND host IN (SELECT value FROM json_each(?)) RETURNING host, gen, priority, flat",
                 (gen, names),
             ).fetchall()
-        if not rows:
-            return {}
-        rows.sort(key=lambda row: (row[0], row[1]))  # each host's, in the order written
-        merged: dict[tuple[str, int], array[int]] = {}
-        for host, _, priority, flat in rows:
-            _append(merged, (host, int(priority)), flat)
-        thawed: dict[str, list[tuple[int, array[int]]]] = {}
-        for (host, priority), blocks in merged.items():
-            thawed.setdefault(host, []).append((priority, blocks))
-            self.urls -= urls_in(blocks)
+            rows.sort(key=lambda row: (row[0], row[1]))  # each host's, in the order written
+            merged: dict[tuple[str, int], array[int]] = {}
+            for host, _, priority, flat in rows:
+                _append(merged, (host, int(priority)), flat)
+            del rows
+            for (host, priority), blocks in merged.items():
+                thawed.setdefault(host, []).append((priority, blocks))
+                self.urls -= urls_in(blocks)
         if not self.urls:
             self._filter = bytearray(self._bits // 8)
             self._marked = 0

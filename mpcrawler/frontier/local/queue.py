@@ -22,7 +22,10 @@ three-tier design, now holding per-host order:
   memory by five integers.  So a blocked host's backlog never stands in front
   of another host.  A blocked host left with nothing in memory is then
   *frozen*: its block lists go to SQLite (``cold.py``) and the queue keeps a
-  few bits of a filter for it, until it may be leased from again.
+  few bits of a filter for it, until it may be leased from again.  A URL the
+  log holds for a host that is blocked and has nothing queued goes to a block
+  and is frozen straight away; hosts unblocked between two leases are thawed
+  together at the next one.
 
 One invariant keeps the order exact: every URL in the log sorts after every
 URL in the cache, in blocks, or taken.  A put that sorts after the log's head
@@ -39,7 +42,10 @@ checkpoints once the journal is long.  Reopening loads the checkpoint,
 deletes files it does not reference, queues the journal's puts again, drops
 what it acked (acked URLs still on disk become *tombstones*, skipped when
 read) and puts taken URLs back in their places.  Politeness (``block``) is
-not persisted: after reopening every host is ready.
+not persisted: after reopening every host is ready.  A write that fails
+while URLs move between memory and files (a full disk during a spill or a
+refill) may leave them in neither: no checkpoint is written after it
+(``failed``), so the last one and the journal still hold every URL.
 
 The pieces, each with its own state: ``files.py`` (names, dirty files,
 garbage), ``segments.py`` (the log), ``blocks.py`` (hosts' spilled blocks),
@@ -610,6 +616,7 @@ class UrlQueueManager:
         elif self._cold.maybe(key):
             self._thawing[key] = None
 
+    @_moves
     def _thaw_unblocked(self) -> None:
         """Thaw, together, the frozen hosts unblocked since the last lease
         (those blocked again since stay frozen)."""
@@ -625,6 +632,7 @@ class UrlQueueManager:
             host.entry = None
             self._touch(host)
 
+    @_moves
     def _thaw(self, host: HostQueue) -> None:
         """Give ``host`` its frozen lanes back: their blocks go before what
         it holds (URLs read for it since, all newer)."""
