@@ -534,11 +534,15 @@ class UrlQueueManager:
         if self._mem > self.cache_size:
             self._overflow()
 
-    def _lane_of(self, item: UrlInfo, thaw: bool = False) -> tuple[HostQueue, _Lane]:
+    def _lane_of(
+        self, item: UrlInfo, thaw: bool = False, key: str | None = None
+    ) -> tuple[HostQueue, _Lane]:
         """The host and lane ``item`` belongs in (created if need be), with
         ``item`` counted in memory there; ``thaw``: with the host's frozen
-        lanes back (``item`` may sort before them)."""
-        key = host_key(item.url)
+        lanes back (``item`` may sort before them); ``key``: its host key,
+        if the caller has it already."""
+        if key is None:
+            key = host_key(item.url)
         host = self._hosts.get(key)
         if host is None:
             host = self._hosts[key] = HostQueue(key, self._cold.maybe(key))
@@ -554,9 +558,9 @@ class UrlQueueManager:
         self._mem += 1
         return host, lane
 
-    def _to_memory(self, item: UrlInfo) -> None:
+    def _to_memory(self, item: UrlInfo, key: str | None = None) -> None:
         """Append ``item`` to its lane's back (it is the newest there)."""
-        host, lane = self._lane_of(item)
+        host, lane = self._lane_of(item, key=key)
         if lane.back is None:
             lane.back = [item]
         else:
@@ -626,9 +630,7 @@ class UrlQueueManager:
             host = self._hosts.get(key)
             if host is None:
                 host = self._hosts[key] = HostQueue(key)
-            host.cold = False
-            for priority, blocks in lanes:
-                self._add_frozen(host, priority, blocks)
+            self._give_frozen(host, lanes)
             host.entry = None
             self._touch(host)
 
@@ -636,8 +638,12 @@ class UrlQueueManager:
     def _thaw(self, host: HostQueue) -> None:
         """Give ``host`` its frozen lanes back: their blocks go before what
         it holds (URLs read for it since, all newer)."""
+        self._give_frozen(host, self._cold.thaw(host.key))
+
+    def _give_frozen(self, host: HostQueue, lanes: list[tuple[int, array[int]]]) -> None:
+        """``host``'s thawed ``lanes`` back in it; it has no frozen ones left."""
         host.cold = False
-        for priority, blocks in self._cold.thaw(host.key):
+        for priority, blocks in lanes:
             self._add_frozen(host, priority, blocks)
 
     @staticmethod
@@ -886,7 +892,7 @@ class UrlQueueManager:
                     waiting.setdefault((key, item.priority), []).append(item)
                     held += 1
                 else:
-                    self._to_memory(item)
+                    self._to_memory(item, key)
                     want -= 1
             if held >= self._spill_batch:
                 self._freeze_waiting(waiting)
