@@ -80,10 +80,36 @@ from .revisit import Revisit, revisit_of
 if TYPE_CHECKING:
     from .warc import WarcFiles
 
-__all__ = ["run_worker"]
+__all__ = ["response_action", "run_worker"]
 
 _SUMMARY_INTERVAL = 0.5
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+PARSE, NOT_MODIFIED, SLOW_DOWN, REDIRECT, SKIPPED, UNREAD = (
+    "parse",
+    "not modified",
+    "slow down",
+    "redirect",
+    "skipped",
+    "unread",
+)
+
+
+def response_action(status: int, headers: dict[str, str], skipped: str | None) -> str:
+    """What a response means, its status first whatever its type: a 304, a
+    429 or 503 (its Retry-After), a redirect with a Location are acted on
+    whether their body was read or not (``skipped``: why not, --accept-type).
+    A 2xx of a type not accepted is ``SKIPPED``; another status whose body
+    was not read is ``UNREAD`` (its status is its record's error); the rest
+    is parsed."""
+    if status == 304:
+        return NOT_MODIFIED
+    if status in (429, 503):
+        return SLOW_DOWN
+    if status in _REDIRECT_CODES and headers.get("location"):
+        return REDIRECT
+    if skipped:
+        return SKIPPED if 200 <= status < 300 else UNREAD
+    return PARSE
 
 
 class Worker:
@@ -283,20 +309,20 @@ class Worker:
         result.digest = response.digest
         result.etag = response.headers.get("etag")
         result.last_modified = response.headers.get("last-modified")
-        if response.skipped:  # a type not accepted: its headers are all there is
-            result.skipped, result.digest = response.skipped, None
-            return result, None
-        if response.status == 304:  # not modified: the last capture's links stand
-            return result, None
-        if response.status in (429, 503):
+        action = response_action(response.status, response.headers, response.skipped)
+        if action == PARSE:
+            return result, response
+        if action == SLOW_DOWN:
             # Not parsed: its result goes with the end of its download, so the
             # host is slowed down before its next request can start.
             result.retry_after = response.headers.get("retry-after")
-            return result, None
-        if response.status in _REDIRECT_CODES and response.headers.get("location"):
+        elif action == REDIRECT:
             result.location = response.headers["location"]  # the master resolves it
-            return result, None
-        return result, response
+        elif action == SKIPPED:  # a type not accepted: its headers are all there is
+            result.skipped = response.skipped
+        if response.skipped:
+            result.digest = None  # of no body read
+        return result, None  # NOT_MODIFIED: the last capture's links stand
 
     def archive(
         self,

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from hostile import Handler, Reply, html, links, redirect, serve, stream_forever
+from hostile import Handler, Reply, Route, html, links, redirect, serve, stream_forever
 from support import crawl_records
 
 
@@ -102,6 +102,48 @@ def test_transient_failures_are_retried_then_recorded(tmp_path: Path) -> None:
     assert counts["/502"] == 2 and records["502"]["status"] == 200
     assert counts["/429"] == 2
     assert retry_after_seen[1] - retry_after_seen[0] >= 0.95  # Retry-After honoured
+
+
+def test_statuses_mean_the_same_whatever_the_content_type(tmp_path: Path) -> None:
+    """--accept-type decides whether a body is read, never what a status
+    means: redirects, 429 and 503 with Retry-After, and errors sent as
+    text/plain or JSON are acted on as if they were HTML."""
+    seen: dict[str, list[float]] = {"/429": [], "/503": []}
+
+    def typed(status: int, kind: str, **headers: str) -> Reply:
+        return status, {"Content-Type": kind, **headers}, b"not html"
+
+    def throttled(status: int, kind: str) -> Route:
+        def route(h: Handler, n: int) -> Reply:
+            seen[h.path].append(time.monotonic())
+            return typed(status, kind, **{"Retry-After": "1"}) if n == 0 else links()
+
+        return route
+
+    routes = {
+        "/": lambda h, n: links("/r-plain", "/r-json", "/429", "/503", "/404", "/text"),
+        "/r-plain": lambda h, n: typed(301, "text/plain", Location="/a"),
+        "/r-json": lambda h, n: typed(302, "application/json", Location="/b"),
+        "/a": lambda h, n: links(title="a"),
+        "/b": lambda h, n: links(title="b"),
+        "/429": throttled(429, "text/plain"),
+        "/503": throttled(503, "application/json"),
+        "/404": lambda h, n: typed(404, "application/json"),
+        "/text": lambda h, n: typed(200, "text/plain"),
+    }
+    with serve(routes) as server:
+        records = crawl(server.url + "/", tmp_path, "--retry-delay", "0")
+        counts = server.log.counts()
+    for path, target in (("r-plain", "a"), ("r-json", "b")):
+        assert records[path]["final_url"] == f"{server.url}/{target}"
+        assert records[path]["title"] == target
+    assert counts["/a"] == counts["/b"] == 1
+    for path in ("/429", "/503"):  # retried, and not before Retry-After (the server's clock)
+        assert counts[path] == 2 and records[path[1:]]["status"] == 200
+        assert seen[path][1] - seen[path][0] >= 0.95
+        assert "skipped" not in records[path[1:]]
+    assert records["404"]["error"] == "HTTP 404" and "skipped" not in records["404"]
+    assert records["text"]["skipped"].startswith("content type text/plain not accepted")
 
 
 def test_timeouts_are_retried(tmp_path: Path) -> None:

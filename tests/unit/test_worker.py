@@ -107,3 +107,29 @@ def test_failures_and_expired_requests_are_results_not_crashes() -> None:
     assert sorted(downloaded) == [1, 2, 3]
     master.send(Stop())
     thread.join(timeout=10)
+
+
+def test_a_status_means_the_same_whether_its_body_was_read_or_not() -> None:
+    from mpcrawler.worker.process import (
+        NOT_MODIFIED,
+        PARSE,
+        REDIRECT,
+        SKIPPED,
+        SLOW_DOWN,
+        UNREAD,
+        response_action,
+    )
+
+    moved = {"location": "/there"}
+    for skipped in (None, "content type text/plain not accepted (--accept-type)"):
+        assert response_action(304, {}, skipped) == NOT_MODIFIED
+        assert response_action(429, {}, skipped) == SLOW_DOWN
+        assert response_action(503, {"retry-after": "5"}, skipped) == SLOW_DOWN
+        for status in (301, 302, 303, 307, 308):
+            assert response_action(status, moved, skipped) == REDIRECT
+    assert response_action(302, {}, None) == PARSE  # no Location: an ordinary page
+    assert response_action(200, {}, None) == PARSE
+    assert response_action(404, {}, None) == PARSE
+    assert response_action(200, {}, "not accepted") == SKIPPED
+    assert response_action(404, {}, "not accepted") == UNREAD
+    assert response_action(500, {}, "not accepted") == UNREAD
