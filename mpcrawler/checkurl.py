@@ -12,7 +12,6 @@ URL would be fetched, 1 if it would not, 2 for a usage error.
 from __future__ import annotations
 
 import argparse
-import re
 from collections.abc import Callable
 
 from .errors import JobConflict, JobDamaged, UsageError
@@ -49,7 +48,7 @@ def verdict(url: str, settings: Settings) -> tuple[str | None, str | None, str]:
         return canonical, "url_length", f"longer than --max-url-length {settings.max_url_length}"
     rule = rules.refusal(canonical)
     if rule is not None:
-        return canonical, rule, _detail(rule, canonical, settings)
+        return canonical, rule, _detail(rule, canonical, settings, rules)
     if settings.robots and settings.job_dir:
         text = RobotsCache(settings.job_dir).load(host_key(canonical))
         if text is None:
@@ -60,10 +59,9 @@ def verdict(url: str, settings: Settings) -> tuple[str | None, str | None, str]:
     return canonical, None, ""
 
 
-def _detail(rule: str, url: str, settings: Settings) -> str:
+def _detail(rule: str, url: str, settings: Settings, rules: UrlRules) -> str:
     if rule == "reject_regex":
-        pattern = next(p for p in settings.reject_regex if re.search(p, url))
-        return f"--reject-regex {pattern!r} matches"
+        return f"--reject-regex {rules.rejecting(url)!r} matches"
     if rule == "accept_regex":
         return f"no --accept-regex matches ({', '.join(map(repr, settings.accept_regex))})"
     if rule == "reject_ext":

@@ -26,6 +26,23 @@ A shared crawl's commands travel through Redis instead
 (:mod:`mpcrawler.frontier.redis.commands`); both inboxes have the same
 two methods, ``take`` and ``answer``.
 
+Durability: a command is answered only once what it changed is on disk
+(the steering checkpoints the job first), so an answer "applied" survives
+a kill; a command applied and checkpointed but killed before its answer is
+applied again at the next start, which changes nothing (every command is
+idempotent on the job's state) and answers it then.  An answer is written
+atomically, and a command whose answer is already in ``done`` is not
+applied twice.
+
+Bounds: a command file is read only if it is a regular file of at most
+``MAX_COMMAND_BYTES``, opened without following a link and without
+blocking (a FIFO, a directory or a device named ``*.json`` is refused and
+moved to ``DIR/control/refused``); ``add-seeds`` carries at most
+``MAX_SEEDS`` URLs, none with credentials; ``set`` takes what the command
+line takes (:func:`mpcrawler.settings.setting_value`).  A command is
+described (log, answers) with its URLs' credentials hidden and its URLs cut
+to a few.
+
 No pickle: JSON only.  Pure parsing plus plain file moves.
 """
 
@@ -33,35 +50,48 @@ from __future__ import annotations
 
 import json
 import os
-import re
+import stat
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .settings import setting_value
+from .web.patterns import compile_pattern
+from .web.redact import hide_userinfo
+
 __all__ = [
     "COMMANDS",
+    "MAX_COMMAND_BYTES",
+    "MAX_SEEDS",
     "SETTABLE",
+    "SHOWN_URLS",
     "Command",
     "Inbox",
     "answers",
     "new_command",
     "parse_command",
     "parse_exclude",
+    "parse_seeds",
     "parse_set",
+    "public",
     "read_command",
     "write_command",
 ]
 
 COMMANDS = ("pause", "resume", "stop", "set", "add-seeds", "exclude")
-# name -> (setting, type, least value)
-SETTABLE: dict[str, tuple[str, type, float]] = {
-    "delay": ("delay", float, 0.0),
-    "host-concurrency": ("host_concurrency", int, 1),
-    "max-pages": ("max_pages", int, 1),
-    "max-depth": ("max_depth", int, 0),
+# name -> setting; each takes what its command-line option takes
+SETTABLE: dict[str, str] = {
+    "delay": "delay",
+    "host-concurrency": "host_concurrency",
+    "max-pages": "max_pages",
+    "max-depth": "max_depth",
 }
+MAX_COMMAND_BYTES = 1 << 20  # a command file (or a Redis entry) larger is refused unread
+MAX_SEEDS = 10_000  # URLs one add-seeds may carry
+MAX_SEED_LENGTH = 1 << 16  # characters of one of them (--max-url-length's own bound)
+SHOWN_URLS = 3  # URLs a command's description names (the rest are counted)
 KEEP_DONE = 100  # answered commands kept in DIR/control/done
 
 
@@ -72,8 +102,10 @@ class Command:
     args: dict[str, Any]  # set: {setting: value}
 
     def describe(self) -> str:
+        """The command in one short line, no secret in it (log, answers)."""
         if self.name == "add-seeds":
-            return f"add-seeds {' '.join(self.args['urls'])} (priority {self.args['priority']})"
+            urls = self.args["urls"]
+            return f"add-seeds {shown_urls(urls)} (priority {self.args['priority']})"
         if self.name == "set":
             return "set " + " ".join(f"{k}={v}" for k, v in self.args.items())
         if self.name == "exclude":
@@ -81,36 +113,67 @@ class Command:
         return self.name
 
 
+def shown_urls(urls: list[str], at_most: int = SHOWN_URLS) -> str:
+    """The first ``at_most`` of ``urls`` with their credentials hidden, and
+    how many more there are."""
+    shown = " ".join(hide_userinfo(u[:200]) for u in urls[:at_most])
+    return shown + (f" and {len(urls) - at_most} more" if len(urls) > at_most else "")
+
+
 def parse_set(pairs: list[str]) -> dict[str, Any]:
-    """``["delay=0.5", ...]`` as {setting: value}; ValueError in one line."""
+    """``["delay=0.5", ...]`` as {setting: value}, each checked as its
+    command-line option is (type and bounds); ValueError in one line."""
     if not pairs:
         raise ValueError("set needs NAME=VALUE (" + ", ".join(SETTABLE) + ")")
     values: dict[str, Any] = {}
     for pair in pairs:
         name, equals, text = pair.partition("=")
         if not equals or name not in SETTABLE:
-            raise ValueError(f"set {pair!r}: not NAME=VALUE with NAME one of {', '.join(SETTABLE)}")
-        setting, kind, least = SETTABLE[name]
+            names = ", ".join(SETTABLE)
+            raise ValueError(f"set {pair[:60]!r}: not NAME=VALUE with NAME one of {names}")
         try:
-            value = kind(text)
-        except ValueError:
-            what = "an integer" if kind is int else "a number"
-            raise ValueError(f"set {name}: {text!r} is not {what}") from None
-        if not value >= least or value != value:
-            raise ValueError(f"set {name}: must be at least {least:g}")
-        values[setting] = value
+            values[SETTABLE[name]] = setting_value(SETTABLE[name], text)
+        except ValueError as exc:
+            raise ValueError(f"set {name}: {exc}") from None
     return values
 
 
 def parse_exclude(regex: Any) -> str:
-    """An ``exclude`` pattern, checked; ValueError in one line."""
+    """An ``exclude`` pattern, checked as --reject-regex is; ValueError in one line."""
     if not isinstance(regex, str) or not regex:
         raise ValueError("exclude needs a REGEX")
-    try:
-        re.compile(regex)
-    except re.error as exc:
-        raise ValueError(f"exclude {regex!r}: not a regular expression ({exc})") from None
+    compile_pattern(regex, "exclude")  # ValueError: what the matcher cannot take
     return regex
+
+
+def parse_seeds(urls: Any, priority: Any = 0) -> dict[str, Any]:
+    """``add-seeds``' arguments, checked: at most MAX_SEEDS URLs, none with
+    credentials (a command is kept on disk and in logs; credentials go to the
+    crawl when it starts); ValueError in one line."""
+    if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
+        raise ValueError("add-seeds needs urls, a list of URLs")
+    if len(urls) > MAX_SEEDS:
+        raise ValueError(f"add-seeds takes at most {MAX_SEEDS} URLs a command, not {len(urls)}")
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ValueError("add-seeds: priority must be an integer")
+    for url in urls:
+        if len(url) > MAX_SEED_LENGTH:
+            raise ValueError(f"add-seeds: a URL of {len(url)} characters ({url[:60]!r}...)")
+        if hide_userinfo(url) != url:
+            raise ValueError(
+                f"add-seeds {hide_userinfo(url)[:200]}: credentials are not taken here; give "
+                "them to the crawl (a seed's user:password@, or --http-user) when it starts"
+            )
+    return {"urls": urls, "priority": priority}
+
+
+def public(data: dict[str, Any]) -> dict[str, Any]:
+    """A command's JSON as its answer keeps it: its URLs' credentials hidden."""
+    args = data.get("args")
+    if isinstance(args, dict) and isinstance(args.get("urls"), list):
+        urls = [hide_userinfo(u) if isinstance(u, str) else u for u in args["urls"]]
+        return {**data, "args": {**args, "urls": urls}}
+    return data
 
 
 def new_command(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -143,12 +206,7 @@ def parse_command(data: Any) -> Command:
     if name == "set":  # {"delay": 0.5}: the names as on the command line
         args = parse_set([f"{k}={v}" for k, v in args.items()])
     elif name == "add-seeds":
-        urls, priority = args.get("urls"), args.get("priority", 0)
-        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
-            raise ValueError("add-seeds needs urls, a list of URLs")
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise ValueError("add-seeds: priority must be an integer")
-        args = {"urls": urls, "priority": priority}
+        args = parse_seeds(args.get("urls"), args.get("priority", 0))
     elif name == "exclude":
         args = {"regex": parse_exclude(args.get("regex"))}
     elif args:
@@ -188,9 +246,41 @@ def answers(job_dir: str | Path, last: int = 10) -> list[dict[str, Any]]:
 def _by_age(folder: Path) -> list[Path]:
     """The files of ``folder``, the longest answered first."""
     try:
-        return sorted(folder.iterdir(), key=lambda p: (p.stat().st_mtime_ns, p.name))
+        found = [p for p in folder.iterdir() if p.suffix == ".json"]  # not a staged .tmp
+        return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
     except OSError:  # none yet, or one went meanwhile
         return []
+
+
+def read_entry(path: Path) -> bytes | str:
+    """The bytes of the command file ``path``, or why it is not read: it
+    is opened without following a link and without blocking, and read only
+    if it is a regular file of at most MAX_COMMAND_BYTES."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        return f"not a command file: {exc.strerror or exc}"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a command file: not a regular file"
+        if info.st_size > MAX_COMMAND_BYTES:
+            return f"not a command file: larger than {MAX_COMMAND_BYTES} bytes"
+        data = os.read(fd, MAX_COMMAND_BYTES + 1)
+    except OSError as exc:
+        return f"not a command file: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+    if len(data) > MAX_COMMAND_BYTES:  # it grew while read
+        return f"not a command file: larger than {MAX_COMMAND_BYTES} bytes"
+    return data
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return True  # gone: nothing to move
 
 
 class Inbox:
@@ -198,28 +288,42 @@ class Inbox:
 
     def __init__(self, job_dir: str | Path) -> None:
         _, self.inbox, self.done = _dirs(job_dir)
+        self.refused = self.done.with_name("refused")
 
     def take(self) -> list[tuple[Path, dict[str, Any], Command | str]]:
-        """Each waiting command file: (path, its data, the Command or why it is refused)."""
+        """Each waiting command file: (path, its data, the Command or why it
+        is refused).  One whose answer is in ``done`` already (a kill came
+        between the two) is only removed."""
         try:
             paths = sorted(p for p in self.inbox.iterdir() if p.suffix == ".json")
         except OSError:
             return []
         taken: list[tuple[Path, dict[str, Any], Command | str]] = []
         for path in paths:
-            try:
-                text = path.read_bytes()
-            except OSError as exc:
-                taken.append((path, {}, f"not a command file: {exc}"))
+            if (self.done / path.name).exists() and _is_regular(path):
+                path.unlink(missing_ok=True)
                 continue
-            taken.append((path, *read_command(text, "command file")))
+            text = read_entry(path)
+            if isinstance(text, str):
+                taken.append((path, {}, text))
+            else:
+                taken.append((path, *read_command(text, "command file")))
         return taken
 
     def answer(self, path: Path, data: dict[str, Any], answer: str) -> None:
-        """Move the command to ``done`` with its answer (and keep KEEP_DONE)."""
+        """Put the command in ``done`` with its answer, atomically, then take
+        it out of the inbox (an entry that is not a regular file goes to
+        ``refused``); keep KEEP_DONE answers."""
         self.done.mkdir(parents=True, exist_ok=True)
-        record = {**data, "file": path.name, "answer": answer, "answered_at": round(time.time(), 3)}
-        (self.done / path.name).write_text(json.dumps(record), encoding="utf-8")
-        path.unlink(missing_ok=True)
+        record = {**public(data), "file": path.name, "answer": answer}
+        record["answered_at"] = round(time.time(), 3)
+        staged = self.done / f".{path.name}.tmp"
+        staged.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(staged, self.done / path.name)
+        if _is_regular(path):
+            path.unlink(missing_ok=True)
+        else:  # a directory, a FIFO, a link: moved aside, never read
+            self.refused.mkdir(parents=True, exist_ok=True)
+            os.replace(path, self.refused / f"{path.name}.{time.time_ns()}")
         for stale in _by_age(self.done)[:-KEEP_DONE]:
             stale.unlink(missing_ok=True)

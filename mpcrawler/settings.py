@@ -34,6 +34,7 @@ __all__ = [
     "Settings",
     "flag_of",
     "option",
+    "setting_value",
 ]
 
 DEFAULT_USER_AGENT = f"mpcrawler/{__version__} (+https://pypi.org/project/mpcrawler/)"
@@ -530,12 +531,10 @@ class Settings:
                 ) from None
 
     def _validate_filters(self) -> None:
+        from .web.patterns import PatternSet
+
         for name in ("accept_regex", "reject_regex"):
-            for pattern in getattr(self, name):
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    raise ValueError(f"{flag_of(name)} {pattern!r}: {exc}") from None
+            PatternSet(getattr(self, name), flag_of(name))  # ValueError: RE2 cannot take one
         if self.politeness_key not in POLITENESS_KEYS:
             raise ValueError(f"--politeness-key must be one of {', '.join(POLITENESS_KEYS)}")
         for kind in comma_list(self.accept_type or ""):
@@ -582,6 +581,44 @@ OPTIONS: dict[str, Option] = {
 UPPER_BOUNDS: dict[str, float] = {
     name: how.maximum for name, how in OPTIONS.items() if how.maximum is not None
 }
+
+
+def _number_kinds() -> dict[str, type]:
+    """int or float: the number each numeric option takes (by its annotation)."""
+    import typing
+
+    hints = typing.get_type_hints(Settings)
+    kinds: dict[str, type] = {}
+    for name in OPTIONS:
+        kind = hints[name]
+        if kind is not bool:
+            found = next((k for k in (int, float) if kind is k or k in typing.get_args(kind)), None)
+            if found is not None:
+                kinds[name] = found
+    return kinds
+
+
+NUMBER_KINDS = _number_kinds()
+
+
+def setting_value(name: str, value: Any) -> int | float:
+    """``value`` (text, or a number read from JSON) for the numeric setting
+    ``name``, as the command line takes it: its type and its bounds in the
+    option table (``control set``, and a resume's overrides).  ValueError
+    with one line (the value too big or not a number says so)."""
+    kind = NUMBER_KINDS[name]
+    what = "an integer" if kind is int else "a number"
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = kind(value.strip())
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not {what}") from None
+    elif isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
+        raise ValueError(f"{str(value)[:40]!r} is not {what}")
+    if (problem := out_of_bounds(OPTIONS[name], number)) is not None:
+        raise ValueError(problem)
+    return kind(number)
 
 
 def flag_of(name: str) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import stopsignals
-from ..control import Inbox
+from ..control import SHOWN_URLS, Inbox
 from ..errors import (
     ArchiveError,
     CrawlError,
@@ -52,7 +52,7 @@ from ..output.rejected import RejectedLog
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
 from ..web.filters import UrlRules, rule_flag
-from ..web.redact import redact_url
+from ..web.redact import hide_userinfo
 from ..web.urls import InvalidURL, Scope, host_key, split_credentials
 from .counters import Counters, crawl_stats
 from .engine import Engine
@@ -64,7 +64,7 @@ from .results import DISK_FULL, ResultHandling
 from .revisit import Revisits, schedule_from_records
 from .scheduler import Scheduler
 from .settle import Settling
-from .steering import CommandInbox, Steering, answer_waiting, apply_overrides
+from .steering import CommandInbox, Steering, answer_waiting
 
 __all__ = ["CrawlError", "CrawlResult", "Crawler", "is_disk_full"]
 
@@ -182,8 +182,8 @@ class Crawler:
             job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
             inbox = SharedInbox(shared.r, shared.prefix, shared.node, job.state)
             # The crawl's commands this node has not read: sent before it started.
-            job.waiting_applied += answer_waiting(inbox, job.state)  # FrontierUnavailable: exit 1
-            apply_overrides(s, job.state.overrides)
+            job.hold(inbox, answer_waiting(inbox, job.state))  # FrontierUnavailable: exit 1
+            job.apply_overrides()
         self._build_rules(job.state)
         frontier: Frontier = (
             shared
@@ -306,17 +306,27 @@ class Crawler:
             try:
                 found[self.rules.canonical(text)] = priority
             except InvalidURL as exc:
-                return f"malformed URL {redact_url(text)!r}: {exc.reason}"
-        job.state.added_seeds = {**job.state.added_seeds, **found}
+                return f"malformed URL {hide_userinfo(text)[:200]!r}: {exc.reason}"
+        # The scope with their hosts, to see which the other rules refuse;
+        # the job keeps only the others (their hosts, for its resumes).
+        grown = JobState(
+            added_seeds={**job.state.added_seeds, **found}, excluded=job.state.excluded
+        )
+        self._build_rules(grown)
+        refused = {url: rule for url in found if (rule := self.rules.refusal(url))}
+        kept = {url: p for url, p in found.items() if url not in refused}
+        job.state.added_seeds = {**job.state.added_seeds, **kept}
         self._build_rules(job.state)
         results.rules = self.rules
         pool.set_rules(self.scope.to_dict(), job.state.excluded)
-        refused = {url: rule for url in found if (rule := self.rules.refusal(url))}
-        wanted = [(url, 0, priority, "page", None) for url in found if url not in refused]
+        wanted = [(url, 0, priority, "page", None) for url in kept]
         queued = sum(settling.admit(wanted)) if wanted else 0
         answer = f"applied: {queued} queued, {len(wanted) - queued} seen before"
         if refused:
-            answer += ", refused: " + ", ".join(f"{u} ({r})" for u, r in refused.items())
+            shown = list(refused.items())[:SHOWN_URLS]
+            answer += ", refused: " + ", ".join(f"{u} ({r})" for u, r in shown)
+            if len(refused) > len(shown):
+                answer += f" and {len(refused) - len(shown)} more"
         return answer
 
     def _exclude(

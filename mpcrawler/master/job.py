@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..control import Inbox
-from ..errors import JobDamaged
+from ..errors import FrontierUnavailable, JobDamaged
 from ..frontier import Frontier
 from ..output.jobdir import JobDir, JobState, write_atomically
 from ..output.pipelines import Pipelines
@@ -40,7 +40,14 @@ from ..output.repair import Repair
 from ..settings import Settings
 from .counters import Counters
 from .revisit import Revisits
-from .steering import answer_waiting, apply_overrides
+from .steering import (
+    Answer,
+    CommandInbox,
+    answer_waiting,
+    apply_overrides,
+    checked_overrides,
+    deliver,
+)
 
 __all__ = ["FINISHED_AT_BUDGET", "Job"]
 
@@ -66,6 +73,7 @@ class Job:
         self.repaired: Repair | None = None
         self.unclean = False
         self.waiting_applied: list[str] = []  # control commands applied at the start
+        self.unanswered: list[tuple[CommandInbox, list[Answer]]] = []  # until a checkpoint
         self._lock: int | None = None
 
     def open(self, shared: bool) -> bool:
@@ -78,9 +86,10 @@ class Job:
         s = self.settings
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
-            # commands sent while it was not running
-            self.waiting_applied = answer_waiting(Inbox(self.path), self.state)
-            apply_overrides(s, self.state.overrides)  # a control `set`, kept for resumes
+            # commands sent while it was not running, answered after the first checkpoint
+            inbox = Inbox(self.path)
+            self.hold(inbox, answer_waiting(inbox, self.state))
+            self.apply_overrides()  # a control `set`, kept for resumes
             self.dir.check_compatible(stored, s.to_dict())
             if self.state.state == "finished":
                 if Revisits.from_settings(s).enabled:
@@ -97,6 +106,25 @@ class Job:
         self.state.pass_started_at = self.state.pass_started_at or self.state.run_starts[0]
         self.state.state = "running"
         return True
+
+    def hold(self, inbox: CommandInbox, answers: list[Answer]) -> None:
+        """Commands applied to the state at the start: answered once the
+        state is durable (the first checkpoint)."""
+        self.waiting_applied += [a.applied for a in answers]
+        self.unanswered.append((inbox, answers))
+
+    def apply_overrides(self) -> None:
+        """The settings ``control set`` left in the job, over the command
+        line's; JobDamaged (exit 1) if one is not allowed (job.json edited,
+        or written by an older version that did not check)."""
+        if problems := checked_overrides(self.state.overrides):
+            raise JobDamaged(
+                f"{self.dir.file}: the settings a control set left are not allowed: "
+                + "; ".join(problems)
+                + f"; send mpcrawler control {self.path} set NAME=VALUE with an allowed value "
+                "(applied at the next start), or remove it from overrides in job.json"
+            )
+        apply_overrides(self.settings, self.state.overrides)
 
     def unlock(self) -> None:
         if self._lock is not None:
@@ -149,6 +177,14 @@ class Job:
         frontier.checkpoint()
         if self.path:
             self.dir.write(self.settings.to_dict(), self.snapshot(counters, restarts))
+        while self.unanswered:  # the commands applied at the start are durable now
+            inbox, answers = self.unanswered[0]
+            try:
+                deliver(inbox, answers)
+            except FrontierUnavailable as exc:  # a shared crawl's Redis: the next checkpoint
+                log.debug("control: %s", exc)
+                return
+            self.unanswered.pop(0)
 
     def snapshot(self, counters: Counters, restarts: int) -> JobState:
         """The job's state now, for job.json (``restarts``: of workers, this run)."""

@@ -19,33 +19,66 @@ answering and logging every one:
 job's state (job.json), so a resumed job starts paused if it was, with its
 settings, seeds and exclusions as last set.  A shared crawl's inbox may not
 answer (Redis is down): the commands wait for the next poll.
+
+No answer before its change is durable: the commands of a poll are applied
+(``decide``), the job is checkpointed (``changed``), and only then are they
+answered (``deliver``).  At a job's start the commands that waited are
+applied to its state, and answered by the job after its first checkpoint
+(:class:`mpcrawler.master.job.Job`).  A kill between the checkpoint and an
+answer leaves the command waiting: the next start applies it again, which
+changes nothing, and answers it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..control import Command, Inbox
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
 from ..output.jobdir import JobState
-from ..settings import Settings
+from ..settings import NUMBER_KINDS, Settings, flag_of, setting_value
 from .scheduler import Scheduler
 
-__all__ = ["POLL_INTERVAL", "Steering", "answer_waiting", "apply_overrides"]
+__all__ = [
+    "POLL_INTERVAL",
+    "Answer",
+    "Steering",
+    "answer_waiting",
+    "apply_overrides",
+    "checked_overrides",
+    "deliver",
+]
 
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL = 0.5
 
 
-def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> None:
-    """What ``set`` changed in an earlier run, over the command line's."""
+def checked_overrides(overrides: dict[str, Any]) -> list[str]:
+    """Why each of a job's ``set`` overrides is not allowed (the option
+    table's bounds, as ``set`` and the command line check them): empty if
+    all are."""
+    problems = []
     for name, value in overrides.items():
-        if hasattr(settings, name):
-            setattr(settings, name, value)
+        if name not in NUMBER_KINDS:
+            problems.append(f"{name}={value!r}: not a setting control set changes")
+            continue
+        try:
+            setting_value(name, value)
+        except ValueError as exc:
+            problems.append(f"{flag_of(name)}={value!r}: {exc}")
+    return problems
+
+
+def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> None:
+    """What ``set`` changed in an earlier run, over the command line's
+    (checked first: ``checked_overrides``)."""
+    for name, value in overrides.items():
+        setattr(settings, name, setting_value(name, value))
 
 
 class CommandInbox(Protocol):
@@ -57,26 +90,43 @@ class CommandInbox(Protocol):
     def answer(self, handle: Any, data: dict[str, Any], answer: str) -> None: ...
 
 
-def _answer(inbox: CommandInbox, apply: Callable[[Command], str]) -> list[str]:
-    """Apply or refuse every waiting command, answer and log each; for each,
-    its name if it was applied, else ""."""
-    answered = []
+@dataclass(frozen=True)
+class Answer:
+    """A command applied or refused, not yet answered: its inbox handle, its
+    data, the answer, and its name if it was applied (else "")."""
+
+    handle: Any
+    data: dict[str, Any]
+    text: str
+    applied: str
+
+
+def decide(inbox: CommandInbox, apply: Callable[[Command], str]) -> list[Answer]:
+    """Apply or refuse every waiting command, and log each; none is
+    answered yet (``deliver``, once what they changed is durable)."""
+    decided = []
     for handle, data, command in inbox.take():
-        answer = command if isinstance(command, str) else apply(command)
+        text = command if isinstance(command, str) else apply(command)
         what = command.describe() if isinstance(command, Command) else str(data.get("id", handle))
-        applied = isinstance(command, Command) and answer.startswith("applied")
+        applied = isinstance(command, Command) and text.startswith("applied")
         if not applied:
-            answer = f"refused: {answer}"
-        log.warning("control: %s: %s", what, answer)
-        inbox.answer(handle, data, answer)
-        answered.append(command.name if applied and isinstance(command, Command) else "")
-    return answered
+            text = f"refused: {text}"
+        log.warning("control: %s: %s", what[:300], text[:300])
+        name = command.name if applied and isinstance(command, Command) else ""
+        decided.append(Answer(handle, data, text, name))
+    return decided
 
 
-def answer_waiting(inbox: CommandInbox, state: JobState) -> list[str]:
+def deliver(inbox: CommandInbox, answers: Sequence[Answer]) -> None:
+    """Answer each command (after the checkpoint that made it durable)."""
+    for answer in answers:
+        inbox.answer(answer.handle, answer.data, answer.text)
+
+
+def answer_waiting(inbox: CommandInbox, state: JobState) -> list[Answer]:
     """At a job's start: the commands sent while it was not running, applied
-    to its state (a stop is refused: there was nothing to stop); as
-    ``_answer``, the names of those applied."""
+    to its state (a stop is refused: there was nothing to stop), to be
+    answered once the state is durable (``deliver``)."""
 
     def apply(command: Command) -> str:
         if command.name == "stop":
@@ -93,7 +143,7 @@ def answer_waiting(inbox: CommandInbox, state: JobState) -> list[str]:
             state.paused = command.name == "pause"
         return "applied"
 
-    return _answer(inbox, apply)
+    return decide(inbox, apply)
 
 
 class Steering:
@@ -133,12 +183,16 @@ class Steering:
             return
         self._due = now + POLL_INTERVAL
         try:
-            answered = _answer(self.inbox, self.apply)
+            answers = decide(self.inbox, self.apply)
         except FrontierUnavailable as exc:  # a shared crawl's Redis: next time
             log.debug("control: %s", exc)
             return
-        if answered:
-            self.changed()
+        if any(a.applied for a in answers):
+            self.changed()  # durable before it is answered
+        try:
+            deliver(self.inbox, answers)
+        except FrontierUnavailable as exc:  # read again next time: applied again, answered
+            log.debug("control: %s", exc)
 
     def apply(self, command: Command) -> str:
         """Carry ``command`` out: "applied", or why not."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from .patterns import PatternSet
 from .urls import Scope, canonicalize, hostname_of, is_subdomain
 
 __all__ = [
@@ -150,9 +151,14 @@ class UrlRules:
     exclude: tuple[str, ...] = ()  # `control exclude` patterns
 
     def __post_init__(self) -> None:
-        compiled = tuple(tuple(map(re.compile, p)) for p in (self.accept, self.reject))
+        # Matched in linear time (mpcrawler.web.patterns): a hostile URL
+        # cannot make a pattern backtrack.  ValueError for one RE2 cannot take.
+        compiled = (
+            PatternSet(self.accept, "--accept-regex"),
+            PatternSet(self.reject, "--reject-regex"),
+        )
         object.__setattr__(self, "_compiled", compiled)
-        object.__setattr__(self, "_exclude", tuple(map(re.compile, self.exclude)))
+        object.__setattr__(self, "_exclude", PatternSet(self.exclude, "exclude"))
 
     @classmethod
     def from_settings(cls, settings: Any, scope: Scope, exclude: Sequence[str] = ()) -> UrlRules:
@@ -189,11 +195,11 @@ class UrlRules:
         if not scope.allows(url):
             return "scope"
         accept, reject = self._compiled  # type: ignore[attr-defined]
-        if reject and any(r.search(url) for r in reject):
+        if reject and reject.any(url):
             return "reject_regex"
         if self.exclude and self.excluded(url):
             return "exclude"
-        if accept and not any(a.search(url) for a in accept):
+        if accept and not accept.any(url):
             return "accept_regex"
         if self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
             return "reject_ext"
@@ -204,7 +210,11 @@ class UrlRules:
 
     def excluded(self, url: str) -> bool:
         """A ``control exclude`` pattern matches ``url``: not fetched, even if queued."""
-        return any(r.search(url) for r in self._exclude)  # type: ignore[attr-defined]
+        return bool(self._exclude.any(url))  # type: ignore[attr-defined]
+
+    def rejecting(self, url: str) -> str | None:
+        """The first --reject-regex pattern that matches ``url`` (check-url)."""
+        return self._compiled[1].first(url)  # type: ignore[attr-defined,no-any-return]
 
 
 def rule_flag(rule: str) -> str:

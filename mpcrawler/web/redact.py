@@ -7,9 +7,10 @@ of a shared crawl).  Pure functions; nothing here does I/O.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["redact_url"]
+__all__ = ["hide_userinfo", "redact_url"]
 
 
 def redact_url(url: str) -> str:
@@ -25,3 +26,12 @@ def redact_url(url: str) -> str:
     user = parts.username or ""
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*:/*)[^/?#@]*@")
+
+
+def hide_userinfo(url: str) -> str:
+    """``url`` with whatever stands before an ``@`` in its authority (a user,
+    a password) as ``***``, parsable or not: for text a user wrote by hand."""
+    return _USERINFO.sub(r"\1***@", url, count=1)

@@ -92,7 +92,7 @@ def test_commands_are_checked_and_kept_for_the_next_start(tmp_path: Path) -> Non
         assert first.returncode == 0, first.stderr
         for args, message in [
             (("set", "speed=3"), "not NAME=VALUE"),
-            (("set", "delay=-1"), "set delay: must be at least 0"),
+            (("set", "delay=-1"), "set delay: must not be negative"),
             (("stop",), "is not running: nothing to stop"),
             (("pause", "x=1"), "pause takes no arguments"),
             (("exclude", "/a("), "not a regular expression"),

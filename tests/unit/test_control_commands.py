@@ -16,7 +16,7 @@ from mpcrawler.control import Inbox, parse_command, read_command, write_command
 from mpcrawler.frontier.redis.client import key_prefix
 from mpcrawler.frontier.redis.commands import SharedInbox, answers_of, recent, send
 from mpcrawler.master.scheduler import Scheduler
-from mpcrawler.master.steering import answer_waiting
+from mpcrawler.master.steering import Answer, answer_waiting, deliver
 from mpcrawler.output.jobdir import JobState
 from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope
@@ -55,10 +55,15 @@ def test_commands_sent_while_stopped_shape_the_next_start(tmp_path: Path) -> Non
     ]:
         write_command(tmp_path, name, args)
     state = JobState()
-    applied = answer_waiting(Inbox(tmp_path), state)
-    assert applied == ["pause", "exclude", "exclude", "add-seeds", "set", ""]
+    inbox = Inbox(tmp_path)
+    decided = answer_waiting(inbox, state)
+    assert [a.applied for a in decided] == ["pause", "exclude", "exclude", "add-seeds", "set", ""]
     assert state.paused and state.excluded == ["/a/"]
     assert state.added_seeds == {"http://n.test/": 3} and state.overrides == {"delay": 0.5}
+    # Nothing is answered before the state is durable (the job's first checkpoint).
+    assert not (tmp_path / "control" / "done").exists()
+    assert len(list((tmp_path / "control" / "inbox").iterdir())) == 6
+    deliver(inbox, decided)
     answers = [
         json.loads(p.read_text())["answer"]
         for p in sorted((tmp_path / "control" / "done").iterdir())
@@ -76,8 +81,12 @@ def test_a_shared_inbox_gives_each_node_every_command_once() -> None:
         send(client, prefix, "exclude", {"regex": "x$"})
         early, late = JobState(), JobState()
         n1 = SharedInbox(client, prefix, "n1", early)
-        answer_waiting(n1, early)
-        assert early.paused and early.excluded == ["x$"] and early.control_read == 2
+        decided = answer_waiting(n1, early)
+        assert early.paused and early.excluded == ["x$"] and early.control_read == 0
+        deliver(n1, decided)
+        assert early.control_read == 2
+        deliver(n1, [Answer(0, {"id": first}, "refused: again", "")])  # applied again, kept
+        assert answers_of(client, prefix, first) == {"n1": "applied"}
         client.rpush(prefix + "control", b"{broken")
         send(client, prefix, "resume", {})
         taken = n1.take()
@@ -86,7 +95,8 @@ def test_a_shared_inbox_gives_each_node_every_command_once() -> None:
         for index, data, _ in taken:
             n1.answer(index, data, "applied")
         assert n1.take() == [] and early.control_read == 4
-        answer_waiting(SharedInbox(client, prefix, "n2", late), late)  # joins later
+        n2 = SharedInbox(client, prefix, "n2", late)
+        deliver(n2, answer_waiting(n2, late))  # joins later
         assert not late.paused and late.excluded == ["x$"] and late.control_read == 4
         assert answers_of(client, prefix, first) == {"n1": "applied", "n2": "applied"}
         assert [c.get("command") for c in recent(client, prefix, 2)] == [None, "resume"]

@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any
 
-from ...control import Command, new_command, read_command
+from ...control import MAX_COMMAND_BYTES, Command, new_command, read_command
 from ...errors import FrontierUnavailable
 
 __all__ = ["SharedInbox", "answers_of", "live_nodes", "recent", "send"]
@@ -85,14 +85,22 @@ class SharedInbox:
             raws = self.client.lrange(self.prefix + "control", start, -1)
         except self.faults as exc:
             raise FrontierUnavailable(f"control commands: {exc}") from None
-        return [(start + n, *read_command(raw)) for n, raw in enumerate(raws)]
+        taken: list[tuple[int, dict[str, Any], Command | str]] = []
+        for n, raw in enumerate(raws):
+            if len(raw) > MAX_COMMAND_BYTES:
+                taken.append((start + n, {}, f"larger than {MAX_COMMAND_BYTES} bytes"))
+            else:
+                taken.append((start + n, *read_command(raw)))
+        return taken
 
     def answer(self, index: int, data: dict[str, Any], answer: str) -> None:
-        """Record this node's answer; the command counts as read."""
+        """Record this node's answer, unless it answered before (a command
+        applied again after a kill keeps its first answer); the command
+        counts as read."""
         ident = str(data.get("id") or f"#{index}")
         record = json.dumps({"answer": answer, "at": round(time.time(), 3)})
         try:
-            self.client.hset(self.prefix + "answers", f"{ident}|{self.node}", record)
+            self.client.hsetnx(self.prefix + "answers", f"{ident}|{self.node}", record)
         except self.faults as exc:
             raise FrontierUnavailable(f"control commands: {exc}") from None
         self.state.control_read = max(self.state.control_read, index + 1)
