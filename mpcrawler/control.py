@@ -168,11 +168,16 @@ def parse_seeds(urls: Any, priority: Any = 0) -> dict[str, Any]:
 
 
 def public(data: dict[str, Any]) -> dict[str, Any]:
-    """A command's JSON as its answer keeps it: its URLs' credentials hidden."""
+    """A command's JSON as its answer keeps it: its URLs' credentials
+    hidden, and the first SHOWN_URLS of them (``more``: how many others)."""
     args = data.get("args")
     if isinstance(args, dict) and isinstance(args.get("urls"), list):
-        urls = [hide_userinfo(u) if isinstance(u, str) else u for u in args["urls"]]
-        return {**data, "args": {**args, "urls": urls}}
+        given = args["urls"]
+        urls = [hide_userinfo(u[:200]) if isinstance(u, str) else u for u in given[:SHOWN_URLS]]
+        kept = {**args, "urls": urls}
+        if len(given) > SHOWN_URLS:
+            kept["more"] = len(given) - SHOWN_URLS
+        return {**data, "args": kept}
     return data
 
 

@@ -185,6 +185,8 @@ class Crawler:
             job.hold(inbox, answer_waiting(inbox, job.state))  # FrontierUnavailable: exit 1
             job.apply_overrides()
         self._build_rules(job.state)
+        if "add-seeds" in job.waiting_applied:
+            self._settle_added_seeds(job.state)
         frontier: Frontier = (
             shared
             if shared is not None
@@ -307,16 +309,7 @@ class Crawler:
                 found[self.rules.canonical(text)] = priority
             except InvalidURL as exc:
                 return f"malformed URL {hide_userinfo(text)[:200]!r}: {exc.reason}"
-        # The scope with their hosts, to see which the other rules refuse;
-        # the job keeps only the others (their hosts, for its resumes).
-        grown = JobState(
-            added_seeds={**job.state.added_seeds, **found}, excluded=job.state.excluded
-        )
-        self._build_rules(grown)
-        refused = {url: rule for url in found if (rule := self.rules.refusal(url))}
-        kept = {url: p for url, p in found.items() if url not in refused}
-        job.state.added_seeds = {**job.state.added_seeds, **kept}
-        self._build_rules(job.state)
+        kept, refused = self._admit_seeds(job.state, found)
         results.rules = self.rules
         pool.set_rules(self.scope.to_dict(), job.state.excluded)
         wanted = [(url, 0, priority, "page", None) for url in kept]
@@ -328,6 +321,37 @@ class Crawler:
             if len(refused) > len(shown):
                 answer += f" and {len(refused) - len(shown)} more"
         return answer
+
+    def _admit_seeds(
+        self, state: JobState, found: dict[str, int]
+    ) -> tuple[dict[str, int], dict[str, str]]:
+        """Seeds ``add-seeds`` gave (canonical URL -> priority): the scope
+        grows to take their hosts, to see which the other rules refuse; the
+        job keeps the others only, and the rules are built with those.
+        (kept, refused: URL -> rule)."""
+        self._build_rules(
+            JobState(added_seeds={**state.added_seeds, **found}, excluded=state.excluded)
+        )
+        refused = {url: rule for url in found if (rule := self.rules.refusal(url))}
+        kept = {url: p for url, p in found.items() if url not in refused}
+        state.added_seeds = {**state.added_seeds, **kept}
+        self._build_rules(state)
+        return kept, refused
+
+    def _settle_added_seeds(self, state: JobState) -> None:
+        """The seeds ``add-seeds`` gave while the crawl was not running, as
+        a running crawl takes them: a malformed or refused one is said in
+        the log and not kept."""
+        found: dict[str, int] = {}
+        for text, priority in state.added_seeds.items():
+            try:
+                found[self.rules.canonical(text)] = priority
+            except InvalidURL as exc:
+                log.warning("control: add-seeds %s: %s", hide_userinfo(text)[:200], exc.reason)
+        state.added_seeds = {}
+        _, refused = self._admit_seeds(state, found)
+        for url, rule in list(refused.items())[:SHOWN_URLS]:
+            log.warning("control: add-seeds %s: refused (%s)", url, rule)
 
     def _exclude(
         self,

@@ -38,6 +38,7 @@ from ..output.jobdir import JobDir, JobState, write_atomically
 from ..output.pipelines import Pipelines
 from ..output.repair import Repair
 from ..settings import Settings
+from ..web.patterns import compile_pattern
 from .counters import Counters
 from .revisit import Revisits
 from .steering import (
@@ -95,6 +96,7 @@ class Job:
                 if Revisits.from_settings(s).enabled:
                     self.new_pass()
                 elif not shared and not self._budget_raised():
+                    self._answer_waiting(stored)  # for the run that takes it up again
                     return False
             if not shared and (reasons := self.dir.damage(self.state, self.out)):
                 if not s.repair:
@@ -113,10 +115,27 @@ class Job:
         self.waiting_applied += [a.applied for a in answers]
         self.unanswered.append((inbox, answers))
 
+    def _answer_waiting(self, stored: dict[str, Any]) -> None:
+        """A job that does not run now: what the commands that waited
+        changed is saved, then they are answered."""
+        if any(a.applied for _, answers in self.unanswered for a in answers):
+            self.dir.write(stored, self.state)
+        for inbox, answers in self.unanswered:
+            deliver(inbox, answers)
+        self.unanswered.clear()
+
     def apply_overrides(self) -> None:
         """The settings ``control set`` left in the job, over the command
-        line's; JobDamaged (exit 1) if one is not allowed (job.json edited,
+        line's; JobDamaged (exit 1) if one is not allowed, or if an
+        ``exclude`` pattern cannot be matched in linear time (job.json edited,
         or written by an older version that did not check)."""
+        for pattern in self.state.excluded:
+            try:
+                compile_pattern(pattern, "exclude")
+            except ValueError as exc:
+                raise JobDamaged(
+                    f"{self.dir.file}: {exc}; remove it from excluded in job.json to go on"
+                ) from None
         if problems := checked_overrides(self.state.overrides):
             raise JobDamaged(
                 f"{self.dir.file}: the settings a control set left are not allowed: "

@@ -108,6 +108,7 @@ class Group:
     good_run: int = 0
     cut_at: float = -1.0  # when the pace was last cut (answers to older requests echo it)
     timeouts: int = 0  # in a row
+    hold_until: float = 0.0  # Retry-After or a throttled answer: nothing starts before
 
 
 @dataclass(slots=True, eq=False)
@@ -432,11 +433,12 @@ class Scheduler:
             )
         if throttled:  # the next request waits from now, not from the last start
             group.timeouts = 0
-            group.next_start = max(group.next_start, self.clock() + group.pace)
+            group.hold_until = max(group.hold_until, self.clock() + group.pace)
             if not echo:
                 group.cut_at = self.clock()
         if retry_after:
-            group.next_start = max(group.next_start, self.clock() + min(retry_after, self.max_pace))
+            group.hold_until = max(group.hold_until, self.clock() + min(retry_after, self.max_pace))
+        group.next_start = max(group.next_start, group.hold_until)
         self._wake(group, self.clock())
         if group.pace != before:
             self.pace_changes += 1
@@ -453,7 +455,7 @@ class Scheduler:
         self.delay, self.host_concurrency = delay, host_concurrency
         now = self.clock()
         for group in self.groups.values():
-            self._politeness(group)
+            self._politeness(group, respace=True)
             self._wake(group, now)
 
     def take_back(self, match: Callable[[str], bool]) -> list[Request]:
@@ -584,12 +586,19 @@ class Scheduler:
         self._politeness(group)
         return group
 
-    def _politeness(self, group: Group) -> None:
+    def _politeness(self, group: Group, respace: bool = False) -> None:
         """``group``'s limit and delay under the settings now and its
         Crawl-delay (one at a time, and no faster); its next start at least
-        the delay after its last one."""
+        the delay after its last one.  ``respace`` (a new --delay): the
+        spacing already waited for moves by the change, either way (a
+        shorter delay brings the next start closer), never before a hold
+        (Retry-After, a throttled answer)."""
+        before = max(group.delay, group.pace)
         group.delay = max(self.delay, group.crawl_delay)
         group.limit = 1 if group.crawl_delay else self.host_concurrency
+        if respace and group.last_start > -math.inf:
+            moved = group.next_start + max(group.delay, group.pace) - before
+            group.next_start = max(group.hold_until, moved)
         group.next_start = max(group.next_start, group.last_start + group.delay)
 
     def group_key(self, host: str) -> str:
