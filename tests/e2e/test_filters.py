@@ -383,3 +383,55 @@ def test_the_query_clean_up_is_part_of_the_job(tmp_path: Path) -> None:
         same = run_cli(*crawl_args(server.url + "/", job, "--max-pages", "2"))
         assert same.returncode == 0, same.stderr
         assert server.log.counts()["/a?utm_x=1"] == 1
+
+
+EVIL = "/x/" + "a" * 32 + "!"  # (a+)+$ fails on it after 2**32 steps of Python's re
+MATCHED = "/y/" + "a" * 32  # (a+)+$ matches it at once
+
+
+def test_a_backtracking_pattern_never_hangs_a_crawl(tmp_path: Path) -> None:
+    """A hostile URL aimed at a user pattern: matched in linear time by the
+    worker (--reject-regex), the master (control exclude, with the URL
+    queued) and check-url; every page is crawled, none lost to a hang."""
+    pages = [f"/p{i}" for i in range(20)]
+    routes = {"/": lambda h, n: links(EVIL, MATCHED, *pages)}
+    wanted = {"/", EVIL, *pages}
+    with serve(routes, default=lambda h, n: links(EVIL, "/")) as server:
+        job = tmp_path / "job"
+        proc = run_cli(
+            *crawl_args(server.url + "/", job, "--no-robots", "--reject-regex", "(a+)+$"),
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        records = read_records(job / "pages.jsonl")
+        assert {r["url"][len(server.url) :] for r in records} == wanted
+        assert not any(r["error"] for r in records)
+        assert server.log.counts()[MATCHED] == 0  # refused, not fetched
+        for url, verdict in ((EVIL, 0), (MATCHED, 1)):
+            checked = run_cli(
+                *("check-url", server.url + url, "--reject-regex", "(a+)+$"),
+                timeout=30,
+            )
+            assert checked.returncode == verdict, checked.stdout + checked.stderr
+        assert "--reject-regex '(a+)+$' matches" in checked.stdout
+        # The master drops what it has queued: with the URLs queued, exclude them.
+        job2 = tmp_path / "job2"
+        proc = run_cli(*crawl_args(server.url + "/", job2, "--no-robots", "--max-pages", "1"))
+        assert proc.returncode == 0, proc.stderr
+        assert run_cli("control", str(job2), "exclude", "(a+)+$").returncode == 0
+        proc = run_cli(*crawl_args(server.url + "/", job2, "--no-robots"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert {r["url"][len(server.url) :] for r in read_records(job2 / "pages.jsonl")} == wanted
+
+
+def test_a_pattern_the_linear_matcher_cannot_take_is_refused_at_once(tmp_path: Path) -> None:
+    for args in (
+        ("--reject-regex", r"(\w+)/\1"),
+        ("--accept-regex", "(?=x)"),
+    ):
+        proc = run_cli("crawl", "http://127.0.0.1:9/", "--job-dir", str(tmp_path / "j"), *args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "matched in linear time (RE2)" in proc.stderr
+        assert not (tmp_path / "j").exists()  # nothing written
+    proc = run_cli("control", str(tmp_path), "exclude", "(?<!a)b")
+    assert proc.returncode == 2 and "matched in linear time (RE2)" in proc.stderr
