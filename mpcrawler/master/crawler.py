@@ -390,6 +390,7 @@ class Crawler:
             return
         lost = isinstance(frontier, LocalFrontier) and frontier.revisits is None  # moved away
         if job.state.pages and (lost or not job.state.revisits_kept):
+            job.forget_schedule()  # a kill while it is built leaves no count to miss
             imported = schedule_from_records(pipelines.output.records(), revisits)
             for start in range(0, len(imported), 1000):
                 frontier.schedule(imported[start : start + 1000])

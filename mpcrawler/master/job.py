@@ -33,7 +33,7 @@ from typing import Any
 
 from ..control import Inbox
 from ..errors import FrontierUnavailable, JobDamaged
-from ..frontier import Frontier
+from ..frontier import Frontier, LocalFrontier
 from ..output.jobdir import JobDir, JobState, write_atomically
 from ..output.pipelines import Pipelines
 from ..output.repair import Repair
@@ -109,6 +109,13 @@ class Job:
         self.state.state = "running"
         return True
 
+    def forget_schedule(self) -> None:
+        """The revisit schedule is about to be built from the records: the
+        job says it keeps none until the next checkpoint counts it."""
+        self.state.revisits_kept, self.state.scheduled = False, 0
+        if self.path:
+            self.dir.write(self.settings.to_dict(), self.state)
+
     def hold(self, inbox: CommandInbox, answers: list[Answer]) -> None:
         """Commands applied to the state at the start: answered once the
         state is durable (the first checkpoint)."""
@@ -176,6 +183,7 @@ class Job:
         s = self.settings
         repaired = repair(self.path, self.out, s.cache_size, s.max_depth)
         self.state.revisits_kept = False  # the schedule went aside: built again from the records
+        self.state.scheduled = 0
         for line in repaired.report:
             log.warning("repair: %s", line)
         return repaired
@@ -194,6 +202,8 @@ class Job:
         """Make everything so far durable, in order (see the module's docstring)."""
         pipelines.flush()
         frontier.checkpoint()
+        if isinstance(frontier, LocalFrontier):  # what the schedule holds now, on disk
+            self.state.scheduled = frontier.schedule_rows()
         if self.path:
             self.dir.write(self.settings.to_dict(), self.snapshot(counters, restarts))
         while self.unanswered:  # the commands applied at the start are durable now

@@ -21,7 +21,11 @@ nothing) and says, one line each, what does not add up:
 * the per-host page counts (``host-pages.db``) are unreadable;
 * the frontier's frozen hosts (``frontier/cold-hosts.db``) are missing
   though the checkpoint counts URLs in them, unreadable, or list another
-  number of URLs than it counts.
+  number of URLs than it counts;
+* the revisit schedule (``revisits.db``) is unreadable, or holds fewer URLs
+  than the last checkpoint counted in it (it was emptied or cut: its rows
+  are never deleted).  A schedule that is missing is not damage: the next
+  run that revisits builds it again from the records.
 
 Used by :mod:`mpcrawler.master.crawler` (a damaged job is refused, exit 1), by
 ``status`` (``damaged: ...``) and by ``verify``.
@@ -40,6 +44,7 @@ from typing import Any
 from ..frontier.local.cold import CHECKPOINT_ROWS, COLD_FILE, lane_urls
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
+from ..frontier.local.revisits import FILE as REVISITS_FILE
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
 __all__ = ["damage", "frozen_damage", "journal_damage"]
@@ -96,13 +101,20 @@ def _read(
 
 
 def damage(
-    job_dir: Path, pages: int, runs: int, out: Path, slack: int, distinct: int | None = None
+    job_dir: Path,
+    pages: int,
+    runs: int,
+    out: Path,
+    slack: int,
+    distinct: int | None = None,
+    scheduled: int = 0,
 ) -> list[str]:
     """What is damaged in ``job_dir`` (empty: nothing), for a job whose
     ``job.json`` counts ``pages`` records (``distinct`` of them the first of
-    their URL: revisits repeat URLs) and ``runs`` runs, with its records in
-    ``out``.  ``slack``: the records a kill can leave written and not yet
-    acked in the journal (the results of the master's last turn)."""
+    their URL: revisits repeat URLs), ``runs`` runs and ``scheduled`` URLs
+    in its revisit schedule, with its records in ``out``.  ``slack``: the
+    records a kill can leave written and not yet acked in the journal (the
+    results of the master's last turn)."""
     if runs < 1:
         return []  # nothing was crawled here yet
     reasons: list[str] = []
@@ -152,7 +164,27 @@ def damage(
     counts = job_dir / COUNTS_FILE
     if counts.exists() and isinstance(why := _rows(counts, "host_pages"), str):
         reasons.append(f"the per-host page counts: {why}")
+    if why := schedule_damage(job_dir / REVISITS_FILE, scheduled):
+        reasons.append(why)
     return reasons
+
+
+def schedule_damage(path: Path, scheduled: int) -> str | None:
+    """Why the revisit schedule ``path`` does not hold the ``scheduled``
+    URLs the last checkpoint counted in it, or None (a missing one is built
+    again from the records)."""
+    if not path.exists():
+        return None
+    rows = _rows(path, "revisits")
+    if isinstance(rows, str):
+        return f"the revisit schedule: {rows}"
+    if rows < scheduled:
+        return (
+            f"the revisit schedule {path} holds {rows} URLs, fewer than the {scheduled} the "
+            "last checkpoint counted: it was emptied or cut (--repair moves it aside; the "
+            "next run that revisits builds it again from the records)"
+        )
+    return None
 
 
 def frozen_damage(frontier: Path, state: dict[str, Any]) -> str | None:

@@ -98,6 +98,7 @@ class JobState:
     added_seeds: dict[str, int] = field(default_factory=dict)  # `add-seeds`: URL -> priority
     excluded: list[str] = field(default_factory=list)  # `exclude`: the patterns, in order
     control_read: int = 0  # --redis: the crawl's control commands this node has read
+    scheduled: int = 0  # URLs in the revisit schedule (revisits.db) at the last checkpoint
 
 
 def _same_kind(value: Any, default: Any) -> bool:
@@ -245,7 +246,8 @@ class JobDir:
         slack = 2 * (in_flight or 128) + 16  # two turns' results
         out = out or self.path / "pages.jsonl"
         distinct = state.new_pages if state.new_pages >= 0 else None
-        return damage(self.path, state.pages, state.runs, out, slack, distinct)
+        scheduled = state.scheduled if state.revisits_kept else 0  # else built again
+        return damage(self.path, state.pages, state.runs, out, slack, distinct, scheduled)
 
     def running_pid(self) -> int | None:
         """The pid of the crawl holding this job dir, if that process lives

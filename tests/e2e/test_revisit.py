@@ -199,22 +199,62 @@ def test_a_finished_job_revisits_only_what_is_due_and_a_job_without_a_schedule_g
     assert len(records) == 2 * PAGES + 5
 
 
+def _emptied(schedule: Path) -> None:
+    schedule.write_bytes(b"")
+
+
+def _cut(schedule: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(schedule) as db:
+        db.execute("DELETE FROM revisits WHERE url IN (SELECT url FROM revisits LIMIT 10)")
+
+
+def _garbled(schedule: Path) -> None:
+    schedule.write_bytes(os.urandom(4096))
+
+
+@pytest.mark.parametrize("spoil", [_emptied, _cut, _garbled], ids=["empty", "cut", "random"])
 def test_a_damaged_schedule_is_refused_and_one_moved_away_is_built_again(
+    served: tuple[TestSite, SiteServer], tmp_path: Path, spoil: Any
+) -> None:
+    """An emptied, cut or garbled revisit schedule is damage for verify,
+    status and a pass (nothing fetched, exit 1); --repair moves it aside and
+    every page is revisited from a schedule built from the records."""
+    _, server = served
+    job = tmp_path / "job"
+    crawl_records(server.url, job, "--revisit-after", "1d")
+    assert run_cli("verify", str(job)).returncode == 0
+    schedule = job / "revisits.db"
+    for name in ("revisits.db-wal", "revisits.db-shm"):
+        (job / name).unlink(missing_ok=True)
+    spoil(schedule)
+    verify = run_cli("verify", str(job))
+    assert verify.returncode == 1 and "damaged: the revisit schedule" in verify.stdout
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert "the revisit schedule" in status["state"]
+    before = len(server.log)
+    refused = run_cli(*crawl_args(server.url, job, "--revisit-after", "0"))
+    assert refused.returncode == 1, refused.stderr
+    assert "the revisit schedule" in refused.stderr and "--repair" in refused.stderr
+    assert len(server.log) == before  # nothing fetched
+    records = crawl_records(server.url, job, "--revisit-after", "0", "--repair")
+    hits = page_hits(server, before)
+    assert len(hits) == PAGES and all(h.if_none_match for h in hits)
+    assert {r["change"] for r in records[PAGES:]} == {"unchanged"}
+    assert run_cli("verify", str(job)).returncode == 0
+
+
+def test_a_schedule_moved_away_is_built_again(
     served: tuple[TestSite, SiteServer], tmp_path: Path
 ) -> None:
     _, server = served
     job = tmp_path / "job"
     crawl_records(server.url, job, "--revisit-after", "1d")
-    schedule = job / "revisits.db"
-    for name in ("revisits.db-wal", "revisits.db-shm"):
+    for name in ("revisits.db", "revisits.db-wal", "revisits.db-shm"):
         (job / name).unlink(missing_ok=True)
-    schedule.write_bytes(b"this is not SQLite" * 100)
+    assert run_cli("verify", str(job)).returncode == 0  # missing: built again, not damage
     before = len(server.log)
-    refused = run_cli(*crawl_args(server.url, job, "--revisit-after", "0"))
-    assert refused.returncode != 0
-    assert "revisits.db is damaged" in refused.stderr and "move it away" in refused.stderr
-    assert len(server.log) == before  # nothing fetched
-    schedule.unlink()
     records = crawl_records(server.url, job, "--revisit-after", "0")
     hits = page_hits(server, before)
     assert len(hits) == PAGES and all(h.if_none_match for h in hits)

@@ -249,6 +249,11 @@ class LocalFrontier:
         self.seen.flush()
         self.counts.flush()
 
+    def schedule_rows(self) -> int:
+        """URLs in the revisit schedule (0: none kept): the job counts them
+        at each checkpoint, so a schedule emptied or cut shows."""
+        return 0 if self.revisits is None else self.revisits.rows
+
     def stats(self) -> dict[str, Any]:
         stats = {**self.queue.stats(), "seen": len(self.seen)}
         if self.revisits is not None:

@@ -64,6 +64,14 @@ class RevisitStore:
                 "rerun with --revisit-after to rebuild it from the records"
             ) from None
         self.next_due = self._first_due()
+        # Rows are never deleted: the count only grows.  The job keeps it
+        # at each checkpoint, and a file with fewer rows was emptied or cut
+        # (mpcrawler.output.integrity).
+        self.rows = self.count(self.db)
+
+    @staticmethod
+    def count(db: sqlite3.Connection) -> int:
+        return int(db.execute("SELECT count(*) FROM revisits").fetchone()[0])
 
     def schedule(
         self,
@@ -76,14 +84,20 @@ class RevisitStore:
         fetched: float,
     ) -> None:
         """``url`` is due at ``due``, waiting (no queued copy)."""
-        self.db.execute(
+        values = (url, due, fetched, depth, priority, kind, state)
+        cursor = self.db.execute(
             "INSERT INTO revisits (url, due, fetched, depth, priority, kind, state, queued) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, -1) ON CONFLICT (url) DO UPDATE SET "
-            "due = excluded.due, fetched = excluded.fetched, depth = excluded.depth, "
-            "priority = excluded.priority, kind = excluded.kind, state = excluded.state, "
-            "queued = -1",
-            (url, due, fetched, depth, priority, kind, state),
+            "VALUES (?, ?, ?, ?, ?, ?, ?, -1) ON CONFLICT (url) DO NOTHING",
+            values,
         )
+        if cursor.rowcount:
+            self.rows += 1
+        else:
+            self.db.execute(
+                "UPDATE revisits SET due = ?, fetched = ?, depth = ?, priority = ?, kind = ?, "
+                "state = ?, queued = -1 WHERE url = ?",
+                (*values[1:], url),
+            )
         if self.next_due is None or due < self.next_due:
             self.next_due = due
 
