@@ -626,9 +626,9 @@ def run_control(args: argparse.Namespace) -> int:
         lambda: next((a["answer"] for a in answers(job_dir, 50) if a.get("id") == ident), None),
         args.wait,
     )
-    if found is None:
+    if found is None:  # it waits in the inbox: the crawl answers it when it reads it
         print(f"{action}: sent; no answer within {args.wait:g} s (see status)")
-        return EXIT_OK
+        return EXIT_ERROR
     print(f"{action}: {found}")
     return EXIT_OK if found.startswith("applied") else EXIT_ERROR
 
@@ -665,7 +665,8 @@ def run_shared_control(args: argparse.Namespace, action: str, values: dict[str, 
         client.close()
     for node in nodes:
         print(f"{action}: {node}: {got.get(node, f'no answer within {args.wait:g} s')}")
-    return EXIT_OK if all(a.startswith("applied") for a in got.values()) else EXIT_ERROR
+    answered = [got.get(node, "") for node in nodes]  # every live node's, applied
+    return EXIT_OK if all(a.startswith("applied") for a in answered) else EXIT_ERROR
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -950,6 +951,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mpcrawler: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `status DIR | head`: the reader went away, as it may
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
+        return EXIT_OK
     except MpcrawlerError as exc:  # the crawl cannot go on; the job stays resumable
         print(f"mpcrawler: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

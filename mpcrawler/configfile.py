@@ -42,6 +42,10 @@ def load_config(path: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
         raise UsageError(f"--config {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"--config {path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8
+        raise UsageError(
+            f"--config {path}: not UTF-8 (byte {exc.object[exc.start]:#04x} at {exc.start})"
+        ) from None
     actions = _actions(parser)
     by_flag = {
         flag.lstrip("-").replace("-", "_"): action

@@ -17,10 +17,17 @@ branch of it at the level you need::
                           has a subclass per kind)
 
 Each class lives here; the modules that raise them import them from here.
+So do the two rules that tell a full disk from damage (``is_disk_full``,
+``full_disk_error``): a store that cannot be written for want of room is
+not damaged, and must not be called so (a ``--repair`` would set it aside).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -35,7 +42,38 @@ __all__ = [
     "MpcrawlerError",
     "PoolError",
     "UsageError",
+    "full_disk_error",
+    "is_disk_full",
 ]
+
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+LOW_SPACE = 1 << 20  # free bytes under which an SQLite I/O error is taken for a full disk
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """``exc`` says the disk is full (an OSError, or SQLite's own words)."""
+    if isinstance(exc, OSError):
+        return exc.errno in DISK_FULL
+    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
+
+
+def full_disk_error(exc: BaseException, where: str | os.PathLike[str]) -> OSError | None:
+    """An ENOSPC OSError if ``exc``, raised opening a store at ``where``,
+    came of a full disk (SQLite says "disk I/O error" for some writes that
+    found no room: then the free space decides), else None."""
+    full = is_disk_full(exc)
+    if not full and isinstance(exc, sqlite3.OperationalError) and "I/O error" in str(exc):
+        path = Path(where)
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        try:
+            info = os.statvfs(path)
+            full = info.f_bavail * info.f_frsize < LOW_SPACE
+        except OSError:
+            full = False
+    if not full:
+        return None
+    return OSError(errno.ENOSPC, f"no room to write {where} ({exc})")
 
 
 class MpcrawlerError(Exception):

@@ -548,13 +548,20 @@ class Settings:
                 raise ValueError(f"--header {text!r}: not 'Name: value'")
             if "\r" in text or "\n" in text:
                 raise ValueError("--header: a header may not hold a line break")
+            try:
+                text.encode("latin-1")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"--header {name.strip()!r}: its value is not Latin-1 (HTTP sends header "
+                    "values as bytes: percent-encode or RFC 2047-encode it)"
+                ) from None
         if self.cookies is not None:
             from .web.cookies import read_cookies_file
 
             read_cookies_file(self.cookies)  # ValueError if it cannot be read
         if self.proxy is not None:
-            scheme, sep, rest = self.proxy.partition("://")
-            if not sep or scheme.lower() not in PROXY_SCHEMES or not rest.strip("/"):
+            scheme, sep, _ = self.proxy.partition("://")
+            if not sep or scheme.lower() not in PROXY_SCHEMES or not _proxy_host(self.proxy):
                 raise ValueError(
                     f"--proxy {redact_url(self.proxy)}: not a proxy URL "
                     "(http://, https://, socks5:// or socks5h://HOST:PORT)"
@@ -567,6 +574,18 @@ class Settings:
                         "--proxy socks5://: PySocks is not installed "
                         "(pip install 'requests[socks]')"
                     ) from None
+
+
+def _proxy_host(url: str) -> bool:
+    """``url`` names a host (and, if any, a port from 1 to 65535) as
+    urllib3 parses a proxy URL."""
+    import urllib3.util
+
+    try:
+        parsed = urllib3.util.parse_url(url)
+    except (ValueError, urllib3.exceptions.LocationParseError):
+        return False
+    return bool(parsed.host) and (parsed.port is None or 0 < parsed.port < 65536)
 
 
 # Headers whose values are secrets: job.json, --print-config and the log show ***.

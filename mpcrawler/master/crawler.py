@@ -39,6 +39,7 @@ from ..errors import (
     FrontierUnavailable,
     JobConflict,
     UsageError,
+    is_disk_full,
 )
 from ..frontier import Frontier, LocalFrontier
 from ..frontier.redis import PartitionedFrontier, RedisFrontier, open_shared
@@ -60,7 +61,7 @@ from .job import FINISHED_AT_BUDGET, Job
 from .parked import FILE as PARKED_FILE
 from .parked import ParkedHosts
 from .pool import PoolError, WorkerPool
-from .results import DISK_FULL, ResultHandling
+from .results import ResultHandling
 from .revisit import Revisits, schedule_from_records
 from .scheduler import Scheduler
 from .settle import Settling
@@ -80,12 +81,6 @@ class CrawlResult:
     job_dir: Path | None
     interrupted: bool = False
     already_finished: bool = False
-
-
-def is_disk_full(exc: BaseException) -> bool:
-    if isinstance(exc, OSError):
-        return exc.errno in DISK_FULL
-    return isinstance(exc, sqlite3.OperationalError) and "full" in str(exc)
 
 
 class Crawler:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ArchiveError, FrontierUnavailable
+from ..errors import DISK_FULL, ArchiveError, FrontierUnavailable
 from ..messages import EXPIRED, WARC_FAILED, PageResult
 from ..settings import Settings
 from ..web.filters import UrlRules
@@ -32,7 +32,6 @@ from . import outcome
 from .request import Request
 
 __all__ = [
-    "DISK_FULL",
     "Action",
     "Chains",
     "Finish",
@@ -42,8 +41,6 @@ __all__ = [
     "Submit",
     "failure",
 ]
-
-DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 @dataclass(frozen=True, slots=True)

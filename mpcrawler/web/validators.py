@@ -57,7 +57,10 @@ def http_date(value: str | None) -> str | None:
 def conditional_headers(etag: str | None, last_modified: str | None) -> dict[str, str]:
     """The request headers of a conditional GET from stored validators."""
     headers: dict[str, str] = {}
-    if etag and all(32 < ord(c) < 127 or c == " " for c in etag):
+    etag = (etag or "").strip()
+    # Any visible ASCII (servers send unquoted tags too), but never "*", which
+    # is no tag: If-None-Match: * would match any edition of the page.
+    if etag and etag.lstrip("W/") != "*" and all(32 < ord(c) < 127 or c == " " for c in etag):
         headers["If-None-Match"] = etag
     if since := http_date(last_modified):
         headers["If-Modified-Since"] = since

@@ -39,6 +39,7 @@ from ..settings import Settings
 from ..web.addresses import AddressGuard
 from ..web.codings import ACCEPT_ENCODING, BoundedDecoder
 from ..web.cookies import read_cookies_file
+from ..web.redact import redact_url
 from ..web.urls import host_key, hostname_of
 from ..web.validators import digest_text, new_digest
 
@@ -388,6 +389,11 @@ class HttpDownloader(Downloader):
                 raise TimedOut(f"timeout: {exc}") from None
             except requests.TooManyRedirects as exc:
                 raise DownloadError(f"too many redirects: {exc}") from None
+            except requests.exceptions.ProxyError as exc:  # not the site: the proxy
+                proxy = redact_url(self.settings.proxy) if self.settings.proxy else "the proxy"
+                raise ConnectFailed(
+                    f"connection failed: proxy {proxy} unreachable ({_connect_reason(exc)})"
+                ) from None
             except requests.ConnectionError as exc:
                 if _name_not_found(exc):
                     raise NameNotFound(f"dns: {hostname_of(url)} does not resolve") from None

@@ -786,3 +786,25 @@ def test_a_job_dir_on_a_disk_full_from_the_start_is_recognised(
         done = crawl_to_end(slow_site.url, job)
         assert done.returncode == 0, done.stderr
         assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
+
+
+@pytest.mark.parametrize("room", [8 << 10, 32 << 10, 128 << 10])
+def test_a_disk_nearly_full_at_the_start_is_not_called_damage(
+    slow_site: SiteServer, tmp_path: Path, room: int
+) -> None:
+    """With a few KiB free, the stores the job opens first (the seen set, the
+    frozen hosts) cannot be written: that is said as a full disk, never as
+    damage (which would invite a --repair that sets good stores aside)."""
+    with small_disk(tmp_path / "small", "1m") as disk:
+        job = disk / "job"
+        filler = fill(disk)
+        os.truncate(filler, filler.stat().st_size - room)
+        first = crawl_to_end(slow_site.url, job)
+        assert first.returncode == 1, first.stderr
+        lines = first.stderr.strip().splitlines()
+        assert len(lines) == 1 and "out of disk space" in lines[0], lines
+        assert "damaged" not in first.stderr
+        filler.unlink()
+        done = crawl_to_end(slow_site.url, job)
+        assert done.returncode == 0, done.stderr
+        assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)

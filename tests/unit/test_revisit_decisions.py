@@ -46,6 +46,8 @@ def test_conditional_headers_send_the_etag_as_stored() -> None:
     assert conditional_headers('W/"x-1"', None) == {"If-None-Match": 'W/"x-1"'}
     assert conditional_headers('"bad\r\nInjected: 1"', None) == {}
     assert conditional_headers(None, None) == {}
+    # "*" is no entity-tag: If-None-Match: * would match any edition of the page.
+    assert conditional_headers("*", None) == conditional_headers(" W/* ", None) == {}
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import FrontierError
+from ...errors import FrontierError, full_disk_error
 from .blocks import urls_in
 
 __all__ = ["CHECKPOINT_ROWS", "COLD_FILE", "ColdHosts", "lane_urls"]
@@ -238,7 +238,9 @@ def _append(lanes: dict[Any, array[int]], lane: Any, flat: bytes) -> None:
         lanes[lane] = _blocks(flat)
 
 
-def _refusal(path: Path, exc: sqlite3.DatabaseError) -> FrontierError:
+def _refusal(path: Path, exc: sqlite3.DatabaseError) -> Exception:
+    if full := full_disk_error(exc, path):
+        return full  # not damage: no room to write it
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return FrontierError(
             f"the frontier's {path} is in use by another process ({exc}); "

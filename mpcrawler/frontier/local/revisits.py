@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from ...errors import JobDamaged
+from ...errors import JobDamaged, full_disk_error
 
 __all__ = ["FILE", "RevisitStore", "Row"]
 
@@ -59,6 +59,8 @@ class RevisitStore:
             self.db.execute("CREATE INDEX IF NOT EXISTS waiting ON revisits (due) WHERE queued < 0")
             self.db.execute("BEGIN")
         except sqlite3.DatabaseError as exc:
+            if full := full_disk_error(exc, self.path):
+                raise full from None  # not damage: no room to write it
             raise JobDamaged(
                 f"the revisit schedule {self.path} is damaged ({exc}); move it away and "
                 "rerun with --revisit-after to rebuild it from the records"

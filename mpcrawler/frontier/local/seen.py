@@ -16,7 +16,7 @@ from pathlib import Path
 
 import diskcache
 
-from ...errors import JobDamaged
+from ...errors import JobDamaged, full_disk_error
 
 __all__ = ["RECENT_SIZE", "SeenSet"]
 
@@ -49,7 +49,9 @@ class SeenSet:
                 statistics=False,
                 tag_index=False,
             )
-        except sqlite3.DatabaseError as exc:  # not "full": the file itself is bad
+        except sqlite3.DatabaseError as exc:
+            if full := full_disk_error(exc, self.directory / "cache.db"):
+                raise full from None  # not damage: no room to write it
             raise JobDamaged(
                 f"the seen set {self.directory / 'cache.db'} is damaged ({exc}); "
                 "nothing was crawled"
