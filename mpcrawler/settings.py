@@ -273,6 +273,14 @@ class Settings:
         help="wait before refetching a robots.txt that failed, doubled each time; the host "
         "is given up after 3 failures (default %(default)s)",
     )
+    robots_ttl: float = option(
+        86400.0,
+        above=0,
+        duration=True,
+        metavar="DURATION",
+        help="fetch a host's robots.txt again once its copy is older than this, before the "
+        "host's next request (RFC 9309 2.4; default 1d)",
+    )
     scope: str = option(
         "hosts",
         choices=SCOPES,

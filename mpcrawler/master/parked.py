@@ -11,10 +11,11 @@ redirect hop).
 
 Two tables of plain columns in an SQLite file: ``groups`` (a politeness
 group's next start, last start, Crawl-delay, pace and timeouts) and
-``hosts`` (an origin's robots.txt state and text, its failures and the
-block the frontier was last told).  Times are the master's monotonic clock,
-so a parked row means nothing to another run: the file is emptied when a
-run opens it, and robots.txt is fetched again on every run, as before.
+``hosts`` (an origin's robots.txt state and text, its failures, when its
+copy expires (``--robots-ttl``) and the block the frontier was last
+told).  Times are the master's monotonic clock, so a parked row means
+nothing to another run: the file is emptied when a run opens it, and
+robots.txt is fetched again on every run, as before.
 Its writes need no durability (``synchronous=OFF``, no journal, one open
 transaction committed every COMMIT_EVERY writes: a statement in its own
 transaction cost 21 us, 4 in a shared one): a killed run leaves a file the
@@ -60,6 +61,7 @@ class HostRow(NamedTuple):
     robots_error: str
     robots_error_kind: str
     blocked_until: float
+    robots_expires: float
 
 
 _SCHEMA = (
@@ -68,7 +70,7 @@ _SCHEMA = (
     " WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, robots_state TEXT,"
     " robots_text TEXT, robots_failures INTEGER, robots_retry_at REAL, robots_error TEXT,"
-    " robots_error_kind TEXT, blocked_until REAL) WITHOUT ROWID",
+    " robots_error_kind TEXT, blocked_until REAL, robots_expires REAL) WITHOUT ROWID",
 )
 
 

@@ -125,6 +125,7 @@ class Host:
     robots_retry_at: float = 0.0
     robots_error: str = ""  # why the last robots.txt fetch failed
     robots_error_kind: str = "robots"
+    robots_expires: float = math.inf  # when its copy is fetched again (finite: it has one)
     in_flight: int = 0  # this host's own requests in flight (its group counts them too)
     scheduled: bool = False
     blocked_until: float = 0.0  # what the frontier was last told
@@ -153,6 +154,7 @@ class Scheduler:
         robots: bool = True,
         user_agent: str = "mpcrawler",
         robots_retry_delay: float = 30.0,
+        robots_ttl: float = math.inf,
         retries: int = 2,
         retry_delay: float = 1.0,
         max_hosts: int | None = None,
@@ -167,6 +169,7 @@ class Scheduler:
         self.use_robots = robots
         self.user_agent = user_agent
         self.robots_retry_delay = robots_retry_delay
+        self.robots_ttl = robots_ttl  # a copy older than this is fetched again (RFC 9309 2.4)
         self.retries, self.retry_delay = retries, retry_delay
         self.clock = clock
         self.max_hosts = max_hosts
@@ -198,6 +201,7 @@ class Scheduler:
             robots=s.robots,
             user_agent=s.user_agent,
             robots_retry_delay=s.robots_retry_delay,
+            robots_ttl=s.robots_ttl,
             retries=s.retries,
             retry_delay=s.retry_delay,
             max_hosts=s.max_active_hosts,
@@ -269,9 +273,11 @@ class Scheduler:
         up are refused with the cause."""
         host = self.hosts[request.host]
         now = self.clock()
+        refresh = host.robots_expires < math.inf  # an expired copy, fetched again
         if status is not None and 200 <= status < 300 and body is not None:
             host.robots = RobotsRules.parse(body, self.user_agent)
             host.robots_state = "ready"
+            host.robots_failures, host.robots_expires = 0, now + self.robots_ttl
             crawl_delay = host.robots.crawl_delay
             if crawl_delay:  # the whole group: one server behind several names
                 group = host.group
@@ -287,7 +293,17 @@ class Scheduler:
                 permanent = host.robots_failures > self.retries  # every time: give up
                 first = self.retry_delay
             wait = backoff(host.robots_failures, first, None, math.inf)  # as a page's retry
-            if permanent or host.robots_failures >= ROBOTS_ATTEMPTS:
+            if refresh:  # unreachable: its copy stands until the next try (RFC 9309 2.4)
+                wait = min(wait, self.robots_ttl)
+                log.warning(
+                    "robots.txt of %s could not be fetched again (%s); its copy stands, "
+                    "and is tried again in %.0f s",
+                    host.key,
+                    host.robots_error,
+                    wait,
+                )
+                host.robots_state, host.robots_expires = "ready", now + wait
+            elif permanent or host.robots_failures >= ROBOTS_ATTEMPTS:
                 log.warning(
                     "robots.txt of %s failed%s (%s); giving the host up",
                     host.key,
@@ -307,6 +323,7 @@ class Scheduler:
         else:  # 3xx left over, 4xx: no usable robots.txt, so no restrictions
             host.robots = None
             host.robots_state = "ready"
+            host.robots_failures, host.robots_expires = 0, now + self.robots_ttl
         self._wake(host.group, now)
         return list(host.robots.sitemaps) if host.robots is not None else []
 
@@ -360,6 +377,9 @@ class Scheduler:
         host.scheduled = False
         if not host.queue or group.in_flight >= group.limit:
             return None  # finished() puts it back
+        if self.use_robots and host.robots_state == "ready" and not self._robots_fresh(host, now):
+            host.robots_state = "unknown"  # expired: fetched again before its next request
+            host.robots_retry_at = 0.0
         if self.use_robots and host.robots_state != "ready":
             if host.robots_state == "failed":
                 reason = f"robots.txt unavailable: {host.robots_error}"
@@ -392,8 +412,13 @@ class Scheduler:
             not host.queue
             and group.in_flight < group.limit
             and now >= group.next_start
-            and (not self.use_robots or host.robots_state == "ready")
+            and (not self.use_robots or self._robots_fresh(host, now))
         )
+
+    @staticmethod
+    def _robots_fresh(host: Host, now: float) -> bool:
+        """The host's robots.txt is known and not expired (--robots-ttl)."""
+        return host.robots_state == "ready" and now < host.robots_expires
 
     def _start(self, host: Host, request: Request, now: float, assigned: list[Request]) -> None:
         """``request`` of ``host`` starts now: into ``assigned``, counted in

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import signal
 import time
 from pathlib import Path
 
-from hostile import Handler, Reply, html, in_groups, links, serve
-from support import Lines, crawl_records, start_cli
+from hostile import Handler, Hit, Reply, html, in_groups, links, serve
+from support import Lines, crawl_args, crawl_records, start_cli
 
 ROBOTS = """
 User-agent: *
@@ -247,3 +248,52 @@ def test_one_moment_of_overload_slows_a_host_once(tmp_path: Path) -> None:
     assert len(during) <= 30, len(during)
     records = [json.loads(line) for line in (tmp_path / "job" / "pages.jsonl").open()]
     assert len(records) == 61 and {r["status"] for r in records} == {200}
+
+
+def wait_for(check, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return bool(check())
+
+
+def test_a_continuous_crawl_reads_robots_txt_again_once_it_expires(tmp_path: Path) -> None:
+    """--robots-ttl: a path robots.txt disallows mid-crawl gets no request
+    once the copy has expired and been fetched again (one request at a time,
+    so none can be on its way meanwhile)."""
+    rules = ["User-agent: *\nDisallow: /never\n"]
+    robots_hits: list[Hit] = []
+
+    def robots(handler: Handler, n: int) -> Reply:
+        robots_hits.append(handler.server.log.hits[-1])
+        return 200, {"Content-Type": "text/plain"}, rules[0].encode()
+
+    routes = {"/robots.txt": robots, "/": lambda h, n: links("/a", "/b")}
+    with serve(routes, default=lambda h, n: links()) as server:
+        job = tmp_path / "job"
+        proc = start_cli(
+            *crawl_args(server.url + "/", job, "--continuous", "--robots-ttl", "2s"),
+            *("--revisit-after", "0.3s", "--revisit-min", "0.3s", "--revisit-max", "0.3s"),
+            *("--host-concurrency", "1", "--workers", "1"),
+        )
+        output = Lines(proc)
+        try:
+            hits = server.log.hits
+            assert wait_for(lambda: sum(h.path == "/b" for h in hits) >= 2, 30)
+            rules[0] = "User-agent: *\nDisallow: /b\n"  # mid-crawl
+            changed = len(robots_hits)
+            assert wait_for(lambda: len(robots_hits) > changed, 30), "robots.txt not read again"
+            refetched = robots_hits[changed]
+            assert refetched.done.wait(10)
+            # The crawl goes on (/a, /): stop once it has been revisited after the change.
+            assert wait_for(
+                lambda: sum(h.start > refetched.end and h.path == "/a" for h in hits) >= 3, 30
+            )
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            output.finish(30)
+    assert [h.path for h in hits if h.start > refetched.start and h.path == "/b"] == []
+    gaps = [b.start - a.start for a, b in itertools.pairwise(robots_hits)]
+    assert min(gaps) >= 2.0  # never before the TTL: fetched again after its answer + TTL

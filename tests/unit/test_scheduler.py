@@ -312,3 +312,55 @@ def test_rules_a_parked_host_let_go_of_are_freed_at_once() -> None:
         assert parsed() is None
     finally:
         gc.enable()
+
+
+def test_a_robots_txt_older_than_its_ttl_is_fetched_again_before_the_next_request() -> None:
+    """RFC 9309 2.4: a copy is used for --robots-ttl at most.  Past it, the
+    host's next request waits for a new fetch, whose rules then hold; one
+    that cannot be fetched again stands (unreachable) until the next try."""
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots_ttl=10.0, max_hosts=1)
+
+    def robots_then(answer: tuple[int | None, str | None, bool]) -> list[str]:
+        [robots], _ = scheduler.dispatch(4)
+        assert robots.kind == "robots"
+        scheduler.finished(robots)
+        scheduler.robots_result(robots, *answer)
+        assigned, refused = scheduler.dispatch(4)
+        for request in assigned:
+            scheduler.finished(request)
+        return [r.url for r in assigned] + [f"refused {r.url}" for r, _, _ in refused]
+
+    scheduler.submit(scheduler.new_request("http://h.test/a"))
+    assert robots_then((200, "User-agent: *\nDisallow: /b\n", False)) == ["http://h.test/a"]
+    now[0] = 9.9  # still fresh: no fetch
+    scheduler.submit(scheduler.new_request("http://h.test/b"))
+    scheduler.submit(scheduler.new_request("http://h.test/c"))
+    assigned, refused = scheduler.dispatch(4)
+    assert [r.url for r in assigned] == ["http://h.test/c"] and len(refused) == 1
+    scheduler.finished(assigned[0])
+    now[0] = 10.0  # expired: the next request waits for robots.txt, whose new rules hold
+    scheduler.submit(scheduler.new_request("http://h.test/b"))
+    scheduler.submit(scheduler.new_request("http://h.test/d"))
+    assert robots_then((200, "User-agent: *\nDisallow: /d\n", False)) == [
+        "http://h.test/b",
+        "refused http://h.test/d",
+    ]
+    visit(scheduler, "http://other.test/")  # parks h.test, with its copy's age
+    assert "http://h.test" not in scheduler.hosts
+    now[0] = 20.0  # expired while parked; the new fetch fails: the copy stands
+    scheduler.submit(scheduler.new_request("http://h.test/e"))
+    scheduler.submit(scheduler.new_request("http://h.test/d"))
+    assert robots_then((503, None, False)) == ["http://h.test/e", "refused http://h.test/d"]
+    host = scheduler.hosts["http://h.test"]
+    assert host.robots_state == "ready" and host.robots_expires == 20.0 + 10.0  # the TTL, at most
+
+
+def test_without_a_ttl_a_robots_txt_is_read_once_a_run() -> None:
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0])
+    visit(scheduler, "http://h.test/")
+    now[0] = 1e9
+    scheduler.submit(scheduler.new_request("http://h.test/a"))
+    assigned, _ = scheduler.dispatch(4)
+    assert [r.kind for r in assigned] == ["page"]
