@@ -11,7 +11,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +143,21 @@ class Node:
         self.lines.finish(timeout=timeout)
         return int(self.proc.returncode)
 
+    def stop_holding(self, holds: Callable[[], bool], timeout: float = 60) -> None:
+        """SIGSTOP the node (its process group) at a moment ``holds()`` is
+        true: checked once its master is stopped, so it stays true (a lease
+        cannot be acked by a stopped node); else it goes on and is tried
+        again.  Raises if that moment does not come within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+            wait_until(lambda: _state(self.proc.pid) in ("T", "t", None), 10, "the node stopped")
+            if holds():
+                return
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            assert time.monotonic() < deadline, f"{self.name} never stopped holding it"
+            time.sleep(0.01)
+
     def kill(self) -> None:
         """SIGKILL the master and its workers (the node's process group)."""
         os.killpg(self.proc.pid, signal.SIGKILL)
@@ -151,6 +166,14 @@ class Node:
     @property
     def err(self) -> str:
         return "".join(self.lines.err)
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (R, S, T...), or None if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def wait_until(condition: Any, timeout: float = 60, what: str = "condition") -> None:

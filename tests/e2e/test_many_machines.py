@@ -106,10 +106,12 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str, parts: int) -> 
         wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
         survivor = Node("survivor", tmp_path / "survivor", args)
         wait_until(lambda: len(survivor.records()) >= 3, what="the second node's records")
-        wait_until(lambda: leases_of(crawl, "doomed", parts) >= 1, what="a lease of the first node")
-        doomed.kill()  # holding work (a loaded machine once caught it between two leases)
-        killed_at = time.monotonic()
+        # Held still while it holds work (a node between two leases, or one
+        # that acks after a look at its leases, proves nothing), then killed.
+        doomed.stop_holding(lambda: leases_of(crawl, "doomed", parts) >= 1)
         in_flight = leases_of(crawl, "doomed", parts)  # what it held at its death
+        doomed.kill()
+        killed_at = time.monotonic()
         shutil.rmtree(doomed.job)
         assert survivor.finish() == 0, survivor.err
         took = time.monotonic() - killed_at
