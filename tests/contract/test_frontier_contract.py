@@ -393,6 +393,36 @@ def test_a_url_given_back_after_an_exclude_is_dropped_when_met_and_stays_dropped
         machine.teardown()
 
 
+@pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
+def test_a_host_whose_first_block_was_excluded_does_not_jump_the_queue(name: str) -> None:
+    """The example hypothesis found under load at stop 39: b.test's only
+    queued URL, spilled to a block, is excluded (a tombstone in the block),
+    then the queue is reopened and b.test gets a new URL.  b.test was chosen
+    under its dead head's place (seq 0) and served its new URL (seq 4)
+    before a.test's older one of the same priority (seq 3)."""
+    machine = type(f"Steps_{name}", (FrontierContract,), {"impl": IMPLEMENTATIONS[name]})()
+    a, b = "http://a.test", "http://b.test"
+    try:
+        machine.open_frontier(cache_size=1)
+        for step in [
+            lambda: machine.admit(b, 1, 0, False),
+            lambda: machine.block(b, 2.0),
+            lambda: machine.admit(a, 0, 0, False),
+            lambda: machine.lease(0.0),
+            lambda: machine.admit(a, 0, 0, False),
+            lambda: machine.admit(a, 1, 0, False),
+            lambda: machine.exclude(b),
+            lambda: machine.reopen(None),
+            lambda: machine.admit(b, 1, 0, False),
+            lambda: machine.lease(0.0),  # a.test/3, then b.test/4
+            lambda: machine.lease(0.0),
+        ]:
+            step()
+            machine.counts_match()
+    finally:
+        machine.teardown()
+
+
 # ----------------------------------------------------------------- shared
 # The shared frontier's own promises, under every interleaving of nodes that
 # join, leave, die, and pause past their lease (and then act late):

@@ -672,13 +672,18 @@ class UrlQueueManager:
         self._cold.freeze(frozen)
 
     def _take(self, host: HostQueue, priority: int) -> UrlInfo | None:
-        """Remove the head of one lane of ``host`` (None: its blocks held
-        only acked URLs; the lane is emptier, try again)."""
+        """Remove the head of one lane of ``host`` (None: the head of its
+        first block was acked or excluded; the lane's head is a later URL,
+        which may not be the best of all any more: try again)."""
         lane = host.lanes[priority]
         if not lane.front and lane.blocks:
+            head = lane.blocks[4]  # the host was chosen under this seq
             self._load_block(host, lane)
-            if not lane.front and lane.blocks:
-                return None  # that block held only acked URLs: the next one is the head
+            if not (lane.front or lane.blocks or lane.back):
+                del host.lanes[priority]
+                return None
+            if lane.head_seq() != head:  # tombstones read past (acked, or excluded)
+                return None
         if lane.front:
             item = lane.front.popleft()
             if not lane.front and not lane.blocks:
