@@ -16,6 +16,24 @@ from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 settings.register_profile("mpcrawler", deadline=None)
 settings.load_profile("mpcrawler")
 
+# The fast subset (``-m "not slow"``, under a minute): the unit tests but
+# the few that run long.  The end-to-end and contract tests (real processes,
+# servers and Redis) are ``slow``: the whole suite runs them all.
+SLOW_DIRS = ("e2e", "contract")
+SLOW_UNIT_TESTS = frozenset(
+    {
+        "test_memory_is_bounded_by_cache_size",
+        "test_fuzz_target",
+    }
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = item.path.parent.name
+        if folder in SLOW_DIRS or getattr(item, "originalname", item.name) in SLOW_UNIT_TESTS:
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture
 def crawl() -> Iterator[str]:
