@@ -39,7 +39,7 @@ from .settings import (
     check_redis_url,
     flag_of,
 )
-from .web.redact import redact_url
+from .web.redact import hide_userinfo, redact_url
 from .web.urls import InvalidURL, host_key, split_credentials
 
 __all__ = ["main"]
@@ -545,20 +545,15 @@ def _control_urls(args: argparse.Namespace) -> list[str]:
         raise UsageError("add-seeds needs URLs (or --file F)")
     for url in urls:
         try:
-            _, credentials = split_credentials(url)
+            split_credentials(url)  # credentials: refused by parse_seeds, as by the crawl
         except InvalidURL as exc:
-            raise UsageError(f"malformed URL {redact_url(url)!r}: {exc.reason}") from None
-        if credentials is not None:  # the command file would keep them on disk
-            raise UsageError(
-                f"add-seeds {redact_url(url)}: credentials are not taken here; give them "
-                "to the crawl (a seed's user:password@, or --http-user) when it starts"
-            )
+            raise UsageError(f"malformed URL {hide_userinfo(url)[:200]!r}: {exc.reason}") from None
     return urls
 
 
 def _control_command(args: argparse.Namespace) -> tuple[str | None, str, dict[str, Any]]:
     """``control``'s words as (job dir or None, command, its args), checked."""
-    from .control import COMMANDS, parse_exclude, parse_set
+    from .control import COMMANDS, parse_exclude, parse_seeds, parse_set
 
     words = list(args.words)
     shared = bool(args.redis or args.crawl)
@@ -576,8 +571,8 @@ def _control_command(args: argparse.Namespace) -> tuple[str | None, str, dict[st
         if action == "set":
             parse_set(args.values)  # checked here; the crawl reads the pairs as given
             values = dict(pair.split("=", 1) for pair in args.values)
-        elif action == "add-seeds":
-            values = {"urls": _control_urls(args), "priority": args.priority}
+        elif action == "add-seeds":  # the crawl's own checks: count, credentials
+            values = parse_seeds(_control_urls(args), args.priority)
         elif action == "exclude":
             if len(args.values) != 1:
                 raise ValueError("exclude takes one REGEX")
@@ -618,7 +613,10 @@ def run_control(args: argparse.Namespace) -> int:
     running = job.running_pid() is not None
     if action == "stop" and not running:
         raise UsageError(f"the crawl of {job_dir} is not running: nothing to stop")
-    ident = write_command(job_dir, action, values)
+    try:
+        ident = write_command(job_dir, action, values)
+    except ValueError as exc:  # larger than the crawl reads
+        raise UsageError(str(exc)) from None
     if not running:
         print(f"{action}: the crawl is not running; applied at its next start")
         return EXIT_OK
@@ -649,7 +647,10 @@ def run_shared_control(args: argparse.Namespace, action: str, values: dict[str, 
         nodes = live_nodes(client, prefix)
         if action == "stop" and not nodes:
             raise UsageError(f"no node of crawl {args.crawl!r} is running: nothing to stop")
-        ident = send(client, prefix, action, values)
+        try:
+            ident = send(client, prefix, action, values)
+        except ValueError as exc:  # larger than the nodes read
+            raise UsageError(str(exc)) from None
         if not nodes:
             print(f"{action}: no node is running; each applies it at its start")
             return EXIT_OK

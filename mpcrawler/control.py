@@ -225,13 +225,17 @@ def _dirs(job_dir: str | Path) -> tuple[Path, Path, Path]:
 
 
 def write_command(job_dir: str | Path, name: str, args: dict[str, Any]) -> str:
-    """Put a command in the job's inbox, atomically; its id."""
+    """Put a command in the job's inbox, atomically; its id.  ValueError
+    for one larger than the crawl reads (MAX_COMMAND_BYTES)."""
     tmp, inbox, _ = _dirs(job_dir)
     tmp.mkdir(parents=True, exist_ok=True)
     inbox.mkdir(parents=True, exist_ok=True)
     data = new_command(name, args)
+    text = json.dumps(data)
+    if len(text.encode("utf-8")) > MAX_COMMAND_BYTES:
+        raise ValueError(f"{name}: the command is larger than {MAX_COMMAND_BYTES} bytes")
     staged = tmp / f"{data['id']}.json"
-    staged.write_text(json.dumps(data), encoding="utf-8")
+    staged.write_text(text, encoding="utf-8")
     os.replace(staged, inbox / staged.name)
     return str(data["id"])
 

@@ -191,3 +191,22 @@ def test_a_command_carries_no_secret_and_no_unbounded_payload(tmp_path: Path) ->
     # Only what was admitted is kept (not the refused /never, nor the refused commands).
     assert job_state(job)["added_seeds"] == {server.url + "/b": 0}
     assert (job / "job.json").stat().st_size < 20_000
+
+
+def test_the_command_line_refuses_what_the_crawl_would(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    with serve({"/": lambda h, n: links()}) as server:
+        assert run_cli(*crawl_args(server.url + "/", job, "--no-robots")).returncode == 0
+    many = tmp_path / "many.txt"
+    many.write_text("".join(f"http://h.test/{i}\n" for i in range(MAX_SEEDS + 1)))
+    long_urls = tmp_path / "long.txt"
+    long_urls.write_text("".join(f"http://h.test/{i}/{'x' * 200}\n" for i in range(6000)))
+    for args, why in [
+        (("add-seeds", "--file", str(many)), f"at most {MAX_SEEDS} URLs a command"),
+        (("add-seeds", "--file", str(long_urls)), f"larger than {MAX_COMMAND_BYTES} bytes"),
+        (("add-seeds", "http://u:pw@h.test/"), "add-seeds http://***@h.test/: credentials"),
+    ]:
+        proc = run_cli("control", str(job), *args)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert why in proc.stderr and "pw" not in proc.stderr
+    assert not (job / "control" / "inbox").exists() or not os.listdir(job / "control" / "inbox")

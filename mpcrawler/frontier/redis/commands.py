@@ -33,9 +33,13 @@ __all__ = ["SharedInbox", "answers_of", "live_nodes", "recent", "send"]
 
 
 def send(client: Any, prefix: str, name: str, args: dict[str, Any]) -> str:
-    """Push a command for every node; its id."""
+    """Push a command for every node; its id.  ValueError for one larger
+    than the nodes read (MAX_COMMAND_BYTES)."""
     data = new_command(name, args)
-    client.rpush(prefix + "control", json.dumps(data))
+    text = json.dumps(data)
+    if len(text.encode("utf-8")) > MAX_COMMAND_BYTES:
+        raise ValueError(f"{name}: the command is larger than {MAX_COMMAND_BYTES} bytes")
+    client.rpush(prefix + "control", text)
     return str(data["id"])
 
 
