@@ -169,3 +169,33 @@ def test_status_serves_the_crawl_wide_figures(tmp_path: Path, crawl: str) -> Non
     for name, count in records.items():
         assert after[f"mpcrawler_crawl_node_pages{{crawl={crawl},node={name}}}"] == count
     assert status["done"] == 160 and status["queued"] == 0
+
+
+def test_a_shared_command_answered_applied_survives_a_kill_at_once(
+    tmp_path: Path, crawl: str
+) -> None:
+    """SIGKILL a node the moment its answer appears in Redis: its job.json
+    already holds the command (a restart does not run unpaused), and the
+    restarted node keeps its first answer."""
+    import redis
+
+    from mpcrawler.frontier.redis.client import key_prefix
+    from mpcrawler.frontier.redis.commands import answers_of, send
+
+    client = redis.Redis.from_url(redis_server.url())
+    prefix = key_prefix(crawl)
+    try:
+        with serve_site(hosts=2, pages=200, latency=0.05) as site:
+            args = [*site.args(), *shared(redis_server.url(), crawl)]
+            node = Node("k1", tmp_path / "k1", args)
+            wait_until(lambda: len(node.records()) >= 3, 60, "the node's records")
+            ident = send(client, prefix, "pause", {})
+            deadline = time.monotonic() + 30
+            while "k1" not in answers_of(client, prefix, ident):  # polled without a pause
+                assert time.monotonic() < deadline, "no answer"
+            node.kill()  # at the answer's moment
+            state = json.loads((node.job / "job.json").read_text())["job"]
+            assert state["paused"] is True, state
+            assert answers_of(client, prefix, ident) == {"k1": "applied"}
+    finally:
+        client.close()
