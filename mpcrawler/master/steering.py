@@ -36,11 +36,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..control import Command, Inbox
+from ..control import SETTABLE, Command, Inbox
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
 from ..output.jobdir import JobState
-from ..settings import NUMBER_KINDS, Settings, flag_of, setting_value
+from ..settings import Settings, flag_of, setting_value
 from .scheduler import Scheduler
 
 __all__ = [
@@ -64,7 +64,7 @@ def checked_overrides(overrides: dict[str, Any]) -> list[str]:
     all are."""
     problems = []
     for name, value in overrides.items():
-        if name not in NUMBER_KINDS:
+        if name not in SETTABLE.values():
             problems.append(f"{name}={value!r}: not a setting control set changes")
             continue
         try:

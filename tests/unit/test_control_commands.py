@@ -129,3 +129,17 @@ def test_the_scheduler_gives_back_held_requests_that_match() -> None:
     assert scheduler.queued == 2
     assigned, _ = scheduler.dispatch(4)
     assert [r.url for r in assigned] == ["http://h.test/a", "http://h.test/x3"]
+
+
+def test_a_jobs_overrides_are_checked_by_the_option_table() -> None:
+    from mpcrawler.master.steering import checked_overrides
+
+    assert checked_overrides({"delay": 0.5, "max_pages": 10, "host_concurrency": 1024}) == []
+    assert checked_overrides(
+        {"delay": float("inf"), "workers": 3, "max_pages": 1e300, "host_concurrency": 2000}
+    ) == [
+        "--delay=inf: must be at most 3600",
+        "workers=3: not a setting control set changes",
+        "--max-pages=1e+300: '1e+300' is not an integer",
+        "--host-concurrency=2000: must be at most 1024",
+    ]
