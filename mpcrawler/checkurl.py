@@ -18,7 +18,7 @@ from .errors import JobConflict, JobDamaged, UsageError
 from .output.jobdir import JobDir
 from .output.robotscache import RobotsCache
 from .settings import Settings
-from .web.filters import UrlRules, rule_flag
+from .web.filters import UrlRules, path_trap, rule_flag
 from .web.robots import RobotsRules
 from .web.urls import InvalidURL, Scope, canonicalize, host_key
 
@@ -67,6 +67,9 @@ def _detail(rule: str, url: str, settings: Settings, rules: UrlRules) -> str:
     if rule == "reject_ext":
         explicit = settings.reject_ext is not None
         return "its extension is in " + ("--reject-ext" if explicit else "the default --reject-ext")
+    if rule == "path_trap":
+        why = path_trap(url, settings.max_path_repeats, settings.max_path_segments)
+        return f"{why} ({rule_flag(rule)})"
     if rule == "scope":
         return f"not within --scope {settings.scope} of the seeds ({', '.join(settings.seeds)})"
     return f"refused by {rule_flag(rule)}"

@@ -376,6 +376,22 @@ class Settings:
         "others are closed after their headers (default: text/html,application/xhtml+xml; "
         "all with --warc)",
     )
+    max_path_repeats: int = option(
+        2,
+        minimum=1,
+        metavar="N",
+        group="filters",
+        help="refuse a URL whose path repeats a run of segments more than N times one after "
+        "another, /a/b/a/b/a/b/ (a crawler trap; default %(default)s, as Heritrix)",
+    )
+    max_path_segments: int = option(
+        20,
+        minimum=1,
+        metavar="N",
+        group="filters",
+        help="refuse a URL whose path has more than N segments (a trap that keeps growing; "
+        "default %(default)s, as Heritrix)",
+    )
     rejected_log: str | None = option(
         None,
         metavar="FILE",

@@ -63,6 +63,8 @@ SCOPE_SETTINGS = (
     "accept_regex",
     "reject_regex",
     "reject_ext",
+    "max_path_repeats",
+    "max_path_segments",
     "strip_query",
     "sort_query",
     "keep_session_ids",

@@ -41,11 +41,27 @@ __all__ = [
     "QueryRules",
     "UrlRules",
     "extension_of",
+    "path_trap",
     "rule_flag",
 ]
 
 # Why a URL is not crawled, in the order they are checked.
-RULES = ("deny_domain", "scope", "reject_regex", "exclude", "accept_regex", "reject_ext")
+RULES = (
+    "deny_domain",
+    "scope",
+    "reject_regex",
+    "exclude",
+    "accept_regex",
+    "reject_ext",
+    "path_trap",
+)
+
+# A path that repeats itself or keeps growing is a crawler trap more often
+# than a page (a relative link that resolves under itself, a calendar, a
+# soft-404 part that answers any path): Heritrix's PathologicalPathDecideRule
+# and TooManyPathSegmentsDecideRule, with their defaults.
+MAX_PATH_REPEATS = 2  # a run of segments repeated more than this, one after another
+MAX_PATH_SEGMENTS = 20
 
 # Links skipped by their path's extension unless --reject-ext says otherwise
 # (with --warc: none, an archive wants everything).  Scrapy's
@@ -138,6 +154,32 @@ def extension_of(url: str) -> str:
     return segment[dot + 1 :].lower() if dot > 0 else ""
 
 
+def path_trap(url: str, max_repeats: int, max_segments: int) -> str | None:
+    """Why the path of ``url`` (canonical) looks like a crawler trap, or
+    None: more than ``max_segments`` segments, or a run of segments repeated
+    more than ``max_repeats`` times one after another (``/a/b/a/b/a/b/``
+    repeats ``a/b/`` 3 times)."""
+    start = url.find("/", url.find("//") + 2)
+    if start < 0:
+        return None
+    end = url.find("?", start)
+    segments = url[start + 1 : end if end >= 0 else len(url)].split("/")
+    if not segments[-1]:
+        segments.pop()  # a trailing slash
+    count = len(segments)
+    if count > max_segments:
+        return f"{count} path segments, more than {max_segments}"
+    if count <= max_repeats or len(set(segments)) == count:
+        return None  # nothing repeats
+    copies = max_repeats + 1
+    for size in range(1, count // copies + 1):
+        for at in range(count - size * copies + 1):
+            run = segments[at : at + size]
+            if all(segments[at + n * size : at + (n + 1) * size] == run for n in range(1, copies)):
+                return f"the path repeats {'/'.join(run)}/ more than {max_repeats} times"
+    return None
+
+
 @dataclass(frozen=True)
 class UrlRules:
     """The crawl's URL rules: its scope, the regex and extension filters,
@@ -149,6 +191,8 @@ class UrlRules:
     reject_ext: frozenset[str] = frozenset()
     query: QueryRules = field(default_factory=QueryRules)
     exclude: tuple[str, ...] = ()  # `control exclude` patterns
+    max_path_repeats: int = MAX_PATH_REPEATS
+    max_path_segments: int = MAX_PATH_SEGMENTS
 
     def __post_init__(self) -> None:
         # Matched in linear time (mpcrawler.web.patterns): a hostile URL
@@ -170,6 +214,8 @@ class UrlRules:
             accept=tuple(settings.accept_regex),
             reject=tuple(settings.reject_regex),
             reject_ext=frozenset(settings.effective_reject_ext()),
+            max_path_repeats=settings.max_path_repeats,
+            max_path_segments=settings.max_path_segments,
             query=QueryRules(
                 strip=tuple(settings.strip_patterns()),
                 sort=settings.sort_query,
@@ -203,6 +249,8 @@ class UrlRules:
             return "accept_regex"
         if self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
             return "reject_ext"
+        if path_trap(url, self.max_path_repeats, self.max_path_segments):
+            return "path_trap"
         return None
 
     def allows(self, url: str) -> bool:
@@ -225,6 +273,7 @@ def rule_flag(rule: str) -> str:
         "accept_regex": "--accept-regex (it matches none)",
         "nofollow": "nofollow",
         "exclude": "control exclude",
+        "path_trap": "--max-path-repeats or --max-path-segments",
     }.get(rule, "--" + rule.replace("_", "-"))
 
 

@@ -435,3 +435,37 @@ def test_a_pattern_the_linear_matcher_cannot_take_is_refused_at_once(tmp_path: P
         assert not (tmp_path / "j").exists()  # nothing written
     proc = run_cli("control", str(tmp_path), "exclude", "(?<!a)b")
     assert proc.returncode == 2 and "matched in linear time (RE2)" in proc.stderr
+
+
+def test_paths_that_loop_or_keep_growing_end_instead_of_eating_the_budget(
+    tmp_path: Path,
+) -> None:
+    """Two classic traps: a relative link that resolves under itself
+    (/loop/a/ -> a/ -> /loop/a/a/ ...) and a part that answers any path with
+    a page linking one level deeper.  The path_trap rule ends both; the
+    budget goes to the real pages."""
+    real = [f"/p{i}" for i in range(10)]
+
+    def trap(handler: Handler, n: int) -> Reply:
+        path = handler.path
+        if path.startswith("/loop/"):
+            return links("a/")
+        if path.startswith("/grow"):
+            return links(path.rstrip("/") + f"/{len(path)}")
+        return links()
+
+    routes = {"/": lambda h, n: links("/loop/a/", "/grow", *real)}
+    with serve(routes, default=trap) as server:
+        job = tmp_path / "job"
+        records = crawl_records(server.url + "/", job, "--no-robots", "--max-pages", "200")
+        paths = [r["url"][len(server.url) :] for r in records]
+        checked = run_cli(
+            "check-url", server.url + "/loop/a/a/a/", "--job-dir", str(job), "--no-robots"
+        )
+    assert set(real) <= set(paths)
+    assert max(p.count("/a") for p in paths) == 2  # /loop/a/a/: twice, then refused
+    assert max(p.count("/") for p in paths) == 20  # /grow/...: 20 segments, then refused
+    assert len(records) == 1 + 10 + 2 + 20
+    assert stats(job)["links_dropped"]["path_trap"] == 2
+    assert checked.returncode == 1
+    assert "refused by path_trap: the path repeats a/ more than 2 times" in checked.stdout

@@ -15,7 +15,14 @@ from mpcrawler.master.scheduler import Scheduler
 from mpcrawler.settings import Settings
 from mpcrawler.web.cookies import parse_cookies
 from mpcrawler.web.dns import DnsCache, read_hosts_file
-from mpcrawler.web.filters import DEFAULT_REJECT_EXT, FirstSeen, QueryRules, UrlRules, extension_of
+from mpcrawler.web.filters import (
+    DEFAULT_REJECT_EXT,
+    FirstSeen,
+    QueryRules,
+    UrlRules,
+    extension_of,
+    path_trap,
+)
 from mpcrawler.web.pagerobots import (
     agent_token,
     apply_nofollow,
@@ -313,3 +320,27 @@ def test_apply_nofollow() -> None:
         ("c", "nofollow", 2),
     ]
     assert apply_nofollow(links, (), set()) is links
+
+
+@pytest.mark.parametrize(
+    "path, why",
+    [
+        ("/a/b/a/b/a/b/", "the path repeats a/b/ more than 2 times"),
+        ("/docs/x/x/x/page", "the path repeats x/ more than 2 times"),
+        ("/" + "/".join(map(str, range(21))), "21 path segments, more than 20"),
+        ("/a/b/a/b/", None),  # twice is allowed, as Heritrix does
+        ("/2026/01/01/", None),
+        ("/a/b/c?next=/x/x/x/x", None),  # the query is not the path
+        ("/", None),
+        ("", None),
+    ],
+)
+def test_paths_that_loop_or_keep_growing_are_traps(path: str, why: str | None) -> None:
+    url = "http://h.test" + path
+    assert path_trap(url, 2, 20) == why
+    rules = UrlRules(Scope.from_seeds(["http://h.test/"]))
+    assert rules.refusal(url) == ("path_trap" if why else None)
+    looser = UrlRules(
+        Scope.from_seeds(["http://h.test/"]), max_path_repeats=5, max_path_segments=50
+    )
+    assert looser.refusal(url) is None
