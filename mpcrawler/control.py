@@ -309,7 +309,7 @@ class Inbox:
             return []
         taken: list[tuple[Path, dict[str, Any], Command | str]] = []
         for path in paths:
-            if (self.done / path.name).exists() and _is_regular(path):
+            if self._answered(path):
                 path.unlink(missing_ok=True)
                 continue
             text = read_entry(path)
@@ -318,6 +318,17 @@ class Inbox:
             else:
                 taken.append((path, *read_command(text, "command file")))
         return taken
+
+    def _answered(self, path: Path) -> bool:
+        """``path`` was answered, and a kill came before it left the inbox:
+        its answer is newer than it (a file that reuses an answered one's
+        name is a new command)."""
+        try:
+            command = path.lstat()
+            answer = (self.done / path.name).stat()
+        except OSError:
+            return False
+        return stat.S_ISREG(command.st_mode) and answer.st_mtime_ns >= command.st_mtime_ns
 
     def answer(self, path: Path, data: dict[str, Any], answer: str) -> None:
         """Put the command in ``done`` with its answer, atomically, then take

@@ -5,6 +5,7 @@ scheduler's part of ``exclude``."""
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -143,3 +144,27 @@ def test_a_jobs_overrides_are_checked_by_the_option_table() -> None:
         "--max-pages=1e+300: '1e+300' is not an integer",
         "--host-concurrency=2000: must be at most 1024",
     ]
+
+
+def test_an_answered_command_is_not_applied_twice_but_a_reused_name_is_new(
+    tmp_path: Path,
+) -> None:
+    inbox_dir = tmp_path / "control" / "inbox"
+    inbox_dir.mkdir(parents=True)
+    inbox = Inbox(tmp_path)
+    command = inbox_dir / "pause.json"
+    command.write_text(json.dumps({"command": "pause"}))
+    state = JobState()
+    deliver(inbox, answer_waiting(inbox, state))
+    assert state.paused and not command.exists()
+    # A kill between the answer and the removal: the file is back, older than its answer.
+    command.write_text(json.dumps({"command": "pause"}))
+    answered = (tmp_path / "control" / "done" / "pause.json").stat().st_mtime_ns
+    os.utime(command, ns=(answered - 10**9, answered - 10**9))
+    assert inbox.take() == [] and not command.exists()
+    # The same name written again later: a new command, applied.
+    state.paused = False
+    command.write_text(json.dumps({"command": "pause"}))
+    os.utime(command, ns=(answered + 10**9, answered + 10**9))
+    deliver(inbox, answer_waiting(inbox, state))
+    assert state.paused
