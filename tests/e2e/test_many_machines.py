@@ -123,6 +123,17 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str, parts: int) -> 
     print(f"done {took:.1f} s after the kill; {duplicates} of {in_flight} leases refetched")
 
 
+def alive_nodes(url: str, crawl: str) -> list[str]:
+    """The nodes whose heartbeat Redis holds now."""
+    from mpcrawler.frontier.redis.commands import live_nodes
+
+    client = redis.Redis.from_url(url)
+    try:
+        return live_nodes(client, key_prefix(crawl))
+    finally:
+        client.close()
+
+
 def leases_of(crawl: str, node: str, parts: int = 1) -> int:
     """The URLs leased to ``node`` and not acked, as Redis has them."""
     client = redis.Redis.from_url(redis_server.url())
@@ -201,7 +212,13 @@ def test_redis_killed_and_restarted_mid_crawl(tmp_path: Path, crawl: str) -> Non
     try:
         with serve_site(hosts=4, pages=30) as site:
             args = [*site.args(), *shared(server.url, crawl), "--delay", "0.03"]
+            # Both nodes in the crawl before Redis dies (a node still starting
+            # would rightly exit on its start-up's error), and the crawl not
+            # over: the pages wait until both have joined.
+            site.gate.clear()
             nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+            wait_until(lambda: len(alive_nodes(server.url, crawl)) == 2, what="both nodes joined")
+            site.gate.set()
             wait_until(lambda: sum(len(n.records()) for n in nodes) >= 20)
             server.kill()
             for node in nodes:
