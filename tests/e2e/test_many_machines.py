@@ -102,9 +102,12 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str, parts: int) -> 
     with serve_site(hosts=4, pages=60) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "2")]
         args += ["--host-concurrency", "1", "--delay", "0.05", "--redis-partitions", str(parts)]
+        site.gate.clear()  # no page before both have joined: the crawl cannot end first
         doomed = Node("doomed", tmp_path / "doomed", args)
-        wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
         survivor = Node("survivor", tmp_path / "survivor", args)
+        wait_until(lambda: len(alive_nodes(redis_server.url(), crawl)) == 2, what="both joined")
+        site.gate.set()
+        wait_until(lambda: len(doomed.records()) >= 5, what="the first node's records")
         wait_until(lambda: len(survivor.records()) >= 3, what="the second node's records")
         # Held still while it holds work (a node between two leases, or one
         # that acks after a look at its leases, proves nothing), then killed.
