@@ -197,11 +197,10 @@ class UrlRules:
     def __post_init__(self) -> None:
         # Matched in linear time (mpcrawler.web.patterns): a hostile URL
         # cannot make a pattern backtrack.  ValueError for one RE2 cannot take.
-        compiled = (
-            PatternSet(self.accept, "--accept-regex"),
-            PatternSet(self.reject, "--reject-regex"),
-        )
-        object.__setattr__(self, "_compiled", compiled)
+        accept = PatternSet(self.accept, "--accept-regex")
+        reject = PatternSet(self.reject, "--reject-regex")
+        # None where there are none: refusal() asks each link, so no call for them
+        object.__setattr__(self, "_compiled", (accept or None, reject or None))
         object.__setattr__(self, "_exclude", PatternSet(self.exclude, "exclude"))
 
     @classmethod
@@ -241,11 +240,11 @@ class UrlRules:
         if not scope.allows(url):
             return "scope"
         accept, reject = self._compiled  # type: ignore[attr-defined]
-        if reject and reject.any(url):
+        if reject is not None and reject.any(url):
             return "reject_regex"
         if self.exclude and self.excluded(url):
             return "exclude"
-        if accept and not accept.any(url):
+        if accept is not None and not accept.any(url):
             return "accept_regex"
         if self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
             return "reject_ext"
@@ -262,7 +261,8 @@ class UrlRules:
 
     def rejecting(self, url: str) -> str | None:
         """The first --reject-regex pattern that matches ``url`` (check-url)."""
-        return self._compiled[1].first(url)  # type: ignore[attr-defined,no-any-return]
+        reject = self._compiled[1]  # type: ignore[attr-defined]
+        return None if reject is None else reject.first(url)  # type: ignore[no-any-return]
 
 
 def rule_flag(rule: str) -> str:

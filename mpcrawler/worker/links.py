@@ -53,6 +53,7 @@ class LinkResolver:
         self.max_url_length = max_url_length
         self._memo: dict[tuple[str, str], str | None] = {}
         self._memo_size = memo_size
+        self._refusals: dict[str, str | None] = {}  # url -> rules.refusal(url), as memoized
 
     @staticmethod
     def _memo_base(href: str, base: str) -> str:
@@ -107,7 +108,7 @@ class LinkResolver:
         that refuses it (None: the crawl wants it) and its priority (a
         Link's, else 0; the highest, for a URL linked more than once)."""
         found: dict[str, tuple[str | None, int]] = {}
-        refusal = self.rules.refusal
+        refusals = self._refusals
         for link in hrefs:
             href, priority = (link, 0) if type(link) is str else link_parts(link)
             if len(href) > self.max_url_length * 3:
@@ -117,7 +118,12 @@ class LinkResolver:
                 continue
             known = found.get(url)
             if known is None:
-                found[url] = (refusal(url), priority)
+                rule = refusals.get(url, "")
+                if rule == "":  # the same links repeat on many pages: asked once
+                    if len(refusals) >= self._memo_size:
+                        refusals.clear()
+                    rule = refusals[url] = self.rules.refusal(url)
+                found[url] = (rule, priority)
             elif priority > known[1]:
                 found[url] = (known[0], priority)
         return [(url, rule, priority) for url, (rule, priority) in found.items()]
