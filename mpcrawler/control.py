@@ -53,6 +53,7 @@ import os
 import stat
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,8 @@ __all__ = [
     "Command",
     "Inbox",
     "answers",
+    "command_json",
+    "first_few",
     "new_command",
     "parse_command",
     "parse_exclude",
@@ -113,11 +116,22 @@ class Command:
         return self.name
 
 
-def shown_urls(urls: list[str], at_most: int = SHOWN_URLS) -> str:
-    """The first ``at_most`` of ``urls`` with their credentials hidden, and
-    how many more there are."""
-    shown = " ".join(hide_userinfo(u[:200]) for u in urls[:at_most])
-    return shown + (f" and {len(urls) - at_most} more" if len(urls) > at_most else "")
+def first_few(items: Sequence[Any], sep: str = " ", show: Callable[[Any], str] = str) -> str:
+    """The first SHOWN_URLS of ``items`` (each as ``show`` writes it), and
+    how many more there are: a command's URLs in one short line."""
+    more = len(items) - SHOWN_URLS
+    shown = sep.join(show(item) for item in items[:SHOWN_URLS])
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def shown_urls(urls: list[str]) -> str:
+    """The first SHOWN_URLS of ``urls``, credentials hidden, and how many more."""
+    return first_few(urls, show=lambda url: hide_userinfo(url[:200]))
+
+
+def _hidden(urls: list[Any]) -> list[Any]:
+    """``urls`` cut to 200 characters, credentials hidden (non-strings as they are)."""
+    return [hide_userinfo(u[:200]) if isinstance(u, str) else u for u in urls]
 
 
 def parse_set(pairs: list[str]) -> dict[str, Any]:
@@ -173,8 +187,7 @@ def public(data: dict[str, Any]) -> dict[str, Any]:
     args = data.get("args")
     if isinstance(args, dict) and isinstance(args.get("urls"), list):
         given = args["urls"]
-        urls = [hide_userinfo(u[:200]) if isinstance(u, str) else u for u in given[:SHOWN_URLS]]
-        kept = {**args, "urls": urls}
+        kept = {**args, "urls": _hidden(given[:SHOWN_URLS])}
         if len(given) > SHOWN_URLS:
             kept["more"] = len(given) - SHOWN_URLS
         return {**data, "args": kept}
@@ -224,16 +237,23 @@ def _dirs(job_dir: str | Path) -> tuple[Path, Path, Path]:
     return root / "tmp", root / "inbox", root / "done"
 
 
-def write_command(job_dir: str | Path, name: str, args: dict[str, Any]) -> str:
-    """Put a command in the job's inbox, atomically; its id.  ValueError
-    for one larger than the crawl reads (MAX_COMMAND_BYTES)."""
-    tmp, inbox, _ = _dirs(job_dir)
-    tmp.mkdir(parents=True, exist_ok=True)
-    inbox.mkdir(parents=True, exist_ok=True)
+def command_json(name: str, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A new command (``new_command``) and its JSON text; ValueError for
+    one larger than a crawl reads (MAX_COMMAND_BYTES), job dir or Redis."""
     data = new_command(name, args)
     text = json.dumps(data)
     if len(text.encode("utf-8")) > MAX_COMMAND_BYTES:
         raise ValueError(f"{name}: the command is larger than {MAX_COMMAND_BYTES} bytes")
+    return data, text
+
+
+def write_command(job_dir: str | Path, name: str, args: dict[str, Any]) -> str:
+    """Put a command in the job's inbox, atomically; its id.  ValueError
+    for one larger than the crawl reads (MAX_COMMAND_BYTES)."""
+    tmp, inbox, _ = _dirs(job_dir)
+    data, text = command_json(name, args)
+    tmp.mkdir(parents=True, exist_ok=True)
+    inbox.mkdir(parents=True, exist_ok=True)
     staged = tmp / f"{data['id']}.json"
     staged.write_text(text, encoding="utf-8")
     os.replace(staged, inbox / staged.name)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import stopsignals
-from ..control import SHOWN_URLS, Inbox
+from ..control import Inbox, first_few
 from ..errors import (
     ArchiveError,
     CrawlError,
@@ -81,6 +81,11 @@ class CrawlResult:
     job_dir: Path | None
     interrupted: bool = False
     already_finished: bool = False
+
+
+def _refusals(refused: dict[str, str]) -> str:
+    """Seeds the rules refused (URL -> rule), a few of them, in one line."""
+    return first_few([f"{url} ({rule})" for url, rule in refused.items()], ", ")
 
 
 class Crawler:
@@ -311,10 +316,9 @@ class Crawler:
         queued = sum(settling.admit(wanted)) if wanted else 0
         answer = f"applied: {queued} queued, {len(wanted) - queued} seen before"
         if refused:
-            shown = list(refused.items())[:SHOWN_URLS]
-            answer += ", refused: " + ", ".join(f"{u} ({r})" for u, r in shown)
-            if len(refused) > len(shown):
-                answer += f" and {len(refused) - len(shown)} more"
+            answer += ", refused: " + first_few(
+                list(refused.items()), ", ", "{0[0]} ({0[1]})".format
+            )
         return answer
 
     def _admit_seeds(
@@ -345,8 +349,8 @@ class Crawler:
                 log.warning("control: add-seeds %s: %s", hide_userinfo(text)[:200], exc.reason)
         state.added_seeds = {}
         _, refused = self._admit_seeds(state, found)
-        for url, rule in list(refused.items())[:SHOWN_URLS]:
-            log.warning("control: add-seeds %s: refused (%s)", url, rule)
+        if refused:
+            log.warning("control: add-seeds refused: %s", _refusals(refused))
 
     def _exclude(
         self,

@@ -26,7 +26,7 @@ import json
 import time
 from typing import Any
 
-from ...control import MAX_COMMAND_BYTES, Command, new_command, read_command
+from ...control import MAX_COMMAND_BYTES, Command, command_json, read_command
 from ...errors import FrontierUnavailable
 
 __all__ = ["SharedInbox", "answers_of", "live_nodes", "recent", "send"]
@@ -35,10 +35,7 @@ __all__ = ["SharedInbox", "answers_of", "live_nodes", "recent", "send"]
 def send(client: Any, prefix: str, name: str, args: dict[str, Any]) -> str:
     """Push a command for every node; its id.  ValueError for one larger
     than the nodes read (MAX_COMMAND_BYTES)."""
-    data = new_command(name, args)
-    text = json.dumps(data)
-    if len(text.encode("utf-8")) > MAX_COMMAND_BYTES:
-        raise ValueError(f"{name}: the command is larger than {MAX_COMMAND_BYTES} bytes")
+    data, text = command_json(name, args)
     client.rpush(prefix + "control", text)
     return str(data["id"])
 
