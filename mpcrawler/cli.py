@@ -319,6 +319,11 @@ def build_parser() -> argparse.ArgumentParser:
     site.add_argument("--port", type=_non_negative_int, default=8000, help="0 picks a free one")
     site.add_argument("--host", default="127.0.0.1")
     site.add_argument("--fanout", type=_non_negative_int, default=12, help="extra links per page")
+    site.add_argument(
+        "--embeds",
+        action="store_true",
+        help="pages need requisites (stylesheets, a script, images, a logo on 127.0.0.2)",
+    )
     return parser
 
 
@@ -440,6 +445,11 @@ def _pairs(values: dict[str, Any]) -> str:
 def format_summary(stats: dict[str, Any]) -> str:
     lines = [
         f"pages      {stats['pages']}  ({stats['pages_per_s']} pages/s in {stats['elapsed_s']} s)",
+        *(
+            [f"embeds     {_pairs(stats['embeds'])}  ({stats['embeds_per_s']} embeds/s)"]
+            if "embeds" in stats
+            else []
+        ),
         f"errors     {stats['errors']}"
         + (f"  {kinds}" if (kinds := _pairs(stats["errors_by_kind"])) else ""),
         "statuses   " + _pairs(stats["statuses"]),
@@ -890,7 +900,7 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_site(args: argparse.Namespace) -> int:
     from .testing.site import SiteServer, TestSite
 
-    site = TestSite(pages=args.pages, size=args.size, fanout=args.fanout)
+    site = TestSite(pages=args.pages, size=args.size, fanout=args.fanout, embeds=args.embeds)
     try:
         server = SiteServer(site, args.host, args.port, args.latency)
     except OSError as exc:

@@ -95,6 +95,10 @@ class PageResult:
     robots_meta: tuple[str, ...] = ()  # what the page asks of robots (noindex, nofollow...)
     canonical: str | None = None  # rel=canonical (the page's or its Link header's), canonical
     skipped: str | None = None  # why the body was not read (--accept-type)
+    embeds: list[str] = field(default_factory=list)  # --page-requisites: to fetch, canonical
+    embeds_found: int = 0  # distinct requisites the document named (refused ones included)
+    embed_kinds: dict[str, int] = field(default_factory=dict)  # of those, by kind (HOWS)
+    cdxj: list[str] = field(default_factory=list)  # --cdxj: index lines of the records written
 
 
 # The error_kind of a request a worker did not start because its deadline

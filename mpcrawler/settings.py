@@ -46,6 +46,7 @@ POLITENESS_KEYS = ("host", "domain", "ip")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
 MAX_SLOTS = 4096  # workers x threads
+EMBED_HOPS_LIMIT = 8  # --max-embed-hops at most (the embed band of priorities in the frontier)
 
 
 def comma_list(*texts: str) -> list[str]:
@@ -214,6 +215,38 @@ class Settings:
         size=True,
         metavar="BYTES",
         help="start a new WARC file past this size; K, M, G suffixes (default 1G)",
+    )
+    page_requisites: bool = option(
+        False,
+        flag="--page-requisites",
+        help="also fetch what each page needs to render (images, stylesheets, scripts, fonts, "
+        "media, frames) from any host, as embeds: not counted by --max-pages (wget -p)",
+    )
+    max_embed_hops: int = option(
+        3,
+        minimum=1,
+        maximum=EMBED_HOPS_LIMIT,
+        help="--page-requisites: embeds of embeds followed this many hops from their page "
+        "(a stylesheet's fonts are 2; default %(default)s)",
+    )
+    max_embeds: int | None = option(
+        None, minimum=1, help="--page-requisites: embeds queued at most (default: none)"
+    )
+    filter_embeds: bool = option(
+        False,
+        help="--page-requisites: --accept-regex, --reject-ext and --accept-type apply to embeds "
+        "too (by default they apply to pages only)",
+    )
+    cdxj: bool = option(
+        False,
+        help="--warc: keep DIR/index.cdxj, a sorted CDXJ index of the WARC files (as "
+        "cdxj-indexer writes it), written at each checkpoint and at the end",
+    )
+    wacz: str | None = option(
+        None,
+        metavar="FILE",
+        help="--warc: at the end, package the WARC files, their index and the pages as a "
+        "WACZ file (implies --cdxj)",
     )
     max_url_length: int = option(
         2048, minimum=1, maximum=1 << 16, help="longer URLs are dropped (default %(default)s)"
@@ -535,6 +568,8 @@ class Settings:
             raise ValueError(f"--workers x --threads must be at most {MAX_SLOTS}")
         if self.scope not in SCOPES:
             raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
+        if (self.cdxj or self.wacz) and not self.warc_dir:
+            raise ValueError(f"{'--wacz' if self.wacz else '--cdxj'} needs --warc DIR")
         if (self.redis is None) != (self.crawl is None):
             raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
         if self.redis is not None:

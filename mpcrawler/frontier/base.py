@@ -59,12 +59,48 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
 
-__all__ = ["FOREVER", "KINDS", "Admission", "Frontier", "FrontierError", "Revisit", "UrlInfo"]
+__all__ = [
+    "EMBED_FLOOR",
+    "EMBED_PRIORITY",
+    "FOREVER",
+    "KINDS",
+    "Admission",
+    "Frontier",
+    "FrontierError",
+    "Revisit",
+    "UrlInfo",
+    "embed_hops",
+    "embed_priority",
+    "page_priority",
+]
 
 FOREVER = math.inf  # block(host, FOREVER): until the host is blocked again with a time
 
 
-KINDS = ("page", "sitemap")  # what a URL is fetched as
+KINDS = ("page", "sitemap", "embed")  # what a URL is fetched as
+
+# An embed (a page's requisite, --page-requisites) is queued in a band of
+# priorities above every page's, so a page's requisites are fetched soon
+# after it (Heritrix's preferEmbedHops) and a budget spent on pages still
+# leases them: EMBED_PRIORITY for a page's own, one less for each further
+# hop (a stylesheet's font).  A page's priority is kept below the band.
+EMBED_PRIORITY = 1 << 18
+EMBED_FLOOR = EMBED_PRIORITY - 16  # the band's lowest priority (more hops are refused)
+
+
+def embed_priority(hops: int) -> int:
+    """The priority of an embed ``hops`` embed hops from its page (1: the page's own)."""
+    return EMBED_PRIORITY - (hops - 1)
+
+
+def embed_hops(priority: int) -> int:
+    """How many embed hops from its page an embed of ``priority`` is."""
+    return EMBED_PRIORITY - priority + 1
+
+
+def page_priority(priority: int) -> int:
+    """A page's priority, kept below the embeds' band."""
+    return min(priority, EMBED_FLOOR - 1)
 
 
 class UrlInfo(NamedTuple):

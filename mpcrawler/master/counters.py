@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..modules import process_usage
-from ..output.jobdir import JobState, count_record, recount
+from ..output.jobdir import EMBED_OUTCOMES, JobState, count_record, embed_outcome, recount
 from ..output.metrics import Snapshot
 
 __all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot"]
@@ -34,7 +34,10 @@ class Counters:
     in this pass over it (``changes``, ``bytes_saved``: a revisit starts a
     pass) and in this run (``discarded``, ``loop_turns``, ``pages_at_start``)."""
 
-    pages: int = 0
+    pages: int = 0  # records, embeds' included (embed_records of them)
+    embed_records: int = 0
+    embeds: collections.Counter[str] = field(default_factory=collections.Counter)
+    embed_kinds: collections.Counter[str] = field(default_factory=collections.Counter)
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     links_dropped: collections.Counter[str] = field(default_factory=collections.Counter)
@@ -44,6 +47,7 @@ class Counters:
     discarded: int = 0  # results of leases that had passed to another node
     loop_turns: int = 0  # turns of the master loop: a spinning loop shows here
     pages_at_start: int = 0
+    embeds_at_start: int = 0  # embed records of them
     restarts_before: int = 0
     elapsed_before: float = 0.0
     started: float = field(default_factory=time.monotonic)
@@ -57,6 +61,9 @@ class Counters:
     def from_job(cls, job: JobState) -> Counters:
         return cls(
             pages=job.pages,
+            embed_records=job.embed_records,
+            embeds=collections.Counter(job.embeds),
+            embed_kinds=collections.Counter(job.embed_kinds),
             errors=collections.Counter(job.errors),
             statuses=collections.Counter(job.statuses),
             links_dropped=collections.Counter(job.links_dropped),
@@ -64,6 +71,7 @@ class Counters:
             bytes_saved=job.bytes_saved,
             new_pages=job.pages if job.new_pages < 0 else job.new_pages,
             pages_at_start=job.pages,
+            embeds_at_start=job.embed_records,
             restarts_before=job.worker_restarts,
             elapsed_before=job.elapsed_s,
         )
@@ -73,12 +81,23 @@ class Counters:
         (the changes: those of the pass from record number ``pass_start``)."""
         tally = recount(records, pass_start)
         self.pages = self.pages_at_start = tally.pages
+        self.embed_records = self.embeds_at_start = tally.embed_records
+        for outcome in EMBED_OUTCOMES:
+            self.embeds[outcome] = tally.embeds[outcome]
         self.statuses, self.errors = tally.statuses, tally.errors
         self.changes, self.bytes_saved = tally.changes, tally.bytes_saved
         self.new_pages = tally.new_pages
 
+    @property
+    def page_records(self) -> int:
+        """Records of pages and sitemaps: what --max-pages counts."""
+        return self.pages - self.embed_records
+
     def count(self, record: dict[str, Any]) -> None:
         self.pages += 1
+        if record.get("kind") == "embed":
+            self.embed_records += 1
+            self.embeds[embed_outcome(record)] += 1
         size, elapsed = record.get("bytes"), record.get("elapsed_ms")
         if isinstance(size, int):
             self.run_bytes += size
@@ -92,6 +111,8 @@ class Counters:
     def save(self, job: JobState, restarts: int) -> None:
         """Into ``job``, with the worker restarts of this run."""
         job.pages = self.pages
+        job.embed_records, job.embeds = self.embed_records, dict(self.embeds)
+        job.embed_kinds = dict(self.embed_kinds)
         job.errors, job.statuses = dict(self.errors), dict(self.statuses)
         job.links_dropped = dict(self.links_dropped)
         job.changes, job.bytes_saved = dict(self.changes), self.bytes_saved
@@ -102,10 +123,12 @@ class Counters:
     def run_elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def rate(self) -> float:
-        """Pages a second in this run."""
+    def rate(self, embeds: bool = False) -> float:
+        """Pages (or ``embeds``) a second in this run."""
         elapsed = self.run_elapsed()
-        return round((self.pages - self.pages_at_start) / elapsed, 2) if elapsed > 0 else 0.0
+        embedded = self.embed_records - self.embeds_at_start
+        done = embedded if embeds else self.pages - self.pages_at_start - embedded
+        return round(done / elapsed, 2) if elapsed > 0 else 0.0
 
     def node_info(self, job_dir: str | None) -> dict[str, Any]:
         """This node's figures, for ``status --redis``."""
@@ -173,7 +196,8 @@ def crawl_stats(
     }
     return {
         "state": job.state,
-        "pages": counters.pages,
+        "pages": counters.page_records,
+        **(_embed_stats(counters) if counters.embeds or counters.embed_records else {}),
         "errors": sum(counters.errors.values()),
         "errors_by_kind": dict(sorted(counters.errors.items())),
         "statuses": dict(sorted(counters.statuses.items())),
@@ -192,4 +216,18 @@ def crawl_stats(
         "modules": [m for m in summaries if m["type"] != "Worker"] + modules,
         "processes": processes,
         "out": extra["out"],
+    }
+
+
+def _embed_stats(counters: Counters) -> dict[str, Any]:
+    """stats.json's figures of --page-requisites: what became of the embeds
+    (jobdir.EMBED_OUTCOMES, and found, queued, skipped), the kinds found,
+    and embeds a second in this run."""
+    return {
+        "embeds": {
+            k: counters.embeds.get(k, 0)
+            for k in ("found", "queued", "fetched", "failed", "refused", "skipped")
+        },
+        "embed_kinds": dict(counters.embed_kinds.most_common()),
+        "embeds_per_s": counters.rate(embeds=True),
     }

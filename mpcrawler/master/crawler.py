@@ -220,7 +220,7 @@ class Crawler:
             results=results,
             settling=settling,
             counters=counters,
-            progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.pages),
+            progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.page_records),
             checkpoint=lambda: job.checkpoint(pipelines, frontier, counters, pool.restarts),
             robots_cache=RobotsCache(job.path) if job.path else None,
             metrics=self.metrics,
@@ -260,7 +260,7 @@ class Crawler:
             frontier.set_budget(
                 s.max_pages,
                 s.max_pages_per_host,
-                done=counters.pages - job.state.pass_start_pages,  # --max-pages: a pass's
+                done=job.pass_pages(counters.page_records),  # --max-pages: a pass's
                 host_pages=job.state.host_pages,  # an older job's: the frontier keeps them now
             )
             job.state.host_pages = {}
@@ -446,7 +446,7 @@ class Crawler:
             engine.scheduler.parked.close()
             if engine.robots_cache is not None:
                 engine.robots_cache.close()
-        engine.progress.close(engine.counters.pages, engine.states)
+        engine.progress.close(engine.counters.page_records, engine.states)
         message = str(failure) if failure is not None else None
         if disk_full:
             message = f"out of disk space ({failure})"

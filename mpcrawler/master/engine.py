@@ -137,7 +137,7 @@ class Engine:
             if now - last_checkpoint >= self.settings.checkpoint_interval:
                 self.checkpoint()
                 last_checkpoint = now
-            self.progress.update(self.counters.pages, self.states)
+            self.progress.update(self.counters.page_records, self.states)
 
     def dispatch(self, now: float) -> None:
         """Settle first (its step of the frontier also leases for the free

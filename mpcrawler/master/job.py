@@ -162,6 +162,7 @@ class Job:
         count from here."""
         self.state.passes += 1
         self.state.pass_start_pages = self.state.pages
+        self.state.pass_start_embeds = self.state.embed_records
         self.state.pass_started_at = time.time()
         self.state.changes, self.state.bytes_saved = {}, 0
         self.state.message = None
@@ -170,8 +171,13 @@ class Job:
         """A job that stopped at --max-pages goes on if the limit was raised."""
         limit = self.settings.max_pages
         return self.state.message == FINISHED_AT_BUDGET and (
-            limit is None or limit > self.state.pages - self.state.pass_start_pages
+            limit is None or limit > self.pass_pages(self.state.pages - self.state.embed_records)
         )
+
+    def pass_pages(self, page_records: int) -> int:
+        """Of ``page_records`` (records of pages and sitemaps, not embeds),
+        those of this pass: what --max-pages counts."""
+        return page_records - (self.state.pass_start_pages - self.state.pass_start_embeds)
 
     def _repair(self, reasons: list[str]) -> Repair:
         """--repair: the damage, and what the repair did and lost, said on stderr."""

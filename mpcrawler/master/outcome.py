@@ -173,16 +173,27 @@ def build_record(
         ]
     for key, value in item.items():
         record.setdefault(key, value)
+    if request.kind == "embed" and not result.links:  # a short record: no document's fields
+        for key in _DOCUMENT_FIELDS:
+            record.pop(key, None)
     return record
 
 
+# What an embed's record leaves out unless it is a document with links (a frame).
+_DOCUMENT_FIELDS = ("title", "links", "new_links", "priority", "encoding")
+
+
 def kind_fields(request: Request) -> dict[str, Any]:
-    """What a record says of its URL's kind: ``kind`` for a sitemap, and the
-    ``lastmod`` a sitemap gave a page."""
+    """What a record says of its URL's kind: ``kind`` for a sitemap or an
+    embed, the ``lastmod`` a sitemap gave a page, and ``from``, the page
+    that first needed an embed."""
     fields: dict[str, Any] = {}
     if request.kind != "page":
         fields["kind"] = request.kind
-    if request.lastmod:
+    if request.kind == "embed":
+        if request.lastmod:  # an embed's slot holds the page that needed it
+            fields["from"] = request.lastmod
+    elif request.lastmod:
         fields["lastmod"] = request.lastmod
     return fields
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
-from ..frontier.base import Admission, Revisit
+from ..frontier.base import Admission, Revisit, embed_hops, embed_priority, page_priority
 from ..messages import PageResult
 from ..output.pipelines import Pipelines
 from ..output.rejected import RejectedLog
@@ -79,7 +79,15 @@ class Settling:
         also leases ``want`` ahead."""
         depth_priority = self.settings.depth_priority
         items = [
-            (url, depth, outcome.link_priority(priority, depth, depth_priority), kind, lastmod)
+            (
+                url,
+                depth,
+                priority
+                if kind == "embed"  # its priority is its band's (frontier.base.embed_priority)
+                else page_priority(outcome.link_priority(priority, depth, depth_priority)),
+                kind,
+                lastmod,
+            )
             for url, depth, priority, kind, lastmod in items
         ]
         admitted = self.frontier.admit_many(items, want=want)
@@ -126,12 +134,14 @@ class Settling:
             return
         batch = self.ended
         links: list[Admission] = list(self.loose)
-        spans: list[int] = []
+        spans: list[tuple[int, int]] = []
         too_deep = 0
         for finished in batch:
             found, dropped = self._links_of(finished.request, finished.result)
-            spans.append(len(found))
+            embeds = self._embeds_of(finished.request, finished.result)
+            spans.append((len(found), len(embeds)))
             links.extend(found)
+            links.extend(embeds)
             too_deep += dropped
         try:
             admitted = self.admit(links, want)
@@ -140,10 +150,13 @@ class Settling:
         if too_deep:
             self.counters.links_dropped["sitemap_depth"] += too_deep
         start, self.ended, self.loose = len(self.loose), [], []
-        for finished, span in zip(batch, spans, strict=True):
+        for finished, (span, embeds) in zip(batch, spans, strict=True):
             new_links = sum(admitted[start : start + span])
             start += span
-            self._record(finished, new_links)
+            new_embeds = sum(admitted[start : start + embeds])
+            start += embeds
+            self.counters.embeds["queued"] += new_embeds
+            self._record(finished, new_links, embeds)
 
     def _links_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:
         """What a finished chain's page asks to admit: its links (within
@@ -170,6 +183,34 @@ class Settling:
             found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
         return found, 0
 
+    def _embeds_of(self, request: Request, result: PageResult) -> list[Admission]:
+        """--page-requisites: the embeds a finished chain's document needs,
+        within --max-embed-hops and --max-embeds (the others counted as
+        skipped).  An embed keeps its page's depth (--max-depth does not
+        apply: a page at the last depth still renders whole, as with wget
+        -p) and names the page that needed it (``from``, in the frontier's
+        ``lastmod`` slot, which only a sitemap's pages use)."""
+        if not result.embeds or not outcome.is_ok(result):
+            return []
+        s = self.settings
+        counts = self.counters.embeds
+        counts["found"] += result.embeds_found
+        self.counters.embed_kinds.update(result.embed_kinds)
+        if request.kind == "embed":
+            hops, page = embed_hops(request.priority) + 1, request.lastmod or request.first_url
+        else:
+            hops, page = 1, request.url
+        urls = [url for url in result.embeds if url not in self.chains.urls]
+        if hops > s.max_embed_hops:
+            counts["skipped"] += len(urls)
+            return []
+        if s.max_embeds is not None:
+            room = max(0, s.max_embeds - counts["queued"])
+            counts["skipped"] += max(0, len(urls) - room)
+            urls = urls[:room]
+        priority = embed_priority(hops)
+        return [(url, request.depth, priority, "embed", page) for url in urls]
+
     def refused_links(self, source: str, dropped: list[tuple[str, str]]) -> None:
         """Count the URLs the rules refused on ``source`` (a page, a redirect,
         a sitemap or a robots.txt) by rule, each once, and log them."""
@@ -179,7 +220,9 @@ class Settling:
                 if self.rejected is not None:
                     self.rejected.write(url, rule, source)
 
-    def _record(self, finished: Finish, new_links: int) -> None:
+    def _record(self, finished: Finish, new_links: int, embeds: int = 0) -> None:
+        """Write a chain's record and ack it; ``embeds``: of its document's
+        requisites, how many went to the frontier (queued, or queued before)."""
         request, result = finished.request, finished.result
         if result.dropped:
             self.refused_links(request.url, result.dropped)
@@ -188,6 +231,8 @@ class Settling:
             request.known, result, self.revisits, now, request.first_url
         )
         extra: dict[str, Any] = {**finished.extra, **outcome.kind_fields(request), **fields}
+        if result.embeds_found:
+            extra["embeds"], extra["embeds_archived"] = result.embeds_found, embeds
         if self.node is not None:
             extra["node"] = self.node
         record = outcome.build_record(

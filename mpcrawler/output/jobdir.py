@@ -76,7 +76,11 @@ class JobState:
     """What ``job.json`` holds besides the settings."""
 
     state: str = "new"  # new | running | interrupted | finished | failed
-    pages: int = 0
+    pages: int = 0  # records (embed_records of them are embeds')
+    embed_records: int = 0
+    embeds: dict[str, int] = field(default_factory=dict)  # --page-requisites: see EMBED_OUTCOMES
+    embed_kinds: dict[str, int] = field(default_factory=dict)  # requisites found, by kind
+    pass_start_embeds: int = 0  # embed records before this pass
     elapsed_s: float = 0.0
     errors: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
@@ -382,11 +386,26 @@ class Tally:
     """The counters that the records themselves give."""
 
     pages: int = 0
+    embed_records: int = 0
+    embeds: Counter[str] = field(default_factory=Counter)
     statuses: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     changes: Counter[str] = field(default_factory=Counter)
     bytes_saved: int = 0
     new_pages: int = 0
+
+
+# What became of embeds (stats.json's ``embeds``): requisites found on the
+# pages, queued, and by their records fetched, failed or refused (robots.txt);
+# skipped past --max-embed-hops or --max-embeds.
+EMBED_OUTCOMES = ("fetched", "failed", "refused")
+
+
+def embed_outcome(record: dict[str, Any]) -> str:
+    """Which of EMBED_OUTCOMES an embed's record is."""
+    if not record.get("error"):
+        return "fetched"
+    return "refused" if record.get("error_kind") == "robots" else "failed"
 
 
 def count_record(
@@ -418,6 +437,9 @@ def recount(records: Iterable[dict[str, Any]], pass_start: int = 0) -> Tally:
     ignored: Counter[str] = Counter()
     for n, record in enumerate(records):
         tally.pages += 1
+        if record.get("kind") == "embed":
+            tally.embed_records += 1
+            tally.embeds[embed_outcome(record)] += 1
         tally.new_pages += record.get("change", "new") == "new"
         changes = tally.changes if n >= pass_start else ignored
         saved = count_record(record, tally.statuses, tally.errors, changes)

@@ -11,6 +11,12 @@ of delay are added to every response.  The server counts every request it
 serves by path (``hits``), so tests can check what was fetched and how often,
 and logs each (``log``: path, status, body bytes sent, the validators asked).
 
+With ``embeds=True`` every page also needs requisites, as a real page does:
+a stylesheet (which ``@import``s another, with a background image and a
+font), a script, an image of its own and a logo from the off-site host
+(``/cdn/logo.png``, a CDN), all under ``/static/`` (``assets``), so an
+archive of the site replays whole only with them.
+
 Between crawls a test may change the site: ``edit`` a page (a new edition:
 new bytes, new validators), ``add`` a page linked from another (which is
 edited), ``delete`` one (404).  Pages carry an ``ETag`` and a
@@ -82,6 +88,7 @@ class TestSite:
         fanout: int = 12,
         offsite_host: str = "127.0.0.2",
         seed: int = 7,
+        embeds: bool = False,
     ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
@@ -104,6 +111,8 @@ class TestSite:
         self.added: list[int] = []  # pages added, numbered from ``pages`` on
         self.added_links: dict[int, list[int]] = collections.defaultdict(list)
         self.deleted: set[int] = set()
+        self.embeds = embeds
+        self.assets = _assets() if embeds else {}  # path -> (content type, body)
 
     def edit(self, i: int) -> None:
         """Page ``i`` gets a new edition (other bytes, newer validators)."""
@@ -167,11 +176,22 @@ class TestSite:
             hrefs = [_with_session(h, session) for h in hrefs]
         nav = "\n".join(f'<li><a href="{h}">link {n}</a></li>' for n, h in enumerate(hrefs))
         edition = self.editions.get(i, 0)
+        requisites = figures = ""
+        if self.embeds:
+            requisites = (
+                '<link rel="stylesheet" href="/static/site.css">'
+                '<script src="/static/site.js"></script>'
+            )
+            figures = (
+                f'<p><img src="/static/img/{i % IMAGES}.png" width="64" height="64" alt="">'
+                f'<img src="http://{self.offsite_host}:{port}/cdn/logo.png" width="64" '
+                'height="64" alt="logo"></p>\n'
+            )
         head = (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>Page {i}</title>"
+            f"<title>Page {i}</title>{requisites}"
             "<style>body{font-family:sans-serif}li{margin:2px}</style></head>\n"
-            f"<body><h1>Page {i}</h1>\n<nav><ul>\n{nav}\n</ul></nav>\n<main>\n"
+            f"<body><h1>Page {i}</h1>\n{figures}<nav><ul>\n{nav}\n</ul></nav>\n<main>\n"
             + (f"<p>Edition {edition}</p>\n" if edition else "")
         )
         tail = "\n</main></body></html>\n"
@@ -189,6 +209,57 @@ class TestSite:
                 number = int(rest)
                 index = number if number < self.pages + len(self.added) else None
         return None if index in self.deleted else index
+
+
+IMAGES = 10  # the embeds=True site's own images, shared by its pages in turn
+
+
+def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A PNG of one colour, made here (no image library needed)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    row = b"\x00" + bytes(rgb) * width
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(row * height))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _assets() -> dict[str, tuple[str, bytes]]:
+    """The requisites of an embeds=True site, by path (``/cdn/`` is served
+    by every host, and linked on the off-site one)."""
+    assets = {
+        f"/static/img/{n}.png": ("image/png", _png(64, 64, (40 + 20 * n, 120, 200 - 15 * n)))
+        for n in range(IMAGES)
+    }
+    assets["/cdn/logo.png"] = ("image/png", _png(64, 64, (220, 60, 40)))
+    assets["/static/bg.png"] = ("image/png", _png(8, 8, (245, 240, 225)))
+    assets["/cdn/rule.png"] = ("image/png", _png(4, 4, (90, 90, 90)))
+    assets["/static/site.css"] = (
+        "text/css",
+        b'@import url("extra.css");\n'
+        b"body { background: #f5f0e1 url(bg.png) repeat; color: #223; }\n"
+        b"h1 { border-bottom: 4px solid #5a5a5a; }\n",
+    )
+    assets["/static/extra.css"] = (
+        "text/css",
+        b"@font-face { font-family: Site; src: url(/static/site.woff2) format('woff2'); }\n"
+        b"nav { background: url('/cdn/rule.png') repeat-x bottom; padding-bottom: 6px; }\n",
+    )
+    assets["/static/site.woff2"] = ("font/woff2", b"wOF2 not a real font: a requisite all the same")
+    assets["/static/site.js"] = (
+        "text/javascript",
+        b"document.documentElement.setAttribute('data-js', 'ran');\n",
+    )
+    return assets
 
 
 def _with_session(href: str, session: str) -> str:
@@ -285,6 +356,10 @@ class _Handler(BaseHTTPRequestHandler):
             server.gate.wait(GATE_LIMIT)
         if path == "/robots.txt" and server.robots is not None:
             self._send(200, server.robots.encode(), "text/plain")
+            return
+        asset = server.site.assets.get(path)
+        if asset is not None:
+            self._send(200, asset[1], asset[0])
             return
         index = server.site.page_index(path)
         if index is None:

@@ -193,6 +193,7 @@ class UrlRules:
     exclude: tuple[str, ...] = ()  # `control exclude` patterns
     max_path_repeats: int = MAX_PATH_REPEATS
     max_path_segments: int = MAX_PATH_SEGMENTS
+    filter_embeds: bool = False  # --accept-regex and --reject-ext refuse embeds too
 
     def __post_init__(self) -> None:
         # Matched in linear time (mpcrawler.web.patterns): a hostile URL
@@ -215,6 +216,7 @@ class UrlRules:
             reject_ext=frozenset(settings.effective_reject_ext()),
             max_path_repeats=settings.max_path_repeats,
             max_path_segments=settings.max_path_segments,
+            filter_embeds=settings.filter_embeds,
             query=QueryRules(
                 strip=tuple(settings.strip_patterns()),
                 sort=settings.sort_query,
@@ -254,6 +256,29 @@ class UrlRules:
 
     def allows(self, url: str) -> bool:
         return self.refusal(url) is None
+
+    def embed_refusal(self, url: str) -> str | None:
+        """Why the crawl does not fetch ``url`` (canonical) as an embed, a
+        page's requisite (``--page-requisites``): from any host, whatever
+        the scope, but never a denied domain, a --reject-regex or
+        ``control exclude`` match, or a path trap; --accept-regex and
+        --reject-ext only with --filter-embeds."""
+        scope = self.scope
+        if scope.deny and any(is_subdomain(hostname_of(url), d) for d in scope.deny):
+            return "deny_domain"
+        accept, reject = self._compiled  # type: ignore[attr-defined]
+        if reject is not None and reject.any(url):
+            return "reject_regex"
+        if self.exclude and self.excluded(url):
+            return "exclude"
+        if self.filter_embeds:
+            if accept is not None and not accept.any(url):
+                return "accept_regex"
+            if self.reject_ext and extension_of(url) in self.reject_ext:
+                return "reject_ext"
+        if path_trap(url, self.max_path_repeats, self.max_path_segments):
+            return "path_trap"
+        return None
 
     def excluded(self, url: str) -> bool:
         """A ``control exclude`` pattern matches ``url``: not fetched, even if queued."""

@@ -27,6 +27,7 @@ from lxml import etree
 from ..messages import Link
 from ..modules import BUILTIN_ANALYZERS, Module
 from ..settings import Settings
+from ..web import requisites
 from ..web.pagerobots import agent_token, rel_tokens
 from .downloader import Response
 
@@ -47,6 +48,7 @@ warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
 _KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link"})
+_EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 
 
 class _StrainedBuilder(LXMLTreeBuilder):
@@ -60,19 +62,23 @@ class _StrainedBuilder(LXMLTreeBuilder):
     threads of a worker share none; ``multi_valued_attributes=None`` leaves
     ``rel`` a string, which ``rel_tokens`` splits."""
 
+    kept_tags = _KEPT_TAGS
+    text_tags = ("title",)
+    keep_styled = False  # also keep any element with a style attribute
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(multi_valued_attributes=None, **kwargs)
 
     def feed(self, markup: Any) -> None:
         self._open: list[bool] = []  # for each open element: was it handed to the soup?
-        self._titles = 0  # open <title> elements: their text is kept
+        self._titles = 0  # open elements of text_tags: their text is kept
         super().feed(markup)
 
     def start(self, tag: Any, attrib: Any, nsmap: Any = {}) -> None:  # noqa: B006 (lxml's)
-        kept = tag in _KEPT_TAGS
+        kept = tag in self.kept_tags or (self.keep_styled and "style" in attrib)
         self._open.append(kept)
         if kept:
-            self._titles += tag == "title"
+            self._titles += tag in self.text_tags
             # HTML has no namespaces, and lxml gives every value as a str:
             # nothing for the builder's start or the dict's __setitem__ to mend.
             attrs = self.attribute_dict_class()
@@ -83,7 +89,7 @@ class _StrainedBuilder(LXMLTreeBuilder):
 
     def end(self, tag: Any) -> None:
         if self._open and self._open.pop():
-            self._titles -= tag == "title"
+            self._titles -= tag in self.text_tags
             self.soup.handle_endtag(tag)
         elif self._titles:
             self.soup.endData()
@@ -102,6 +108,15 @@ class _StrainedBuilder(LXMLTreeBuilder):
         pass
 
 
+class _RequisitesBuilder(_StrainedBuilder):
+    """The strained builder that also keeps the elements that name a
+    page's requisites, and the text of ``<style>`` (--page-requisites)."""
+
+    kept_tags = _KEPT_TAGS | _EMBED_TAGS
+    text_tags = ("title", "style")
+    keep_styled = True
+
+
 @dataclass
 class Analysis:
     """What an Analyzer found: ``links`` to resolve against ``base``, and the
@@ -113,6 +128,7 @@ class Analysis:
     metas: list[tuple[str, str]] = field(default_factory=list)  # robots meta tags: (name, content)
     nofollow: set[str] = field(default_factory=set)  # hrefs of links marked rel=nofollow
     canonical: str | None = None  # the href of <link rel=canonical>
+    embeds: list[tuple[str, str]] = field(default_factory=list)  # requisites: (href, kind)
 
 
 class Analyzer(Module):
@@ -125,6 +141,7 @@ class Analyzer(Module):
         self.settings = settings
         # the meta tags that speak to us: <meta name="robots"> and our own name
         self.robots_names = frozenset({"robots", agent_token(settings.user_agent)})
+        self.requisites = settings.page_requisites  # find each page's embeds too
 
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
@@ -160,16 +177,15 @@ class HtmlAnalyzer(Analyzer):
         """Links, base and title of an HTML response (``analyze`` has checked
         that it is one, and counts the call)."""
         try:
-            soup = BeautifulSoup(
-                response.body,
-                builder=_StrainedBuilder,
-                from_encoding=response.charset,
-            )
+            builder = _RequisitesBuilder if self.requisites else _StrainedBuilder
+            soup = BeautifulSoup(response.body, builder=builder, from_encoding=response.charset)
             encoding = soup.original_encoding
         except (ValueError, LookupError):  # a declared charset lxml refuses (b"\x00")
             dammit = UnicodeDammit(response.body, [response.charset or ""], is_html=False)
             text = dammit.unicode_markup or response.body.decode("utf-8", "replace")
-            soup = BeautifulSoup(text, builder=_StrainedBuilder)
+            soup = BeautifulSoup(
+                text, builder=_RequisitesBuilder if self.requisites else _StrainedBuilder
+            )
             encoding = dammit.original_encoding
         base: str | None = None
         title: str | None = None
@@ -177,8 +193,11 @@ class HtmlAnalyzer(Analyzer):
         links: list[str] = []
         nofollow: set[str] = set()
         metas: list[tuple[str, str]] = []
-        for tag in soup.find_all(True):  # only the tags of _KEPT_TAGS are there
+        embeds: list[tuple[str, str]] = []
+        for tag in soup.find_all(True):  # only the tags the builder keeps are there
             name, attrs = tag.name, tag.attrs
+            if self.requisites and (name in _EMBED_TAGS or "style" in attrs):
+                embeds += requisites.of_element(name, _attr(attrs), tag.get_text)
             if name in _LINK_TAGS:
                 href = attrs.get("href")
                 if isinstance(href, str):
@@ -211,7 +230,18 @@ class HtmlAnalyzer(Analyzer):
             metas=metas,
             nofollow=nofollow,
             canonical=canonical,
+            embeds=embeds,
         )
+
+
+def _attr(attrs: dict[str, Any]) -> Any:
+    """An attribute getter of a tag's attributes, each a string."""
+
+    def get(name: str) -> str | None:
+        value = attrs.get(name)
+        return value if value is None or isinstance(value, str) else " ".join(value)
+
+    return get
 
 
 class LxmlAnalyzer(HtmlAnalyzer):
@@ -260,6 +290,14 @@ class LxmlAnalyzer(HtmlAnalyzer):
         for element in root.iter("title"):
             title = " ".join(t.strip() for t in element.itertext() if t.strip())
             break
+        embeds: list[tuple[str, str]] = []
+        if self.requisites:
+            for element in root.iter():
+                tag = element.tag
+                if isinstance(tag, str) and (tag in _EMBED_TAGS or element.get("style")):
+                    embeds += requisites.of_element(
+                        tag, element.get, lambda e=element: "".join(e.itertext())
+                    )
         return Analysis(
             base=base,
             links=links,
@@ -267,6 +305,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
             metas=metas,
             nofollow=nofollow,
             canonical=canonical,
+            embeds=embeds,
         )
 
 

@@ -61,7 +61,7 @@ from ..messages import (
 )
 from ..modules import load_object, process_usage
 from ..settings import Settings
-from ..web import sitemaps
+from ..web import requisites, sitemaps
 from ..web.filters import FirstSeen, UrlRules
 from ..web.pagerobots import (
     agent_token,
@@ -282,6 +282,8 @@ class Worker:
                 result.body = decode_robots(response.body)
                 return result, None
             limit = sitemaps.MAX_BYTES if fetch.kind == "sitemap" else None
+            if fetch.kind == "embed" and not self.settings.filter_embeds:
+                limit = self.settings.max_bytes  # a limit given: every type is read
             prior = fetch.prior
             conditional = conditional_headers(prior.etag, prior.last_modified) if prior else {}
             if conditional:
@@ -364,9 +366,14 @@ class Worker:
         if result.kind == "sitemap":
             self.read_sitemap(result, response)
             return
+        if self.settings.page_requisites and response.content_type == "text/css":
+            self.read_stylesheet(result, response)
+            return
         try:
             analysis = self.analyzer.analyze(response)
             base = document_base(analysis.base, response.url)
+            if analysis.embeds and self.settings.page_requisites:
+                self._add_embeds(result, analysis.embeds, base)
             links = self.resolver.resolve_all(analysis.links, base)
             result.links = len(links)
             directives = page_directives(
@@ -395,9 +402,40 @@ class Worker:
         except Exception as exc:
             result.error = f"analyzer: {type(exc).__name__}: {exc}"
             result.error_kind = "analyzer"
-            result.links, result.outlinks = 0, []
+            result.links, result.outlinks, result.embeds = 0, [], []
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)
+
+    def read_stylesheet(self, result: PageResult, response: Response) -> None:
+        """--page-requisites: what a stylesheet needs (its imports, fonts and
+        images, resolved against its own URL) are its embeds."""
+        if not 200 <= response.status < 300:
+            return
+        try:
+            found = requisites.stylesheet_urls(response.body, response.charset)
+        except Exception as exc:  # tinycss2 takes any bytes; a bug is this page's error
+            result.error, result.error_kind = f"stylesheet: {type(exc).__name__}: {exc}", "css"
+            return
+        self._add_embeds(result, found, response.url)
+
+    def _add_embeds(self, result: PageResult, found: list[tuple[str, str]], base: str) -> None:
+        """The distinct requisites a document named: counted by kind, and
+        those the rules allow as embeds (``UrlRules.embed_refusal``) in
+        ``result.embeds``; a refusal goes with ``result`` (once)."""
+        kinds: dict[str, str] = {}
+        for href, how in found:
+            url = self.resolver.canonical(href, base)
+            if url is not None and url not in kinds and url != result.url:
+                kinds[url] = how
+        counts: dict[str, int] = {}
+        for url, how in kinds.items():
+            counts[how] = counts.get(how, 0) + 1
+            rule = self.rules.embed_refusal(url)
+            if rule is None:
+                result.embeds.append(url)
+            elif self.refused.first(url):
+                result.dropped.append((url, rule))
+        result.embeds_found, result.embed_kinds = len(kinds), counts
 
     def _allowed(self, result: PageResult, url: str, sitemap: bool = False) -> bool:
         """The rules allow ``url`` (a ``sitemap``'s?); if not, its refusal

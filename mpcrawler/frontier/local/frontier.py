@@ -8,10 +8,14 @@ put is durable: ``checkpoint()`` makes the queue durable first and the seen
 set second, and after a crash the queue's replayed puts are marked seen again.
 
 It keeps the crawl's page budgets (``set_budget``), as the shared frontier
-does in Redis: no lease past ``max_pages`` (pages recorded before this run
-plus leases in it), no URL queued past ``max_pages_per_host`` of its host
-(the counts in ``DIR/host-pages.db``, :class:`HostCounts`, made durable
-after the seen set).
+does in Redis: no lease of a page past ``max_pages`` (pages recorded before
+this run plus leases in it), no URL queued past ``max_pages_per_host`` of its
+host (the counts in ``DIR/host-pages.db``, :class:`HostCounts`, made durable
+after the seen set).  Embeds count against neither: once the pages are
+spent, a lease still takes the embeds queued (their band of priorities puts
+them ahead of every page, so the best URL is a page only when no embed is
+ready); ``embeds`` counts them, from a walk of the queue the first time it
+is wanted after opening.
 
 Revisits (``schedule``) live in ``DIR/revisits.db`` (:class:`RevisitStore`),
 opened once a run turns them on or finds the file.  A URL due again is put
@@ -70,6 +74,7 @@ class LocalFrontier:
         self.before = math.inf  # ... if its time is before this
         self._revisit_seqs: set[int] = set()  # leased copies that their row names
         self.stale = 0  # queued copies dropped: their row did not name them
+        self._embeds: int | None = None  # embeds queued (None: not counted since opening)
         self.excluded: Callable[[str], bool] | None = None  # `control exclude`
         self.dropped = 0  # URLs dropped by it
         if (self.directory / REVISITS_FILE).exists():
@@ -118,6 +123,7 @@ class LocalFrontier:
         while rows := store.due(until, PROMOTE_BATCH):
             for url, depth, priority, kind in rows:
                 store.mark_queued(url, self.queue.put(url, depth, priority, kind).seq)
+                self._count_embed(kind, 1)
             promoted += len(rows)
             if len(rows) < PROMOTE_BATCH:
                 break
@@ -152,7 +158,7 @@ class LocalFrontier:
         kind: str = "page",
         lastmod: str | None = None,
     ) -> bool:
-        budget = self.max_pages_per_host
+        budget = self.max_pages_per_host if kind != "embed" else None
         if budget is not None:
             host = host_key(url)
             if self.counts.count(host) >= budget:
@@ -164,7 +170,18 @@ class LocalFrontier:
         if budget is not None:
             self.counts.add(host)
         self.queue.put(url, depth, priority, kind, lastmod)
+        self._count_embed(kind, 1)
         return True
+
+    def _count_embed(self, kind: str, n: int) -> None:
+        if kind == "embed" and self._embeds is not None:
+            self._embeds += n
+
+    def embeds(self) -> int:
+        """Embeds queued (counted by a walk of the queue the first time)."""
+        if self._embeds is None:
+            self._embeds = self.queue.count(lambda item: item.kind == "embed")
+        return self._embeds
 
     def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
         return [self.admit(*item) for item in items]
@@ -177,7 +194,8 @@ class LocalFrontier:
         return url in self.seen
 
     def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
-        if not self.budget_left():
+        pages = self.pages_left()
+        if not pages and not self.embeds():
             return None
         if self.lag is not None:
             self.promote()
@@ -185,6 +203,7 @@ class LocalFrontier:
             if self.excluded is not None and self.excluded(item.url):
                 self.queue.ack(item)  # queued before the rule, or due again: dropped
                 self.dropped += 1
+                self._count_embed(item.kind, -1)
                 continue
             if self.revisits is None:
                 break
@@ -196,12 +215,20 @@ class LocalFrontier:
             elif row.queued != item.seq:  # a copy a kill left, or one queued twice
                 self.queue.ack(item)
                 self.stale += 1
+                self._count_embed(item.kind, -1)
                 continue
             self._revisit_seqs.add(item.seq)
             item = item._replace(state=row.state)
             break
-        if item is not None:
+        if item is None:
+            return None
+        if item.kind != "embed":
+            if not pages:  # no embed is ready: the best URL is a page
+                self.release(item)
+                return None
             self.started += 1
+        else:
+            self._count_embed("embed", -1)
         return item
 
     def ack(
@@ -220,11 +247,14 @@ class LocalFrontier:
             return 0
         dropped = self.queue.drop(match)
         self.dropped += dropped
+        if dropped:
+            self._embeds = None  # counted again when wanted
         return dropped
 
     def release(self, item: UrlInfo) -> None:
         self._revisit_seqs.discard(item.seq)
-        self.queue.release(item)
+        if self.queue.release(item):
+            self._count_embed(item.kind, 1)
 
     def block(self, host: str, until: float) -> None:
         self.queue.block(host, until)
@@ -283,8 +313,12 @@ class LocalFrontier:
     def leased_elsewhere(self) -> int:
         return 0  # only this process leases from it
 
-    def budget_left(self) -> bool:
+    def pages_left(self) -> bool:
+        """A page may still be leased: ``max_pages`` is not spent."""
         return self.max_pages is None or self.started < self.max_pages
+
+    def budget_left(self) -> bool:
+        return self.pages_left() or self.embeds() > 0
 
     def close(self) -> None:
         try:

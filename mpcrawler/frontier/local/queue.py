@@ -349,6 +349,21 @@ class UrlQueueManager:
                 dropped += 1
         return dropped
 
+    def count(self, predicate: Callable[[UrlInfo], bool]) -> int:
+        """How many queued URLs (not taken) ``predicate`` says True of: a
+        walk of memory and of the files on disk (the log and blocks), as
+        ``drop`` does, that changes nothing."""
+        self._check_open()
+        found = 0
+        for host in self._mem_hosts.values():
+            for lane in host.lanes.values():
+                for items in (lane.front, lane.back):
+                    found += sum(1 for item in items or () if predicate(item))
+        for item in self._on_disk():
+            if item.seq not in self._tombstones and predicate(item):
+                found += 1
+        return found
+
     def _on_disk(self) -> Iterator[UrlInfo]:
         """The URLs of the log and of every block, as they are on disk
         (tombstones included), read without moving them."""
