@@ -169,6 +169,7 @@ class Results(NamedTuple):
 class Bye(NamedTuple):
     worker: int
     summaries: list[dict[str, Any]]
+    warc_lines: dict[str, int] = {}  # --cdxj: the index lines sent, by WARC file
 
 
 class Failed(NamedTuple):

@@ -221,7 +221,7 @@ class Crawler:
             settling=settling,
             counters=counters,
             progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.page_records),
-            checkpoint=lambda: job.checkpoint(pipelines, frontier, counters, pool.restarts),
+            checkpoint=lambda: self._checkpoint(job, pipelines, frontier, counters, pool),
             robots_cache=RobotsCache(job.path) if job.path else None,
             metrics=self.metrics,
         )
@@ -426,6 +426,18 @@ class Crawler:
             from ..worker.warc import repair
 
             repair(s.warc_dir)
+            if s.cdxj or s.wacz:  # the files an earlier run left unindexed are indexed now
+                from ..output.cdxj import CdxjIndex
+
+                engine.pool.index = CdxjIndex(s.warc_dir)
+
+    @staticmethod
+    def _checkpoint(
+        job: Job, pipelines: Pipelines, frontier: Frontier, counters: Counters, pool: WorkerPool
+    ) -> None:
+        job.checkpoint(pipelines, frontier, counters, pool.restarts)
+        if pool.index is not None:  # --cdxj: what arrived since, merged (within its share)
+            pool.index.checkpoint()
 
     def _shutdown(
         self, job: Job, engine: Engine, failure: BaseException | None
@@ -443,6 +455,11 @@ class Crawler:
                 failure, disk_full = exc, is_disk_full(exc)
         finally:
             pool.close()
+            if pool.index is not None and failure is None:  # every worker gone: made whole
+                try:
+                    pool.index.close()
+                except OSError as exc:
+                    failure, disk_full = exc, is_disk_full(exc)
             engine.scheduler.parked.close()
             if engine.robots_cache is not None:
                 engine.robots_cache.close()
@@ -466,7 +483,30 @@ class Crawler:
             disk_full=disk_full,
             stats=lambda: self._stats(job, engine),
         )
+        if self.settings.wacz and failure is None and outcome == "finished":
+            failure = self._package(job)
         return stats, failure
+
+    def _package(self, job: Job) -> BaseException | None:
+        """--wacz: the finished crawl's WARC files, index and pages as one
+        WACZ file; what failed, if it could not be written."""
+        from ..output.pipelines import JsonLinesPipeline
+        from ..output.wacz import write_wacz
+
+        s = self.settings
+        assert s.wacz is not None and s.warc_dir is not None
+        try:
+            path = write_wacz(
+                s.wacz,
+                s.warc_dir,
+                JsonLinesPipeline(str(job.out)).records(),
+                main_page=s.seeds[0] if s.seeds else None,
+            )
+        except OSError as exc:
+            log.error("cannot write the WACZ %s: %s", s.wacz, exc)
+            return exc
+        log.info("packaged %s", path)
+        return None
 
     def _stats(self, job: Job, engine: Engine) -> dict[str, Any]:
         s = self.settings

@@ -31,7 +31,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import stopsignals
 from ..errors import PoolError
@@ -48,6 +48,9 @@ from ..messages import (
     Stop,
 )
 from .request import Request
+
+if TYPE_CHECKING:
+    from ..output.cdxj import CdxjIndex
 
 __all__ = ["Done", "Downloaded", "Event", "Lost", "PoolError", "WorkerPool"]
 
@@ -139,6 +142,8 @@ class WorkerPool:
         self._startup_failures = 0
         self._startup_error = ""
         self.stopping = False  # once set, a worker that exits is not replaced
+        # --cdxj: every result's index lines go to it, whatever becomes of the result
+        self.index: CdxjIndex | None = None
         self._selector = selectors.DefaultSelector()
 
     def start(self, stop: Callable[[], bool] = lambda: False) -> None:
@@ -262,6 +267,9 @@ class WorkerPool:
             if downloaded and not self.stopping:
                 self.slots.extend([worker.index] * len(downloaded))
             for result in message.results:
+                if result.cdxj and self.index is not None and result.warc_file:
+                    self.index.add(result.warc_file, result.cdxj)
+                    result.cdxj = []
                 request = worker.requests.pop(result.id, None)
                 if request is not None:
                     self.in_flight.pop(request.id, None)
@@ -269,6 +277,8 @@ class WorkerPool:
             self._keep_summaries(message.summaries or [])
         elif isinstance(message, Bye):
             self._keep_summaries(message.summaries)
+            if self.index is not None:
+                self.index.worker_done(message.warc_lines)
         elif isinstance(message, Failed):  # it could not start; its exit follows
             self._startup_error = message.error
 

@@ -142,7 +142,12 @@ class Worker:
         if settings.warc_dir:
             from .warc import WarcFiles  # warcio only when archiving
 
-            self.warc = WarcFiles(settings.warc_dir, settings.warc_size, settings.to_dict())
+            self.warc = WarcFiles(
+                settings.warc_dir,
+                settings.warc_size,
+                settings.to_dict(),
+                index=settings.cdxj or bool(settings.wacz),
+            )
         self.warc_failed: OSError | None = None
         self.inbox: queue.SimpleQueue[Fetch | None] = queue.SimpleQueue()
         # A thread per download slot, and one parser: parsing is Python under
@@ -262,7 +267,8 @@ class Worker:
         if self.warc is not None:
             with contextlib.suppress(OSError):  # after a failure it may not flush
                 self.warc.close()
-        self.conn.send(Bye(self.index, self.summaries()))
+        lines = dict(self.warc.lines) if self.warc is not None and self.warc.index else {}
+        self.conn.send(Bye(self.index, self.summaries(), lines))
 
     # ------------------------------------------------------------- requests
     def download(self, downloader: Downloader, fetch: Fetch) -> tuple[PageResult, Response | None]:
@@ -346,6 +352,7 @@ class Worker:
             self._archive_failed(result, exc)
             return
         result.warc_file, result.warc_offset = written.file, written.offset
+        result.cdxj = written.cdxj
         result.warc_id, result.warc_date = written.record_id, written.date
         result.revisit = revisit.profile if revisit is not None else None
 

@@ -65,19 +65,25 @@ _HOP_BY_HOP = {"transfer-encoding"}
 
 
 class Written(NamedTuple):
-    """Where a fetch's main record went: file, offset, WARC-Record-ID, WARC-Date."""
+    """Where a fetch's main record went: file, offset, WARC-Record-ID,
+    WARC-Date; and, with an index kept, the records' CDXJ lines."""
 
     file: str
     offset: int
     record_id: str
     date: str
+    cdxj: list[str] = []
 
 
 class WarcFiles:
     """The WARC files of one worker process."""
 
-    def __init__(self, directory: str, max_size: int, settings: dict[str, Any]) -> None:
+    def __init__(
+        self, directory: str, max_size: int, settings: dict[str, Any], index: bool = False
+    ) -> None:
         self.directory = Path(directory)
+        self.index = index  # --cdxj: each fetch's records are indexed as written
+        self.lines: dict[str, int] = {}  # CDXJ lines made, by file (every file opened)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_size = max_size
         self._settings = settings
@@ -117,9 +123,16 @@ class WarcFiles:
             http_headers=_request_headers(exchange.request),
             warc_headers_dict={"WARC-Concurrent-To": response_id},
         )
-        response_member = _member(response)  # compressed outside the lock
-        name, offset = self._append(response_member + _member(request))
-        return Written(name, offset, response_id, date)
+        members = _member(response) + _member(request)  # compressed outside the lock
+        name, offset = self._append(members)
+        if not self.index:
+            return Written(name, offset, response_id, date)
+        from ..output.cdxj import record_lines
+
+        lines = record_lines(members, name, offset)
+        with self._lock:
+            self.lines[name] = self.lines.get(name, 0) + len(lines)
+        return Written(name, offset, response_id, date, lines)
 
     def _revisit_record(
         self,
@@ -189,6 +202,7 @@ class WarcFiles:
         if self._file is None:
             self._serial += 1
             self._name = f"mpcrawler-{self._stamp}-{os.getpid()}-{self._serial:05d}{SUFFIX}"
+            self.lines.setdefault(self._name, 0)
             self._file = open(self.directory / self._name, "ab")  # noqa: SIM115 - kept open
             info = {
                 "software": f"mpcrawler/{__version__}",
