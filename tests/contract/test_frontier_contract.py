@@ -685,3 +685,49 @@ def test_a_block_that_ran_out_while_asking_next_ready_still_leases(
         assert item is not None and item.url == host + "/a"
     finally:
         frontier.close()
+
+
+@pytest.mark.parametrize("name", sorted(IMPLEMENTATIONS))
+def test_embeds_are_leased_past_the_page_budgets_and_before_pages(name: str) -> None:
+    """--page-requisites: an embed counts against neither --max-pages nor
+    --max-pages-per-host, leaves before every page (its band of
+    priorities), and is still leased once the pages are spent."""
+    import time
+
+    from mpcrawler.frontier.base import embed_priority, page_priority
+
+    impl = IMPLEMENTATIONS[name]
+    directory = tempfile.mkdtemp(prefix="frontier-embeds-")
+    f = impl.open(directory, 100)
+    clock = itertools.count(time.monotonic(), 1.0)  # past any wait for a dry lease
+
+    def lease_all() -> list[Any]:
+        got = []
+        while (item := f.lease(next(clock), 1)) is not None:
+            got.append(item)
+            f.ack(item)
+            assert len(got) < 50
+        return got
+
+    try:
+        f.set_budget(2, 2)
+        a, b = HOSTS[0], HOSTS[1]
+        pages = [(f"{a}/p{n}", 0, page_priority(10**9), "page", None) for n in range(3)]
+        embeds = [(f"{a}/e{n}.png", 0, embed_priority(1), "embed", f"{a}/p0") for n in range(4)]
+        embeds.append((f"{b}/font.woff2", 0, embed_priority(2), "embed", f"{a}/p0"))
+        assert f.admit_many(pages) == [True, True, False]  # the host's page budget: 2
+        assert f.admit_many(embeds) == [True] * 5  # embeds count against none
+        got = lease_all()
+        kinds = [item.kind for item in got]
+        assert kinds == ["embed"] * 5 + ["page"] * 2, got
+        assert f.budget_left() is False  # the pages are spent and no embed is queued
+        assert f.admit(f"{b}/late.css", 0, embed_priority(1), "embed", f"{a}/p1")
+        assert f.budget_left() is True
+        assert [item.url for item in lease_all()] == [f"{b}/late.css"]  # past the budget
+        assert f.admit(f"{b}/p9", 0, 0, "page", None)
+        assert lease_all() == []  # but no page
+    finally:
+        f.close()
+        shutil.rmtree(directory, ignore_errors=True)
+        if impl.durable_at_once:
+            redis_server.forget(Path(directory).name)

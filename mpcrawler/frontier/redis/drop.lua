@@ -9,12 +9,15 @@
 
 local P, host = ARGV[1], ARGV[2]
 local q = P .. 'q:' .. host
-local dropped = 0
+local dropped, embeds = 0, 0
 for k = 3, #ARGV do
-  dropped = dropped + redis.call('ZREM', q, ARGV[k])
+  local gone = redis.call('ZREM', q, ARGV[k])
+  dropped = dropped + gone
+  if gone == 1 and string.find(ARGV[k], ',"embed",', 1, true) then embeds = embeds + 1 end
 end
 if dropped == 0 then return 0 end
 redis.call('DECRBY', P .. 'queued', dropped)
+if embeds > 0 then redis.call('DECRBY', P .. 'equeued', embeds) end
 local owner = redis.call('HGET', P .. 'owner', host)
 local index = P .. 'hosts'
 if owner then

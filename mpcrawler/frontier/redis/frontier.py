@@ -133,9 +133,29 @@ log = logging.getLogger(__name__)
 _MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
 FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
 COUNTS_STALE = 0.5  # seconds before idle counts are read again
+
+
 # What each step returns of the crawl's counts, in order (next_due: Redis ms, -1 none).
 # "ever": URLs queued since the crawl began (its seq), so a change shows.
-_COUNTS = ("queued", "leased", "done", "errors", "seen", "late", "scheduled", "next_due", "ever")
+def _is_embed(member: str) -> bool:
+    """A queue member (see the module's docstring) of kind ``embed``."""
+    return ',"embed",' in member
+
+
+_COUNTS = (
+    "queued",
+    "leased",
+    "done",
+    "errors",
+    "seen",
+    "late",
+    "scheduled",
+    "next_due",
+    "ever",
+    "equeued",  # embeds queued, leased and done (counted against no page budget)
+    "eleased",
+    "edone",
+)
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
@@ -274,6 +294,7 @@ class RedisFrontier:
         self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
         self.beat_interval = min(lease_timeout / 3, 1.0)
         self.max_pages, self.per_host = max_pages, per_host
+        self._embeds_only = False  # the next call leases embeds only (lease_embeds)
         self.max_pages_per_host = max_pages_per_host
         self.over_budget = 0  # URLs not admitted: their host's budget was spent
         self.node_info: Callable[[], dict[str, Any]] = dict
@@ -382,6 +403,19 @@ class RedisFrontier:
                     self._dry_until = now + LEASE_POLL
                 break
         return self._prefetch.popleft() if self._prefetch else None
+
+    def lease_embeds(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
+        """``lease``, of embeds only (a partitioned crawl whose page permits
+        are spent: embeds need none)."""
+        self._embeds_only = True
+        try:
+            return self.lease(now, want)
+        finally:
+            self._embeds_only = False
+
+    def embeds_queued(self) -> int:
+        """Embeds queued crawl-wide, as of the last call."""
+        return self._counts["equeued"]
 
     def ack(
         self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
@@ -598,10 +632,12 @@ class RedisFrontier:
     def budget_left(self) -> bool:
         """The crawl-wide page budget (records plus leases) is not spent, or
         this node holds leases not yet taken (they are in the budget)."""
-        if self.max_pages is None or self._prefetch:
-            return True
-        acks = sum(1 for op in self._ops if op[0] == "A")
-        return self._counts["done"] + acks + self.taken < self.max_pages
+        if self.max_pages is None or self._prefetch or self._counts["equeued"] > 0:
+            return True  # embeds are leased past the pages' budget
+        acks = sum(1 for op in self._ops if op[0] == "A" and not _is_embed(op[3]))
+        counts = self._counts
+        pages = counts["done"] - counts["edone"] + acks + self.taken - counts["eleased"]
+        return pages < self.max_pages
 
     def close(self) -> None:
         """Send the acks, give back every lease and idle host held here at
@@ -686,8 +722,8 @@ class RedisFrontier:
 
     @property
     def leases_held(self) -> int:
-        """URLs this node holds on lease here (taken or not)."""
-        return len(self._held)
+        """Pages (not embeds) this node holds on lease here (taken or not)."""
+        return sum(1 for held in self._held.values() if not _is_embed(held.member))
 
     def owned(self) -> tuple[int, int]:
         """The hosts this node owns here, and how many of them it keeps
@@ -771,6 +807,8 @@ class RedisFrontier:
         for url in checks:
             args.extend(_seen_slot(url))
         max_pages = -1 if self.max_pages is None else self.max_pages
+        if self._embeds_only:
+            max_pages = 0  # no page fits: embeds only
         lag = "" if self.lag_ms is None else self.lag_ms  # '': revisits off
         others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
         args.extend((want, self.per_host, max_pages, lag, self.before_ms, others, kept))

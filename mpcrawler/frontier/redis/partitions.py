@@ -287,8 +287,11 @@ class PartitionedFrontier:
                 room = self._permitted(want, take=True)
             except FrontierUnavailable:  # partition 0 is down: its permits with it
                 return None
-            if room <= 0:
-                return None
+            if room <= 0:  # the pages are spent: embeds need no permit
+                item = part.lease_embeds(now, want) if part.embeds_queued() else None
+                if item is not None:
+                    return self._taken_from(p, item)
+                continue
             item = part.lease(now, room)
             if item is not None:
                 return self._taken_from(p, item)
@@ -313,7 +316,8 @@ class PartitionedFrontier:
                 self.parts[p].mark_seen([seen[k] for k in positions])
         here = [seen[k] for k in elsewhere.get(home, [])]
         self.parts[home].ack(item, here, error)
-        self.parts[0].end_permits(spent=1)  # a page done, crawl-wide
+        if item.kind != "embed":
+            self.parts[0].end_permits(spent=1)  # a page done, crawl-wide
 
     def release(self, item: UrlInfo) -> None:
         self._part(item.url).release(item)  # its permit stays here, for the next lease
@@ -484,6 +488,8 @@ class PartitionedFrontier:
         permits or leases not yet taken."""
         if self.max_pages is None or any(part.prefetched for part in self.parts):
             return True
+        if any(part.embeds_queued() for part in self.parts):
+            return True  # embeds need no permit
         first = self.parts[0]
         return self._free_permits() > 0 or first.spent + first.permits_out < self.max_pages
 

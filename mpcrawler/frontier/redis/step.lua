@@ -77,6 +77,14 @@ local P, node, epoch, crawl_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local SCALE = 8589934592 -- score = -priority * 2^33 + seq
+-- Embeds (mpcrawler.frontier.base: EMBED_FLOOR = 2^18 - 16 is their band's
+-- lowest priority, a page's is below it) score below EMBEDS_BELOW.  They
+-- count against no page budget: `equeued`, `eleased` and `edone` count them
+-- apart, and once the pages are spent a lease takes embeds only.
+local EMBEDS_BELOW = -(262128 - 1) * SCALE
+local function is_embed(member)
+  return string.find(member, ',"embed",', 1, true) ~= nil
+end
 
 local function score_of(member)
   local item = cjson.decode(member)
@@ -115,9 +123,11 @@ local function requeue(host, member)
   redis.call('ZADD', P .. 'q:' .. host, score, member)
   redis.call('ZADD', index_key(host), 'LT', score, host)
   redis.call('INCR', P .. 'queued')
+  if is_embed(member) then redis.call('INCR', P .. 'equeued') end
 end
 
-local function end_lease(seq, host)
+local function end_lease(seq, host, member)
+  if is_embed(member) then redis.call('DECR', P .. 'eleased') end
   redis.call('HDEL', P .. 'leased', seq)
   if redis.call('HINCRBY', P .. 'inflight', host, -1) <= 0 then
     redis.call('HDEL', P .. 'inflight', host)
@@ -206,7 +216,7 @@ local function reap()
       local e = cjson.decode(fields[k + 1])
       if gone[e[3]] then
         requeue(e[1], e[2])
-        end_lease(fields[k], e[1])
+        end_lease(fields[k], e[1], e[2])
         reaped = reaped + 1
       end
     end
@@ -286,9 +296,10 @@ for _ = 1, n do
     local entry = redis.call('HGET', P .. 'leased', seq)
     local counted = true
     if entry and cjson.decode(entry)[3] == node then
-      end_lease(seq, host)
+      end_lease(seq, host, member)
     elseif not entry and redis.call('ZREM', P .. 'q:' .. host, member) == 1 then
       redis.call('DECR', P .. 'queued') -- given back (its node was presumed dead), done now
+      if is_embed(member) then redis.call('DECR', P .. 'equeued') end
       fix_index(host)
     else -- leased by another node, or done by one: this record was written twice
       counted = false
@@ -297,6 +308,7 @@ for _ = 1, n do
     i = mark_all(i, nseen)
     if counted then
       redis.call('INCR', P .. 'done')
+      if is_embed(member) then redis.call('INCR', P .. 'edone') end
       if err == '1' then redis.call('INCR', P .. 'errors') end
     end
     if string.sub(member, -5) == ',"R"]' then -- a revisit's copy: still scheduled?
@@ -316,14 +328,17 @@ for _ = 1, n do
       local e = cjson.decode(entry)
       if e[3] == node then
         requeue(e[1], e[2])
-        end_lease(seq, e[1])
+        end_lease(seq, e[1], e[2])
       end
     end
   elseif op == 'D' then
     local seq, host, wait = ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
     i = i + 4
     local entry = redis.call('HGET', P .. 'leased', seq)
-    if entry and cjson.decode(entry)[3] == node then end_lease(seq, host) end
+    if entry then
+      local e = cjson.decode(entry)
+      if e[3] == node then end_lease(seq, host, e[2]) end
+    end
     if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
       unown(host, node, now + wait)
     end
@@ -400,14 +415,15 @@ local new_seen = 0
 for k = 1, n do
   local new
   local host = ARGV[i + 2]
-  if budget > 0 and redis.call('HEXISTS', P .. 'seen:' .. ARGV[i], ARGV[i + 1]) == 0
+  local budgeted = budget > 0 and ARGV[i + 6] ~= 'embed' -- an embed counts against none
+  if budgeted and redis.call('HEXISTS', P .. 'seen:' .. ARGV[i], ARGV[i + 1]) == 0
       and tonumber(redis.call('HGET', P .. 'hostpages', host) or '0') >= budget then
     new = 2 -- over the host's budget: not queued, not marked seen
   else
     new = mark_seen(ARGV[i], ARGV[i + 1])
   end
   if new == 1 then
-    if budget > 0 then redis.call('HINCRBY', P .. 'hostpages', host, 1) end
+    if budgeted then redis.call('HINCRBY', P .. 'hostpages', host, 1) end
     new_seen = new_seen + 1
     local seq = redis.call('INCR', P .. 'seq') - 1
     local member = cjson.encode({seq, ARGV[i + 3], tonumber(ARGV[i + 4]),
@@ -445,10 +461,14 @@ if lag then -- revisits due by now are queued again, a batch a call
 end
 local leased = {}
 local entries = {}
+local room = nil -- pages that may still be leased (nil: no budget)
 if want > 0 and max_pages >= 0 then
-  local room = max_pages - tonumber(redis.call('GET', P .. 'done') or '0')
-    - redis.call('HLEN', P .. 'leased')
-  if room < want then want = room end
+  room = max_pages - tonumber(redis.call('GET', P .. 'done') or '0')
+    + tonumber(redis.call('GET', P .. 'edone') or '0')
+    - redis.call('HLEN', P .. 'leased') + tonumber(redis.call('GET', P .. 'eleased') or '0')
+  if room < want and tonumber(redis.call('GET', P .. 'equeued') or '0') <= 0 then
+    want = room
+  end
 end
 if want > 0 then
   local own = P .. 'own:' .. node
@@ -496,11 +516,12 @@ if want > 0 then
         redis.call('ZADD', own, free_score, free)
         redis.call('HDEL', P .. 'free_at', free)
         held = held + 1
-        host = free
+        host, score = free, free_score
         claimed[#claimed + 1] = free
       end
     end
     if not host then break end
+    if room and room <= 0 and score >= EMBEDS_BELOW then break end -- no embed is ready
     local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
     fix_index(host)
     if #head > 0 then
@@ -508,6 +529,12 @@ if want > 0 then
       redis.call('HSET', P .. 'leased', seq, cjson.encode({host, head[1], node}))
       redis.call('HINCRBY', P .. 'inflight', host, 1)
       redis.call('DECR', P .. 'queued')
+      if is_embed(head[1]) then
+        redis.call('DECR', P .. 'equeued')
+        redis.call('INCR', P .. 'eleased')
+      elseif room then
+        room = room - 1
+      end
       taken[host] = (taken[host] or 0) + 1
       if taken[host] == per_host then full = full + 1 end
       leased[#leased + 1] = head[1]
@@ -546,6 +573,9 @@ local counts = {
   redis.call('ZCARD', P .. 'due'),
   -1,
   tonumber(redis.call('GET', P .. 'seq') or '0'),
+  tonumber(redis.call('GET', P .. 'equeued') or '0'),
+  tonumber(redis.call('GET', P .. 'eleased') or '0'),
+  tonumber(redis.call('GET', P .. 'edone') or '0'),
 }
 local first = redis.call('ZRANGE', P .. 'due', 0, 0, 'WITHSCORES')
 if #first > 0 then counts[8] = tonumber(first[2]) end
