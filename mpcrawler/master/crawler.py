@@ -157,6 +157,11 @@ class Crawler:
             job = Job(self.settings)
             try:
                 if not job.open(shared=shared is not None):
+                    wacz = self.settings.wacz
+                    if wacz and not Path(wacz).exists():  # a kill while packaging, or removed
+                        failure = self._package(job)
+                        if failure is not None:
+                            raise failure
                     return CrawlResult(job.stats_before(), job.out, job.path, already_finished=True)
                 return self._run(job, shared)
             finally:
@@ -490,12 +495,14 @@ class Crawler:
     def _package(self, job: Job) -> BaseException | None:
         """--wacz: the finished crawl's WARC files, index and pages as one
         WACZ file; what failed, if it could not be written."""
+        from ..output.cdxj import CdxjIndex
         from ..output.pipelines import JsonLinesPipeline
         from ..output.wacz import write_wacz
 
         s = self.settings
         assert s.wacz is not None and s.warc_dir is not None
         try:
+            CdxjIndex(s.warc_dir).close()  # whole already, unless a kill came first
             path = write_wacz(
                 s.wacz,
                 s.warc_dir,

@@ -180,6 +180,7 @@ class TestSite:
         if self.embeds:
             requisites = (
                 '<link rel="stylesheet" href="/static/site.css">'
+                '<link rel="icon" href="/static/icon.png">'
                 '<script src="/static/site.js"></script>'
             )
             figures = (
@@ -241,6 +242,7 @@ def _assets() -> dict[str, tuple[str, bytes]]:
         for n in range(IMAGES)
     }
     assets["/cdn/logo.png"] = ("image/png", _png(64, 64, (220, 60, 40)))
+    assets["/static/icon.png"] = ("image/png", _png(16, 16, (40, 120, 200)))
     assets["/static/bg.png"] = ("image/png", _png(8, 8, (245, 240, 225)))
     assets["/cdn/rule.png"] = ("image/png", _png(4, 4, (90, 90, 90)))
     assets["/static/site.css"] = (

@@ -379,8 +379,6 @@ class Worker:
         try:
             analysis = self.analyzer.analyze(response)
             base = document_base(analysis.base, response.url)
-            if analysis.embeds and self.settings.page_requisites:
-                self._add_embeds(result, analysis.embeds, base)
             links = self.resolver.resolve_all(analysis.links, base)
             result.links = len(links)
             directives = page_directives(
@@ -399,6 +397,8 @@ class Worker:
             ]
             if self.settings.record_links:
                 result.all_links = [(url, rule is None, p) for url, rule, p in links]
+            if analysis.embeds and self.settings.page_requisites:
+                self._add_embeds(result, analysis.embeds, base)
             result.canonical = self._canonical(analysis.canonical, response, base)
             result.item = analysis.item if not (obey and "noindex" in directives) else {}
             if self.warc is not None and response.exchange is not None and not self.warc_failed:

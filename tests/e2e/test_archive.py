@@ -1,0 +1,324 @@
+"""Archives that replay: --page-requisites, --cdxj and --wacz.
+
+The built-in site with ``embeds=True`` needs a stylesheet that imports
+another, a script, images, a font and a logo on a second host (a CDN).
+A crawl archives all of it; its index is what cdxj-indexer writes; its WACZ
+validates; and pywb, reading the crawl's own index, replays each page in
+headless chromium with every resource answered from the archive and a
+screenshot within 1% of the live page's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import crawl_args, crawl_records, read_records, run_cli, start_cli
+
+from mpcrawler.output.cdxj import file_lines
+from mpcrawler.testing.site import IMAGES, TestSite
+
+pytestmark = pytest.mark.slow
+
+PYWB = os.environ.get("MPCRAWLER_PYWB_BIN")
+WACZ = os.environ.get("MPCRAWLER_WACZ_BIN")
+needs_pywb = pytest.mark.skipif(
+    not shutil.which("wayback", path=PYWB),
+    reason="pywb is not installed (set MPCRAWLER_PYWB_BIN to the bin folder of a venv with "
+    "pywb; .ci/run makes one)",
+)
+
+
+def two_hosts(make_site: Any, site: TestSite) -> tuple[Any, Any]:
+    """The site on 127.0.0.1 and its CDN, 127.0.0.2, on the same port."""
+    main = make_site(site)
+    cdn = make_site(site, host="127.0.0.2", port=main.port)
+    return main, cdn
+
+
+def reference_index(warc: Path) -> list[str]:
+    """What the reference indexer writes for the WARC files (cdxj-indexer --sort)."""
+    lines = [line for path in sorted(warc.glob("*.warc.gz")) for line in file_lines(path)]
+    return sorted(set(lines))
+
+
+def test_page_requisites_are_fetched_once_from_any_host_outside_the_page_budget(
+    make_site: Any, tmp_path: Path
+) -> None:
+    site = TestSite(pages=40, size=2_000, embeds=True)
+    main, cdn = two_hosts(make_site, site)
+    records = crawl_records(
+        main.url,
+        tmp_path / "job",
+        "--page-requisites",
+        "--allow-private-networks",
+        "--max-pages",
+        "12",
+    )
+    pages = [r for r in records if r.get("kind") != "embed"]
+    embeds = [r for r in records if r.get("kind") == "embed"]
+    assert len(pages) == 12  # embeds do not count against --max-pages
+    # Each requisite once, from the server's side, the CDN's logo included.
+    for path, hits in main.hits.items():
+        if path.startswith("/static/") or path.startswith("/cdn/"):
+            assert hits == 1, (path, hits)
+    assert cdn.hits["/cdn/logo.png"] == 1
+    assert not any(p.startswith("/offsite/") for p in cdn.hits)  # a page link: out of scope
+    for path in ("/static/site.css", "/static/extra.css", "/static/site.woff2", "/static/site.js"):
+        assert main.hits[path] == 1, path
+    assert main.hits["/cdn/rule.png"] == 1  # the imported stylesheet's, two hops away
+    assert {r["url"] for r in embeds} >= {f"{main.url}static/site.css", f"{cdn.url}cdn/logo.png"}
+    for embed in embeds:
+        assert embed["status"] == 200 and embed["from"] in {p["final_url"] for p in pages}
+        assert "title" not in embed and "priority" not in embed  # a short record
+    home = next(p for p in pages if p["url"] == main.url)
+    assert home["embeds"] == 5 and home["embeds_archived"] == 5
+    stats = json.loads((tmp_path / "job" / "stats.json").read_text())
+    assert stats["pages"] == 12
+    assert stats["embeds"]["fetched"] == len(embeds) and stats["embeds"]["failed"] == 0
+    assert stats["embed_kinds"]["img"] >= 12 and stats["embed_kinds"]["font"] == 1
+
+
+def test_embeds_obey_robots_the_deny_list_and_their_own_bound(
+    make_site: Any, tmp_path: Path
+) -> None:
+    site = TestSite(pages=20, size=2_000, embeds=True)
+    main, cdn = two_hosts(make_site, site)
+    cdn.robots = "User-agent: *\nDisallow: /cdn/\n"
+    records = crawl_records(
+        main.url,
+        tmp_path / "job",
+        "--page-requisites",
+        "--allow-private-networks",
+        "--max-pages",
+        "5",
+        "--max-embed-hops",
+        "1",
+        "--reject-regex",
+        r"site\.js$",
+    )
+    assert cdn.hits["/cdn/logo.png"] == 0  # its robots.txt says no
+    logo = next(r for r in records if r["url"].endswith("/cdn/logo.png"))
+    assert logo["kind"] == "embed" and logo["error_kind"] == "robots"
+    assert main.hits["/static/site.js"] == 0  # --reject-regex holds for embeds
+    assert main.hits["/static/extra.css"] == 0  # two hops: past --max-embed-hops 1
+    assert main.hits["/static/site.css"] == 1
+    stats = json.loads((tmp_path / "job" / "stats.json").read_text())
+    assert stats["embeds"]["refused"] == 1 and stats["embeds"]["skipped"] >= 2
+    assert stats["links_dropped"]["reject_regex"] == 1
+
+
+def test_without_page_requisites_nothing_changes(make_site: Any, tmp_path: Path) -> None:
+    site = TestSite(pages=10, size=2_000, embeds=True)
+    main, _ = two_hosts(make_site, site)
+    records = crawl_records(main.url, tmp_path / "job", "--allow-private-networks")
+    assert all("kind" not in r and "embeds" not in r for r in records)
+    assert not any(p.startswith(("/static/", "/cdn/")) for p in main.hits)
+
+
+def test_the_index_is_the_reference_indexers_across_a_kill_and_a_resume(
+    make_site: Any, tmp_path: Path
+) -> None:
+    """A crawl killed mid-way leaves records whose lines never reached the
+    index; the resume indexes them, and the index is cdxj-indexer's."""
+    site = TestSite(pages=80, size=2_000, embeds=True)
+    main, _ = two_hosts(make_site, site)
+    job, warc = tmp_path / "job", tmp_path / "warc"
+    args = ["--page-requisites", "--allow-private-networks", "--warc", str(warc), "--cdxj"]
+    proc = start_cli(*crawl_args(main.url, job, *args))
+    deadline = time.monotonic() + 60
+    while len(list(warc.glob("*.warc.gz"))) < 2 or len(main.log) < 40:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    crawl_records(main.url, job, *args)
+    index = (warc / "index.cdxj").read_text().splitlines(keepends=True)
+    assert index == reference_index(warc)
+    urls = {json.loads(line.split(" ", 2)[2])["url"] for line in index}
+    assert f"{main.url}static/site.woff2" in urls
+    assert all(r["url"] in urls for r in read_records(job / "pages.jsonl"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _chromium(profile: Path) -> list[str]:
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: .ci/run installs Debian's package"
+    return [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        "--run-all-compositor-stages-before-draw",
+        "--virtual-time-budget=5000",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=900,700",
+    ]
+
+
+def _screenshot(flags: list[str], url: str, shot: Path) -> str:
+    """Draw ``url`` into ``shot``; chromium's log."""
+    drawn = subprocess.run(
+        [*flags, f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120
+    )
+    assert shot.exists(), drawn.stderr[-2000:]
+    return drawn.stderr
+
+
+def _differing_share(a: Path, b: Path) -> float:
+    from PIL import Image, ImageChops
+
+    with Image.open(a) as first, Image.open(b) as second:
+        assert first.size == second.size
+        diff = ImageChops.difference(first.convert("RGB"), second.convert("RGB"))
+        changed = sum(1 for pixel in diff.getdata() if pixel != (0, 0, 0))
+        return changed / (first.size[0] * first.size[1])
+
+
+@needs_pywb
+def test_pywb_replays_the_archive_whole_in_a_browser(make_site: Any, tmp_path: Path) -> None:
+    site = TestSite(pages=8, size=1_500, fanout=2, embeds=True)
+    main, cdn = two_hosts(make_site, site)
+    job, warc, wacz = tmp_path / "job", tmp_path / "warc", tmp_path / "site.wacz"
+    records = crawl_records(
+        main.url,
+        job,
+        "--page-requisites",
+        "--allow-private-networks",
+        "--warc",
+        str(warc),
+        "--wacz",
+        str(wacz),
+    )
+    assert wacz.exists() and (warc / "index.cdxj").exists()
+    if shutil.which("wacz", path=WACZ):
+        checked = subprocess.run(
+            [str(Path(WACZ or "") / "wacz"), "validate", "-f", str(wacz)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert checked.returncode == 0 and "is valid" in checked.stdout, checked.stdout
+    # A pywb collection of the crawl's WARC files and its own index, as they are.
+    root = tmp_path / "pywb"
+    collection = root / "collections" / "c"
+    (collection / "archive").mkdir(parents=True)
+    (collection / "indexes").mkdir()
+    for path in warc.glob("*.warc.gz"):
+        shutil.copy(path, collection / "archive" / path.name)
+    shutil.copy(warc / "index.cdxj", collection / "indexes" / "index.cdxj")
+    (root / "config.yaml").write_text("framed_replay: false\n")  # the page alone, unframed
+    port = _free_port()
+    log = open(tmp_path / "pywb.log", "w+", encoding="utf-8")  # noqa: SIM115 - closed below
+    wayback = subprocess.Popen(
+        [str(Path(PYWB or "") / "wayback"), "-p", str(port), "-b", "127.0.0.1"],
+        cwd=root,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        import requests
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                requests.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except requests.ConnectionError:
+                assert wayback.poll() is None and time.monotonic() < deadline, "pywb did not start"
+                time.sleep(0.1)
+        pages = [r for r in records if r.get("kind") != "embed" and r["status"] == 200]
+        assert len(pages) == 8
+        flags = _chromium(tmp_path / "profile")
+        for n, page in enumerate(pages[:3]):
+            stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(page["fetched_at"] + 1))
+            replayed = f"http://127.0.0.1:{port}/c/{stamp}/{page['url']}"
+            before = len(main.log) + len(cdn.log)
+            live_log = _screenshot(flags, page["url"], tmp_path / f"live{n}.png")
+            replay_log = _screenshot(flags, replayed, tmp_path / f"replay{n}.png")
+            assert len(main.log) + len(cdn.log) > before  # the live one came from the site
+            for chromium_log in (live_log, replay_log):
+                assert "Failed to load resource" not in chromium_log, chromium_log[-2000:]
+            share = _differing_share(tmp_path / f"live{n}.png", tmp_path / f"replay{n}.png")
+            assert share <= 0.01, f"{page['url']}: {share:.2%} of the pixels differ"
+        log.seek(0)
+        served = log.read()
+    finally:
+        wayback.terminate()
+        wayback.wait(timeout=30)
+        log.close()
+    answered = [line for line in served.splitlines() if '"GET /c/' in line]
+    assert answered, served[-2000:]
+    assert not [line for line in answered if '" 404 ' in line], served[-3000:]
+    for path in ("static/site.css", "static/extra.css", "cdn/logo.png", "cdn/rule.png", "icon.png"):
+        assert any(path in line for line in answered), path
+    assert any(f"static/img/{n}.png" in served for n in range(IMAGES))
+
+
+def test_a_kill_while_packaging_leaves_no_partial_wacz(make_site: Any, tmp_path: Path) -> None:
+    """The WACZ is built under another name and renamed whole: a kill before
+    the rename leaves nothing under the final name, and a rerun makes it."""
+    code = (
+        "import os, sys, zipfile\n"
+        "from mpcrawler.output import wacz\n"
+        "real = zipfile.ZipFile.close\n"
+        "def close(self):\n"
+        "    real(self)\n"
+        "    os.kill(os.getpid(), 9)\n"
+        "zipfile.ZipFile.close = close\n"
+        "from mpcrawler.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    site = TestSite(pages=5, size=1_500, embeds=True)
+    main, _ = two_hosts(make_site, site)
+    job, warc, target = tmp_path / "job", tmp_path / "warc", tmp_path / "out" / "site.wacz"
+    args = crawl_args(
+        main.url,
+        job,
+        "--page-requisites",
+        "--allow-private-networks",
+        "--warc",
+        str(warc),
+        "--wacz",
+        str(target),
+    )
+    killed = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert not target.exists()
+    again = run_cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert target.exists() and not list(target.parent.glob(".*.tmp"))
+    import zipfile
+
+    with zipfile.ZipFile(target) as package:
+        names = package.namelist()
+        assert "datapackage.json" in names and "pages/pages.jsonl" in names
+        assert "indexes/index.cdx" in names
+        assert package.testzip() is None
+        pages = package.read("pages/pages.jsonl").decode().splitlines()
+    assert json.loads(pages[0])["format"] == "json-pages-1.0"
+    assert len(pages) == 1 + 5
