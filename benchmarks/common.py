@@ -206,7 +206,12 @@ def nginx_site(
 
 @contextlib.contextmanager
 def nginx_dir(
-    docs: Path, latency: float = 0.0, access_log: Path | None = None, *, port: int = 0
+    docs: Path,
+    latency: float = 0.0,
+    access_log: Path | None = None,
+    *,
+    port: int = 0,
+    hosts: tuple[str, ...] = ("127.0.0.1",),
 ) -> Iterator[str]:
     """Debian's nginx serving the directory ``docs`` with its own config, on
     ``port`` (a free loopback port if 0); yields the site's URL, whose ``/``
@@ -215,7 +220,9 @@ def nginx_dir(
     ``echo_sleep``: ``apt-get install libnginx-mod-http-echo``.)  With
     ``access_log``, nginx logs each request there as ``status body-bytes
     if-none-match|if-modified-since uri``.  nginx sends ETag and
-    Last-Modified and answers conditional requests with 304 by default."""
+    Last-Modified and answers conditional requests with 304 by default.
+    It listens on each of ``hosts`` (the same files on each: a second host
+    is a page's CDN), and types requisites by their extension."""
     from mpcrawler.testing.redis import free_port
 
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -244,6 +251,7 @@ def nginx_dir(
             "$http_if_none_match|$http_if_modified_since $request_uri';\n"
             f"    access_log {access_log} revisit;"
         )
+    listen = " ".join(f"listen {host}:{port};" for host in hosts)
     (root / "nginx.conf").write_text(
         f"""{load}daemon off;
 worker_processes 1;
@@ -253,6 +261,8 @@ events {{ worker_connections 1024; }}
 http {{
     {logging}
     default_type text/html;
+    types {{ text/html html; text/css css; image/png png; image/gif gif; image/jpeg jpg;
+             image/svg+xml svg; text/javascript js; font/woff2 woff2; font/woff woff; }}
     client_body_temp_path {root}/tmp;
     proxy_temp_path {root}/tmp;
     fastcgi_temp_path {root}/tmp;
@@ -260,7 +270,7 @@ http {{
     scgi_temp_path {root}/tmp;
     keepalive_requests 100000;
     server {{
-        listen 127.0.0.1:{port};
+        {listen}
         root {docs};{locations}
     }}
 }}
