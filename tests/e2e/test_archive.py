@@ -117,6 +117,36 @@ def test_embeds_obey_robots_the_deny_list_and_their_own_bound(
     assert stats["links_dropped"]["reject_regex"] == 1
 
 
+@pytest.mark.parametrize("parts", [1, 3])
+def test_a_shared_crawl_fetches_each_embed_once_outside_the_page_budget(
+    make_site: Any, tmp_path: Path, crawl: str, parts: int
+) -> None:
+    """Two nodes through Redis: the budget counts pages crawl-wide, embeds
+    (leased past it) are fetched once between them."""
+    import redis_server
+    from many_nodes import Node, shared
+
+    site = TestSite(pages=40, size=2_000, embeds=True)
+    main, cdn = two_hosts(make_site, site)
+    args = [main.url, "--allow-private-networks", "--page-requisites", "--max-pages", "15"]
+    args += [*shared(redis_server.url(), crawl), "--redis-partitions", str(parts)]
+    nodes = [Node(f"n{i}", tmp_path / f"n{i}", args) for i in range(2)]
+    codes = [node.finish() for node in nodes]
+    assert codes == [0, 0], [n.lines.err for n in nodes]
+    records = [r for node in nodes for r in node.records()]
+    pages = [r for r in records if r.get("kind") != "embed"]
+    embeds = [r for r in records if r.get("kind") == "embed"]
+    assert len(pages) == 15
+    for path, hits in main.hits.items():
+        if path.startswith(("/static/", "/cdn/")):
+            assert hits == 1, (path, hits)
+    assert cdn.hits["/cdn/logo.png"] == 1
+    assert main.hits["/static/site.woff2"] == 1 and main.hits["/cdn/rule.png"] == 1
+    assert len(embeds) == sum(
+        h for p, h in [*main.hits.items(), *cdn.hits.items()] if p.startswith(("/static/", "/cdn/"))
+    )
+
+
 def test_without_page_requisites_nothing_changes(make_site: Any, tmp_path: Path) -> None:
     site = TestSite(pages=10, size=2_000, embeds=True)
     main, _ = two_hosts(make_site, site)
