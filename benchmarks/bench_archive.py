@@ -1,9 +1,10 @@
 """Archiving a site with its page requisites: mpcrawler against wget -p.
 
 The built-in site with ``--embeds`` (every page needs a stylesheet that
-imports another, a script, an image, a font, a background and a logo on a
-second host, 127.0.0.2, its "CDN"), served by its own server and by Debian's
-nginx (a static copy, on both hosts), is archived three ways, runs alternated:
+imports another, a script, an image of its own, a font, a background and a
+logo on a second host, 127.0.0.2, its "CDN"), served by its own server and
+by Debian's nginx (a static copy, on both hosts), is archived three ways,
+runs alternated:
 
 * ``mpcrawler -p``: ``--page-requisites --warc DIR``;
 * ``wget -p``: ``wget -r -l inf -p -e robots=off --warc-file=...`` (one
@@ -49,7 +50,7 @@ def builtin(pages: int, size: int) -> Iterator[str]:
                 [
                     *(sys.executable, "-m", "mpcrawler", "serve-site", "--embeds"),
                     *("--host", host, "--port", str(port), "--pages", str(pages)),
-                    *("--size", str(size)),
+                    *("--size", str(size), "--images", str(pages)),
                 ],
                 stdout=subprocess.PIPE,
                 text=True,
@@ -71,7 +72,7 @@ def builtin(pages: int, size: int) -> Iterator[str]:
 def nginx(pages: int, size: int) -> Iterator[str]:
     """nginx serving a static copy of the --embeds site on both hosts."""
     port = free_port()
-    site = TestSite(pages=pages, size=size, embeds=True)
+    site = TestSite(pages=pages, size=size, embeds=True, images=pages)
     copy = Path(tempfile.mkdtemp(prefix="bench-archive-site-"))
     try:
         copy.chmod(0o755)

@@ -324,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="pages need requisites (stylesheets, a script, images, a logo on 127.0.0.2)",
     )
+    site.add_argument(
+        "--images", type=_positive_int, default=10, help="--embeds: images the pages share in turn"
+    )
     return parser
 
 
@@ -900,7 +903,9 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_site(args: argparse.Namespace) -> int:
     from .testing.site import SiteServer, TestSite
 
-    site = TestSite(pages=args.pages, size=args.size, fanout=args.fanout, embeds=args.embeds)
+    site = TestSite(
+        pages=args.pages, size=args.size, fanout=args.fanout, embeds=args.embeds, images=args.images
+    )
     try:
         server = SiteServer(site, args.host, args.port, args.latency)
     except OSError as exc:

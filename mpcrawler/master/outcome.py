@@ -180,7 +180,9 @@ def build_record(
 
 
 # What an embed's record leaves out unless it is a document with links (a frame).
-_DOCUMENT_FIELDS = ("title", "links", "new_links", "priority", "encoding")
+# (Its priority stays: its band says its embed hops, and a schedule rebuilt
+# from the records queues it in that band again.)
+_DOCUMENT_FIELDS = ("title", "links", "new_links", "encoding")
 
 
 def kind_fields(request: Request) -> dict[str, Any]:

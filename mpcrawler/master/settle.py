@@ -31,7 +31,9 @@ from .counters import Counters
 from .request import Request
 from .results import Chains, Finish
 
-__all__ = ["Settling"]
+__all__ = ["MAX_FROM_BYTES", "Settling"]
+
+MAX_FROM_BYTES = 255  # an embed's ``from`` longer than this is not kept (the frontier's slot)
 
 
 class Settling:
@@ -209,7 +211,9 @@ class Settling:
             counts["skipped"] += max(0, len(urls) - room)
             urls = urls[:room]
         priority = embed_priority(hops)
-        return [(url, request.depth, priority, "embed", page) for url in urls]
+        # The local frontier keeps 255 bytes of it: none rather than a cut one.
+        source = page if len(page.encode("utf-8")) <= MAX_FROM_BYTES else None
+        return [(url, request.depth, priority, "embed", source) for url in urls]
 
     def refused_links(self, source: str, dropped: list[tuple[str, str]]) -> None:
         """Count the URLs the rules refused on ``source`` (a page, a redirect,

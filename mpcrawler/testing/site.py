@@ -89,6 +89,7 @@ class TestSite:
         offsite_host: str = "127.0.0.2",
         seed: int = 7,
         embeds: bool = False,
+        images: int = 10,
     ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
@@ -112,7 +113,8 @@ class TestSite:
         self.added_links: dict[int, list[int]] = collections.defaultdict(list)
         self.deleted: set[int] = set()
         self.embeds = embeds
-        self.assets = _assets() if embeds else {}  # path -> (content type, body)
+        self.images = images  # embeds=True: the site's own images, shared by its pages in turn
+        self.assets = _assets(images) if embeds else {}  # path -> (content type, body)
 
     def edit(self, i: int) -> None:
         """Page ``i`` gets a new edition (other bytes, newer validators)."""
@@ -184,7 +186,7 @@ class TestSite:
                 '<script src="/static/site.js"></script>'
             )
             figures = (
-                f'<p><img src="/static/img/{i % IMAGES}.png" width="64" height="64" alt="">'
+                f'<p><img src="/static/img/{i % self.images}.png" width="64" height="64" alt="">'
                 f'<img src="http://{self.offsite_host}:{port}/cdn/logo.png" width="64" '
                 'height="64" alt="logo"></p>\n'
             )
@@ -212,9 +214,6 @@ class TestSite:
         return None if index in self.deleted else index
 
 
-IMAGES = 10  # the embeds=True site's own images, shared by its pages in turn
-
-
 def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
     """A PNG of one colour, made here (no image library needed)."""
     import struct
@@ -234,12 +233,12 @@ def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
     )
 
 
-def _assets() -> dict[str, tuple[str, bytes]]:
+def _assets(images: int) -> dict[str, tuple[str, bytes]]:
     """The requisites of an embeds=True site, by path (``/cdn/`` is served
     by every host, and linked on the off-site one)."""
     assets = {
-        f"/static/img/{n}.png": ("image/png", _png(64, 64, (40 + 20 * n, 120, 200 - 15 * n)))
-        for n in range(IMAGES)
+        f"/static/img/{n}.png": ("image/png", _png(64, 64, (n * 37 % 256, 120, n * 91 % 256)))
+        for n in range(images)
     }
     assets["/cdn/logo.png"] = ("image/png", _png(64, 64, (220, 60, 40)))
     assets["/static/icon.png"] = ("image/png", _png(16, 16, (40, 120, 200)))

@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 from support import crawl_args, crawl_records, read_records, run_cli, start_cli
 
+from mpcrawler.frontier.base import EMBED_FLOOR
 from mpcrawler.output.cdxj import file_lines
-from mpcrawler.testing.site import IMAGES, TestSite
+from mpcrawler.testing.site import TestSite
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +80,8 @@ def test_page_requisites_are_fetched_once_from_any_host_outside_the_page_budget(
     assert {r["url"] for r in embeds} >= {f"{main.url}static/site.css", f"{cdn.url}cdn/logo.png"}
     for embed in embeds:
         assert embed["status"] == 200 and embed["from"] in {p["final_url"] for p in pages}
-        assert "title" not in embed and "priority" not in embed  # a short record
+        assert "title" not in embed and "links" not in embed  # a short record
+        assert embed["priority"] >= EMBED_FLOOR  # its band: rebuilt from it, it queues there
     home = next(p for p in pages if p["url"] == main.url)
     assert home["embeds"] == 5 and home["embeds_archived"] == 5
     stats = json.loads((tmp_path / "job" / "stats.json").read_text())
@@ -304,7 +306,7 @@ def test_pywb_replays_the_archive_whole_in_a_browser(make_site: Any, tmp_path: P
     assert not [line for line in answered if '" 404 ' in line], served[-3000:]
     for path in ("static/site.css", "static/extra.css", "cdn/logo.png", "cdn/rule.png", "icon.png"):
         assert any(path in line for line in answered), path
-    assert any(f"static/img/{n}.png" in served for n in range(IMAGES))
+    assert any(f"static/img/{n}.png" in served for n in range(site.images))
 
 
 def test_a_kill_while_packaging_leaves_no_partial_wacz(make_site: Any, tmp_path: Path) -> None:
