@@ -182,3 +182,26 @@ def scrape(port: int) -> dict[str, float]:
             labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
             samples[f"{sample.name}{{{labels}}}"] = sample.value
     return samples
+
+
+def chromium_flags(profile: Path, *extra: str) -> list[str]:
+    """Debian's chromium, headless, quiet and isolated (its profile in
+    ``profile``), logging to stderr; ``extra`` after the rest."""
+    import shutil
+
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: .ci/run installs Debian's package"
+    return [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
+    ]

@@ -233,22 +233,26 @@ class UrlRules:
         """A canonical URL with its query cleaned up."""
         return self.query.apply(url) if self.query else url
 
-    def refusal(self, url: str, sitemap: bool = False) -> str | None:
+    def refusal(self, url: str, sitemap: bool = False, embed: bool = False) -> str | None:
         """Why the crawl does not fetch ``url`` (canonical): one of RULES, or
-        None.  The extensions do not apply to a ``sitemap`` (``.xml.gz``)."""
+        None.  The extensions do not apply to a ``sitemap`` (``.xml.gz``).
+        An ``embed``, a page's requisite (``--page-requisites``), comes from
+        any host whatever the scope, and --accept-regex and --reject-ext
+        refuse it only with --filter-embeds; the other rules hold."""
         scope = self.scope
         if scope.deny and any(is_subdomain(hostname_of(url), d) for d in scope.deny):
             return "deny_domain"
-        if not scope.allows(url):
+        if not embed and not scope.allows(url):
             return "scope"
         accept, reject = self._compiled  # type: ignore[attr-defined]
         if reject is not None and reject.any(url):
             return "reject_regex"
         if self.exclude and self.excluded(url):
             return "exclude"
-        if accept is not None and not accept.any(url):
+        filtered = not embed or self.filter_embeds
+        if filtered and accept is not None and not accept.any(url):
             return "accept_regex"
-        if self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
+        if filtered and self.reject_ext and not sitemap and extension_of(url) in self.reject_ext:
             return "reject_ext"
         if path_trap(url, self.max_path_repeats, self.max_path_segments):
             return "path_trap"
@@ -258,27 +262,8 @@ class UrlRules:
         return self.refusal(url) is None
 
     def embed_refusal(self, url: str) -> str | None:
-        """Why the crawl does not fetch ``url`` (canonical) as an embed, a
-        page's requisite (``--page-requisites``): from any host, whatever
-        the scope, but never a denied domain, a --reject-regex or
-        ``control exclude`` match, or a path trap; --accept-regex and
-        --reject-ext only with --filter-embeds."""
-        scope = self.scope
-        if scope.deny and any(is_subdomain(hostname_of(url), d) for d in scope.deny):
-            return "deny_domain"
-        accept, reject = self._compiled  # type: ignore[attr-defined]
-        if reject is not None and reject.any(url):
-            return "reject_regex"
-        if self.exclude and self.excluded(url):
-            return "exclude"
-        if self.filter_embeds:
-            if accept is not None and not accept.any(url):
-                return "accept_regex"
-            if self.reject_ext and extension_of(url) in self.reject_ext:
-                return "reject_ext"
-        if path_trap(url, self.max_path_repeats, self.max_path_segments):
-            return "path_trap"
-        return None
+        """Why the crawl does not fetch ``url`` (canonical) as an embed."""
+        return self.refusal(url, embed=True)
 
     def excluded(self, url: str) -> bool:
         """A ``control exclude`` pattern matches ``url``: not fetched, even if queued."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import crawl_args, crawl_records, read_records, run_cli, start_cli
+from support import chromium_flags, crawl_args, crawl_records, read_records, run_cli, start_cli
 
 from mpcrawler.frontier.base import EMBED_FLOOR
 from mpcrawler.output.cdxj import file_lines
@@ -44,6 +44,18 @@ def two_hosts(make_site: Any, site: TestSite) -> tuple[Any, Any]:
     main = make_site(site)
     cdn = make_site(site, host="127.0.0.2", port=main.port)
     return main, cdn
+
+
+def archiving(warc: Path, wacz: Path) -> list[str]:
+    """The options of a crawl of the two hosts that archives with its requisites."""
+    return [
+        "--page-requisites",
+        "--allow-private-networks",
+        "--warc",
+        str(warc),
+        "--wacz",
+        str(wacz),
+    ]
 
 
 def reference_index(warc: Path) -> list[str]:
@@ -187,29 +199,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _chromium(profile: Path) -> list[str]:
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is missing: .ci/run installs Debian's package"
-    return [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--hide-scrollbars",
-        "--force-device-scale-factor=1",
-        "--run-all-compositor-stages-before-draw",
-        "--virtual-time-budget=5000",
-        f"--user-data-dir={profile}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--window-size=900,700",
-    ]
-
-
 def _screenshot(flags: list[str], url: str, shot: Path) -> str:
     """Draw ``url`` into ``shot``; chromium's log."""
     drawn = subprocess.run(
@@ -234,16 +223,7 @@ def test_pywb_replays_the_archive_whole_in_a_browser(make_site: Any, tmp_path: P
     site = TestSite(pages=8, size=1_500, fanout=2, embeds=True)
     main, cdn = two_hosts(make_site, site)
     job, warc, wacz = tmp_path / "job", tmp_path / "warc", tmp_path / "site.wacz"
-    records = crawl_records(
-        main.url,
-        job,
-        "--page-requisites",
-        "--allow-private-networks",
-        "--warc",
-        str(warc),
-        "--wacz",
-        str(wacz),
-    )
+    records = crawl_records(main.url, job, *archiving(warc, wacz))
     assert wacz.exists() and (warc / "index.cdxj").exists()
     if shutil.which("wacz", path=WACZ):
         checked = subprocess.run(
@@ -283,8 +263,15 @@ def test_pywb_replays_the_archive_whole_in_a_browser(make_site: Any, tmp_path: P
                 time.sleep(0.1)
         pages = [r for r in records if r.get("kind") != "embed" and r["status"] == 200]
         assert len(pages) == 8
-        flags = _chromium(tmp_path / "profile")
-        for n, page in enumerate(pages[:3]):
+        flags = chromium_flags(
+            tmp_path / "profile",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            "--run-all-compositor-stages-before-draw",
+            "--virtual-time-budget=5000",
+            "--window-size=900,700",
+        )
+        for n, page in enumerate(pages[:2]):
             stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(page["fetched_at"] + 1))
             replayed = f"http://127.0.0.1:{port}/c/{stamp}/{page['url']}"
             before = len(main.log) + len(cdn.log)
@@ -326,16 +313,7 @@ def test_a_kill_while_packaging_leaves_no_partial_wacz(make_site: Any, tmp_path:
     site = TestSite(pages=5, size=1_500, embeds=True)
     main, _ = two_hosts(make_site, site)
     job, warc, target = tmp_path / "job", tmp_path / "warc", tmp_path / "out" / "site.wacz"
-    args = crawl_args(
-        main.url,
-        job,
-        "--page-requisites",
-        "--allow-private-networks",
-        "--warc",
-        str(warc),
-        "--wacz",
-        str(target),
-    )
+    args = crawl_args(main.url, job, *archiving(warc, target))
     killed = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120
     )

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from hostile import html, links, redirect, serve
-from support import Lines, crawl_records, run_cli, start_cli
+from support import Lines, chromium_flags, crawl_records, run_cli, start_cli
 
 from mpcrawler.testing.site import TestSite, serve_site
 
@@ -56,23 +55,8 @@ def test_the_report_is_one_file_with_every_part(job: Path) -> None:
 
 
 def test_a_browser_shows_it_without_errors(job: Path, tmp_path: Path) -> None:
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is missing: .ci/run installs Debian's package"
     assert run_cli("report", str(job)).returncode == 0
-    flags = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--window-size=1200,1800",
-    ]
+    flags = chromium_flags(tmp_path / "profile", "--window-size=1200,1800")
     url = (job / "report.html").as_uri()
     shot = tmp_path / "report.png"
     drawn = subprocess.run(
