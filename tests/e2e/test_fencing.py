@@ -99,8 +99,12 @@ def test_one_node_id_is_one_live_process(tmp_path: Path, crawl: str) -> None:
         args = [*site.args(), *shared(redis_server.url(), crawl, "--delay", "0.05")]
         first = Node("twin", tmp_path / "first", args)
         wait_until(lambda: len(first.records()) >= 3, what="the first node's records")
+        site.gate.clear()  # the first cannot finish (and leave) before the second has tried
         second = Node("twin", tmp_path / "second", args)
-        assert second.finish() == 2
+        try:
+            assert second.finish() == 2
+        finally:
+            site.gate.set()
         assert first.finish() == 0, first.err
         counts = site.fetch_counts()
     lines = second.err.strip().splitlines()

@@ -118,6 +118,7 @@ from ...web.redact import redact_url
 from ...web.urls import host_key
 from ..base import FOREVER, KINDS, Admission, Revisit, UrlInfo
 from ..hostblocks import HostBlocks
+from . import protocol as wire
 from .client import connect, key_prefix, lost_message
 
 __all__ = [
@@ -135,27 +136,11 @@ FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
 COUNTS_STALE = 0.5  # seconds before idle counts are read again
 
 
-# What each step returns of the crawl's counts, in order (next_due: Redis ms, -1 none).
-# "ever": URLs queued since the crawl began (its seq), so a change shows.
 def _is_embed(member: str) -> bool:
     """A queue member (see the module's docstring) of kind ``embed``."""
     return ',"embed",' in member
 
 
-_COUNTS = (
-    "queued",
-    "leased",
-    "done",
-    "errors",
-    "seen",
-    "late",
-    "scheduled",
-    "next_due",
-    "ever",
-    "equeued",  # embeds queued, leased and done (counted against no page budget)
-    "eleased",
-    "edone",
-)
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BACKOFF_MAX = 5.0
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
@@ -308,7 +293,7 @@ class RedisFrontier:
         self._drop_script = self.r.register_script(_DROP_SCRIPT)
         self.excluded: Callable[[str], bool] | None = None  # `control exclude`
         self.dropped = 0  # URLs dropped by it (here)
-        self._ops: list[list[Any]] = []
+        self._ops: list[wire.Op] = []  # the outbox: sent with the next call
         self._ops_since = 0.0
         self._held: dict[int, _Lease] = {}  # seq -> each lease held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
@@ -319,7 +304,7 @@ class RedisFrontier:
         self._resync_held = True  # the next heartbeat lists every host held here
         self._told: set[str] = set()  # hosts Redis has as blocked here (blk:NODE)
         self._retell: set[str] = set()  # hosts whose block changed since the last call
-        self._counts = dict.fromkeys(_COUNTS, 0)
+        self._counts = wire.Counts()
         self.lag_ms: int | None = None  # revisits off
         self.before_ms = -1  # none
         self._counts_at = 0.0
@@ -415,34 +400,30 @@ class RedisFrontier:
 
     def embeds_queued(self) -> int:
         """Embeds queued crawl-wide, as of the last call."""
-        return self._counts["equeued"]
+        return self._counts.equeued
 
     def ack(
         self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
     ) -> None:
         lease = self._held.pop(item.seq, None)
         host, member = (lease.host, lease.member) if lease else (host_key(item.url), "")
-        op: list[Any] = ["A", item.seq, host, member, self._wait_ms(host), int(error), len(seen)]
-        for url in seen:
-            op.extend(_seen_slot(url))
-        self._queue_op(op)
+        slots = tuple(_seen_slot(url) for url in seen)
+        self._queue_op(wire.Ack(item.seq, host, member, self._wait_ms(host), error, slots))
         if host in self._draining and all(held.host != host for held in self._held.values()):
-            self._queue_op(["G", host, self._wait_ms(host)])  # shed: it goes once idle
+            self._queue_op(wire.GiveUp(host, self._wait_ms(host)))  # shed: it goes once idle
 
     def mark_seen(self, urls: Sequence[str]) -> None:
         """Mark ``urls`` seen with the next call (a redirect's hops in this
         partition, whose page was acked in another)."""
         if urls:
-            op: list[Any] = ["M", len(urls)]
-            for url in urls:
-                op.extend(_seen_slot(url))
-            self._queue_op(op)
+            self._queue_op(wire.MarkSeen(tuple(_seen_slot(url) for url in urls)))
 
     def schedule(self, revisits: Sequence[Revisit]) -> None:
         for url, due, depth, priority, kind, state, fetched in revisits:
             host = host_key(url)
             due_ms, fetched_ms = int(due * 1000), int(fetched * 1000)
-            self._queue_op(["S", host, url, depth, priority, kind, due_ms, fetched_ms, state])
+            op = wire.Schedule(host, url, depth, priority, kind, due_ms, fetched_ms, state)
+            self._queue_op(op)
 
     def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
         self.lag_ms = None if lag is None else int(lag * 1000)
@@ -450,14 +431,14 @@ class RedisFrontier:
         self._dry_until = 0.0
 
     def next_due(self) -> float | None:
-        first = self._counts["next_due"]
+        first = self._counts.next_due
         if self.lag_ms is None or first < 0 or 0 <= self.before_ms <= first:
             return None
         return (first + self.lag_ms) / 1000.0
 
     def expedite(self, items: Sequence[tuple[str, float]]) -> int:
         for url, since in items:
-            self._queue_op(["X", url, int(since * 1000)])
+            self._queue_op(wire.Expedite(url, int(since * 1000)))
         return len(items)
 
     def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
@@ -494,13 +475,13 @@ class RedisFrontier:
             return False
         lease = self._held.pop(item.seq, None)
         host = lease.host if lease else host_key(item.url)
-        self._queue_op(["D", item.seq, host, self._wait_ms(host)])
+        self._queue_op(wire.Drop(item.seq, host, self._wait_ms(host)))
         self.dropped += 1
         return True
 
     def release(self, item: UrlInfo) -> None:
         self._held.pop(item.seq, None)
-        self._queue_op(["R", item.seq])
+        self._queue_op(wire.Release(item.seq))
         self._dry_until = 0.0
 
     def block(self, host: str, until: float) -> None:
@@ -584,11 +565,11 @@ class RedisFrontier:
         return {
             "queued": len(self) - len(self._prefetch),
             "taken": self.taken,
-            "seen": c["seen"],
-            "done": c["done"],
+            "seen": c.seen,
+            "done": c.done,
             "hosts_held": len(self._owned),
             "hosts_blocked": len(self._blocks),
-            "scheduled": c["scheduled"],
+            "scheduled": c.scheduled,
             "redis_round_trips": self.round_trips,
             "fenced": self.fenced,
             **({"excluded": self.dropped} if self.dropped else {}),
@@ -597,15 +578,15 @@ class RedisFrontier:
     def __len__(self) -> int:
         """URLs queued crawl-wide (as of the last call, with this node's
         releases still in the outbox), plus those leased here and not yet taken."""
-        releases = sum(1 for op in self._ops if op[0] == "R")
-        return self._counts["queued"] + releases + len(self._prefetch)
+        releases = sum(1 for op in self._ops if isinstance(op, wire.Release))
+        return self._counts.queued + releases + len(self._prefetch)
 
     @property
     def taken(self) -> int:
         """URLs leased crawl-wide (as of the last call, less this node's acks
         and releases still in the outbox)."""
-        pending = sum(1 for op in self._ops if op[0] in ("A", "R", "D"))
-        return max(0, self._counts["leased"] - pending)
+        pending = sum(1 for op in self._ops if isinstance(op, wire.Ack | wire.Release | wire.Drop))
+        return max(0, self._counts.leased - pending)
 
     def leased_elsewhere(self) -> int:
         """URLs leased and not yet acked by other nodes (as of the last call)."""
@@ -632,11 +613,11 @@ class RedisFrontier:
     def budget_left(self) -> bool:
         """The crawl-wide page budget (records plus leases) is not spent, or
         this node holds leases not yet taken (they are in the budget)."""
-        if self.max_pages is None or self._prefetch or self._counts["equeued"] > 0:
+        if self.max_pages is None or self._prefetch or self._counts.equeued > 0:
             return True  # embeds are leased past the pages' budget
-        acks = sum(1 for op in self._ops if op[0] == "A" and not _is_embed(op[3]))
+        acks = sum(1 for op in self._ops if isinstance(op, wire.Ack) and not _is_embed(op.member))
         counts = self._counts
-        pages = counts["done"] - counts["edone"] + acks + self.taken - counts["eleased"]
+        pages = counts.done - counts.edone + acks + self.taken - counts.eleased
         return pages < self.max_pages
 
     def close(self) -> None:
@@ -652,14 +633,14 @@ class RedisFrontier:
                 # too) goes with its politeness wait; GA gives up the rest.
                 hosts = {*self._owned, *self._blocks.until, *(h.host for h in self._held.values())}
                 for seq in list(self._held):
-                    self._queue_op(["R", seq])
+                    self._queue_op(wire.Release(seq))
                 self._held.clear()
                 self._prefetch.clear()
                 for host in sorted(hosts):
-                    self._queue_op(["G", host, self._wait_ms(host)])
-                self._queue_op(["GA"])
+                    self._queue_op(wire.GiveUp(host, self._wait_ms(host)))
+                self._queue_op(wire.GiveUpAll())
                 self._call(beat=True)  # its last figures, for status
-                self._queue_op(["L"])
+                self._queue_op(wire.Leave())
                 self._call()
         except (FrontierUnavailable, *self._faults) as exc:
             log.warning(
@@ -682,21 +663,25 @@ class RedisFrontier:
         """Ask for up to ``n`` more page permits, at once (one call); how many
         this node holds now.  Raises FrontierUnavailable if Redis is down."""
         self._check_up()
-        self._queue_op(["PT", n, max_pages])
+        self._queue_op(wire.TakePermits(n, max_pages))
         self._call()
         return self.permits
 
     def end_permits(self, spent: int = 0, unused: int = 0) -> None:
         """``spent`` permits were pages done, ``unused`` go back: in the
         outbox, merged with what is waiting there (one op each a call)."""
-        for code, k in (("PS", spent), ("PR", unused)):
+        ending: tuple[type[wire.SpendPermits | wire.ReturnPermits], ...] = (
+            wire.SpendPermits,
+            wire.ReturnPermits,
+        )
+        for kind, k in zip(ending, (spent, unused), strict=True):
             if k <= 0:
                 continue
-            waiting = next((op for op in self._ops if op[0] == code), None)
-            if waiting is None:
-                self._queue_op([code, k])
+            at = next((n for n, op in enumerate(self._ops) if type(op) is kind), None)
+            if at is None:
+                self._queue_op(kind(k))
             else:
-                waiting[1] += k
+                self._ops[at] = kind(self._ops[at].k + k)  # type: ignore[union-attr]
 
     # ------------------------------- what the partitioned frontier asks of one
     @property
@@ -718,7 +703,7 @@ class RedisFrontier:
     def figures(self) -> tuple[int, int, int, int]:
         """This partition's (queued, leased, done, ever), as of the last call."""
         c = self._counts
-        return c["queued"], c["leased"], c["done"], c["ever"]
+        return c.queued, c.leased, c.done, c.ever
 
     @property
     def leases_held(self) -> int:
@@ -733,10 +718,10 @@ class RedisFrontier:
     @property
     def permits_ending(self) -> int:
         """Page permits spent or given back in the outbox, not yet sent."""
-        return sum(op[1] for op in self._ops if op[0] in ("PS", "PR"))
+        return _permits_ending(self._ops)
 
     # ----------------------------------------------------------- internals
-    def _queue_op(self, op: list[Any]) -> None:
+    def _queue_op(self, op: wire.Op) -> None:
         if not self._ops:
             self._ops_since = time.monotonic()
         self._ops.append(op)
@@ -758,7 +743,7 @@ class RedisFrontier:
         for host in self._retell:
             blocked = host in self._blocks or host in self._draining
             if blocked != (host in self._told):
-                self._queue_op(["B" if blocked else "U", host])
+                self._queue_op(wire.Block(host) if blocked else wire.Unblock(host))
                 if blocked:
                     self._told.add(host)
                 else:
@@ -794,30 +779,35 @@ class RedisFrontier:
             self._retell.update(self._blocks.until, self._draining)
         self._tell_blocks()
         ops = self._ops
-        args: list[Any] = [self.prefix, self.node, self.epoch, self.crawl_id]
         new_id = (self._new_id or uuid.uuid4().hex) if register else ""
-        args += [new_id, int(force), len(ops)]
-        for op in ops:
-            args.extend(op)
-        args.extend((len(admits), self.max_pages_per_host or 0))
-        for url, depth, priority, kind, lastmod in admits:
-            args.extend(_seen_slot(url))
-            args.extend((host_key(url), url, depth, priority, kind, lastmod or ""))
-        args.append(len(checks))
-        for url in checks:
-            args.extend(_seen_slot(url))
+        header = wire.Header(self.prefix, self.node, self.epoch, self.crawl_id, new_id, force)
+        to_admit = [
+            wire.AdmitArgs(
+                _seen_slot(url), host_key(url), url, depth, priority, kind, lastmod or ""
+            )
+            for url, depth, priority, kind, lastmod in admits
+        ]
         max_pages = -1 if self.max_pages is None else self.max_pages
         if self._embeds_only:
             max_pages = 0  # no page fits: embeds only
-        lag = "" if self.lag_ms is None else self.lag_ms  # '': revisits off
         others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
-        args.extend((want, self.per_host, max_pages, lag, self.before_ms, others, kept))
+        lease = wire.LeaseArgs(
+            want, self.per_host, max_pages, self.lag_ms, self.before_ms, others, kept
+        )
+        heartbeat = None
         if beat:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))
-            args.extend((1, int(self.lease_timeout * 1000), info, int(self._resync_held)))
-        else:
-            args.append(0)
+            heartbeat = wire.Beat(int(self.lease_timeout * 1000), info, self._resync_held)
+        args = wire.encode(
+            header,
+            ops,
+            to_admit,
+            self.max_pages_per_host or 0,
+            [_seen_slot(url) for url in checks],
+            lease,
+            heartbeat,
+        )
         self.round_trips += 1
         sent = time.monotonic()
         try:
@@ -833,24 +823,22 @@ class RedisFrontier:
             if text.startswith(("FENCED", "LOST", "TAKEN")):
                 self._refused(text)
             raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
-        admitted, leased_raw, checked, counts, beat_reply, session, entries, hosts, permits = reply
+        answer = wire.decode(reply)
         if register:
             self.permits = 0  # a new session holds none
-        granted, self.spent, self.permits_out = (int(x) for x in permits)
-        ended = sum(op[1] for op in ops if op[0] in ("PS", "PR"))
-        self.permits = max(0, self.permits + granted - ended)
+        self.spent, self.permits_out = answer.spent, answer.permits_out
+        self.permits = max(0, self.permits + answer.granted - _permits_ending(ops))
         del ops[: len(ops)]
-        claimed, released = hosts  # released by the ops, then claimed by the lease
-        self._owned.difference_update(h.decode() for h in released)
-        self._owned.update(h.decode() for h in claimed)
-        self.epoch, self.crawl_id = session[0].decode(), session[1].decode()
+        self._owned.difference_update(answer.released)  # released by the ops, then
+        self._owned.update(answer.claimed)  # claimed by the lease
+        self.epoch, self.crawl_id = answer.epoch, answer.crawl_id
         now = time.monotonic()
         if beat:
             self._beat_sent = sent
-        self._counts = dict(zip(_COUNTS, (int(c) for c in counts), strict=True))
+        self._counts = answer.counts
         self._counts_at = now
         leased = []
-        for member, entry in zip(leased_raw, entries, strict=True):
+        for member, entry in zip(answer.leased, answer.entries, strict=True):
             item = _item(member, entry)
             self._held[item.seq] = _Lease(host_key(item.url), member.decode(), item)
             if not self._drop_held(item):
@@ -858,13 +846,13 @@ class RedisFrontier:
         if self._down_since is not None:
             log.warning("Redis at %s is back after %.1f s", self.url, now - self._down_since)
             self._down_since, self._backoff, self._reconcile = None, 0.1, True
-        if beat_reply:
-            self._after_beat(beat_reply, now)
+        if answer.beat is not None:
+            self._after_beat(answer.beat, now)
         if self._reconcile:
             self._reconcile = False
             self._give_back_strays()
-        self.over_budget += sum(1 for a in admitted if a == 2)
-        return _Step([a == 1 for a in admitted], leased, [bool(c) for c in checked])
+        self.over_budget += sum(1 for a in answer.admitted if a == 2)
+        return _Step([a == 1 for a in answer.admitted], leased, answer.checked)
 
     def _register(self) -> None:
         """Join the crawl with a new epoch.  If a live node has this id:
@@ -918,15 +906,14 @@ class RedisFrontier:
         self._retry_at = now + self._backoff
         self._backoff = min(BACKOFF_MAX, self._backoff * 2)
 
-    def _after_beat(self, reply: list[Any], now: float) -> None:
-        reaped, hosts, alive, held = reply
-        self._last_beat, self.last_reaped = now, int(reaped)
-        self.beat_hosts, self.beat_alive = int(hosts), max(1, int(alive))
-        if reaped:
-            log.info("gave back %d leases of nodes whose heartbeat ran out", reaped)
-        if isinstance(held, list):
-            self._owned, self._resync_held = {h.decode() for h in held}, False
-        elif int(held) != len(self._owned):  # a reply lost to a fault: ask for them all
+    def _after_beat(self, reply: wire.BeatReply, now: float) -> None:
+        self._last_beat, self.last_reaped = now, reply.reaped
+        self.beat_hosts, self.beat_alive = reply.hosts, max(1, reply.alive)
+        if reply.reaped:
+            log.info("gave back %d leases of nodes whose heartbeat ran out", reply.reaped)
+        if isinstance(reply.held, list):
+            self._owned, self._resync_held = set(reply.held), False
+        elif reply.held != len(self._owned):  # a reply lost to a fault: ask for them all
             self._resync_held = True
         busy = {lease.host for lease in self._held.values()}
         others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
@@ -939,17 +926,22 @@ class RedisFrontier:
         self._draining = set(shed)
         for host in shed:
             if host not in busy:
-                self._queue_op(["G", host, self._wait_ms(host)])
+                self._queue_op(wire.GiveUp(host, self._wait_ms(host)))
 
     def _give_back_strays(self) -> None:
         """Give back every lease recorded under this node's id that it does not hold."""
         try:
             for seq, raw in self.r.hscan_iter(self.prefix + "leased", count=1000):
                 if json.loads(raw)[2] == self.node and int(seq) not in self._held:
-                    self._queue_op(["R", int(seq)])
+                    self._queue_op(wire.Release(int(seq)))
         except self._faults as exc:
             self._fault(exc)
             return
         if self._ops:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
+
+
+def _permits_ending(ops: Sequence[wire.Op]) -> int:
+    """Page permits spent or given back by ``ops``."""
+    return sum(op.k for op in ops if isinstance(op, wire.SpendPermits | wire.ReturnPermits))

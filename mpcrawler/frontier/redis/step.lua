@@ -4,6 +4,12 @@
 -- slot in a cluster; every key used here is under the same `mpc:{CRAWL}:`
 -- prefix, so all of them live in that one slot.
 --
+-- The Python side of this protocol is mpcrawler/frontier/redis/protocol.py:
+-- each op below is a named type there (A Ack, R Release, D Drop, G GiveUp,
+-- GA GiveUpAll, L Leave, S Schedule, X Expedite, B Block, U Unblock, M
+-- MarkSeen, PT TakePermits, PS SpendPermits, PR ReturnPermits), and each
+-- has a handler in the table `ops` here.
+--
 -- ARGV: prefix, node, epoch, crawl id, new id, force, then five sections,
 -- each starting with its count:
 --   ops     n, then per op:  A seq host member wait_ms error nseen (bucket tail)*
@@ -284,126 +290,162 @@ elseif redis.call('HGET', P .. 'epoch', node) ~= epoch then
 end
 
 -- ops ------------------------------------------------------------------
+-- One handler per operation (mpcrawler/frontier/redis/protocol.py names
+-- them): each reads its fields from ARGV[a], ARGV[a + 1]... and returns the
+-- index after them.
 local granted = 0 -- page permits (op PT)
+local ops = {}
+
+ops.A = function(a) -- Ack: seq host member wait_ms error nseen (bucket tail)*
+  local seq, host, member = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local wait, err, nseen = tonumber(ARGV[a + 3]), ARGV[a + 4], tonumber(ARGV[a + 5])
+  local entry = redis.call('HGET', P .. 'leased', seq)
+  local counted = true
+  if entry and cjson.decode(entry)[3] == node then
+    end_lease(seq, host, member)
+  elseif not entry and redis.call('ZREM', P .. 'q:' .. host, member) == 1 then
+    redis.call('DECR', P .. 'queued') -- given back (its node was presumed dead), done now
+    if is_embed(member) then redis.call('DECR', P .. 'equeued') end
+    fix_index(host)
+  else -- leased by another node, or done by one: this record was written twice
+    counted = false
+    redis.call('INCR', P .. 'late')
+  end
+  local after = mark_all(a + 6, nseen)
+  if counted then
+    redis.call('INCR', P .. 'done')
+    if is_embed(member) then redis.call('INCR', P .. 'edone') end
+    if err == '1' then redis.call('INCR', P .. 'errors') end
+  end
+  if string.sub(member, -5) == ',"R"]' then -- a revisit's copy: still scheduled?
+    local url = cjson.decode(member)[2]
+    if not redis.call('ZSCORE', P .. 'due', url) and redis.call('HEXISTS', P .. 'rv', url) == 1 then
+      redis.call('ZADD', P .. 'due', 0, url) -- not scheduled again (revisits off): due at once
+    end
+  end
+  if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
+    unown(host, node, now + wait)
+  end
+  return after
+end
+
+ops.R = function(a) -- Release: seq
+  local seq = ARGV[a]
+  local entry = redis.call('HGET', P .. 'leased', seq)
+  if entry then
+    local e = cjson.decode(entry)
+    if e[3] == node then
+      requeue(e[1], e[2])
+      end_lease(seq, e[1], e[2])
+    end
+  end
+  return a + 1
+end
+
+ops.D = function(a) -- Drop: seq host wait_ms
+  local seq, host, wait = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
+  local entry = redis.call('HGET', P .. 'leased', seq)
+  if entry then
+    local e = cjson.decode(entry)
+    if e[3] == node then end_lease(seq, host, e[2]) end
+  end
+  if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
+    unown(host, node, now + wait)
+  end
+  return a + 3
+end
+
+ops.G = function(a) -- GiveUp: host wait_ms
+  local host, wait = ARGV[a], tonumber(ARGV[a + 1])
+  if owned_idle(host) then unown(host, node, now + wait) end
+  return a + 2
+end
+
+ops.GA = function(a) -- GiveUpAll
+  for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. node)) do
+    if owned_idle(host) then unown(host, node, now) end
+  end
+  return a
+end
+
+ops.L = function(a) -- Leave
+  redis.call('ZREM', P .. 'alive', node)
+  redis.call('HDEL', P .. 'epoch', node)
+  drop_permits(node)
+  return a
+end
+
+ops.S = function(a) -- Schedule: host url depth priority kind due_ms fetched_ms state
+  local url = ARGV[a + 1]
+  redis.call('HSET', P .. 'rv', url, table.concat({ARGV[a], ARGV[a + 2], ARGV[a + 3],
+    ARGV[a + 4], ARGV[a + 6], ARGV[a + 7]}, '\t'))
+  redis.call('ZADD', P .. 'due', tonumber(ARGV[a + 5]), url)
+  return a + 8
+end
+
+ops.X = function(a) -- Expedite: url since_ms
+  local url, since = ARGV[a], tonumber(ARGV[a + 1])
+  local entry = redis.call('HGET', P .. 'rv', url)
+  if entry and redis.call('ZSCORE', P .. 'due', url)
+      and tonumber(select(5, rv_fields(entry))) < since then
+    redis.call('ZADD', P .. 'due', 0, url)
+  end
+  return a + 2
+end
+
+local function set_blocked(host, blocked)
+  local ready, held_back = P .. 'own:' .. node, P .. 'ownb:' .. node
+  local changed = redis.call(blocked and 'SADD' or 'SREM', P .. 'blk:' .. node, host)
+  if changed == 1 and redis.call('HGET', P .. 'owner', host) == node then
+    if blocked then move(host, ready, held_back) else move(host, held_back, ready) end
+  end
+end
+
+ops.B = function(a) -- Block: host
+  set_blocked(ARGV[a], true)
+  return a + 1
+end
+
+ops.U = function(a) -- Unblock: host
+  set_blocked(ARGV[a], false)
+  return a + 1
+end
+
+ops.M = function(a) -- MarkSeen: n (bucket tail)*
+  return mark_all(a + 1, tonumber(ARGV[a]))
+end
+
+ops.PT = function(a) -- TakePermits: n max_pages
+  local want, max = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  local room = max - tonumber(redis.call('GET', P .. 'spent') or '0')
+    - tonumber(redis.call('GET', P .. 'permits_out') or '0')
+  if want > room then want = room end
+  if want > 0 then
+    redis.call('HINCRBY', P .. 'permits', node, want)
+    redis.call('INCRBY', P .. 'permits_out', want)
+    granted = granted + want
+  end
+  return a + 2
+end
+
+ops.PS = function(a) -- SpendPermits: k
+  local k = tonumber(ARGV[a])
+  end_permits(k)
+  redis.call('INCRBY', P .. 'spent', k)
+  return a + 1
+end
+
+ops.PR = function(a) -- ReturnPermits: k
+  end_permits(tonumber(ARGV[a]))
+  return a + 1
+end
+
 local i = 7
 local n = tonumber(ARGV[i]); i = i + 1
 for _ = 1, n do
-  local op = ARGV[i]
-  if op == 'A' then
-    local seq, host, member = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-    local wait, err, nseen = tonumber(ARGV[i + 4]), ARGV[i + 5], tonumber(ARGV[i + 6])
-    i = i + 7
-    local entry = redis.call('HGET', P .. 'leased', seq)
-    local counted = true
-    if entry and cjson.decode(entry)[3] == node then
-      end_lease(seq, host, member)
-    elseif not entry and redis.call('ZREM', P .. 'q:' .. host, member) == 1 then
-      redis.call('DECR', P .. 'queued') -- given back (its node was presumed dead), done now
-      if is_embed(member) then redis.call('DECR', P .. 'equeued') end
-      fix_index(host)
-    else -- leased by another node, or done by one: this record was written twice
-      counted = false
-      redis.call('INCR', P .. 'late')
-    end
-    i = mark_all(i, nseen)
-    if counted then
-      redis.call('INCR', P .. 'done')
-      if is_embed(member) then redis.call('INCR', P .. 'edone') end
-      if err == '1' then redis.call('INCR', P .. 'errors') end
-    end
-    if string.sub(member, -5) == ',"R"]' then -- a revisit's copy: still scheduled?
-      local url = cjson.decode(member)[2]
-      if not redis.call('ZSCORE', P .. 'due', url) and redis.call('HEXISTS', P .. 'rv', url) == 1 then
-        redis.call('ZADD', P .. 'due', 0, url) -- not scheduled again (revisits off): due at once
-      end
-    end
-    if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
-      unown(host, node, now + wait)
-    end
-  elseif op == 'R' then
-    local seq = ARGV[i + 1]
-    i = i + 2
-    local entry = redis.call('HGET', P .. 'leased', seq)
-    if entry then
-      local e = cjson.decode(entry)
-      if e[3] == node then
-        requeue(e[1], e[2])
-        end_lease(seq, e[1], e[2])
-      end
-    end
-  elseif op == 'D' then
-    local seq, host, wait = ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
-    i = i + 4
-    local entry = redis.call('HGET', P .. 'leased', seq)
-    if entry then
-      local e = cjson.decode(entry)
-      if e[3] == node then end_lease(seq, host, e[2]) end
-    end
-    if owned_idle(host) and redis.call('EXISTS', P .. 'q:' .. host) == 0 then
-      unown(host, node, now + wait)
-    end
-  elseif op == 'G' then
-    local host, wait = ARGV[i + 1], tonumber(ARGV[i + 2])
-    i = i + 3
-    if owned_idle(host) then unown(host, node, now + wait) end
-  elseif op == 'GA' then
-    i = i + 1
-    for _, host in ipairs(redis.call('SMEMBERS', P .. 'held:' .. node)) do
-      if owned_idle(host) then unown(host, node, now) end
-    end
-  elseif op == 'L' then
-    i = i + 1
-    redis.call('ZREM', P .. 'alive', node)
-    redis.call('HDEL', P .. 'epoch', node)
-    drop_permits(node)
-  elseif op == 'S' then
-    local url = ARGV[i + 2]
-    redis.call('HSET', P .. 'rv', url, table.concat({ARGV[i + 1], ARGV[i + 3], ARGV[i + 4],
-      ARGV[i + 5], ARGV[i + 7], ARGV[i + 8]}, '\t'))
-    redis.call('ZADD', P .. 'due', tonumber(ARGV[i + 6]), url)
-    i = i + 9
-  elseif op == 'X' then
-    local url, since = ARGV[i + 1], tonumber(ARGV[i + 2])
-    i = i + 3
-    local entry = redis.call('HGET', P .. 'rv', url)
-    if entry and redis.call('ZSCORE', P .. 'due', url)
-        and tonumber(select(5, rv_fields(entry))) < since then
-      redis.call('ZADD', P .. 'due', 0, url)
-    end
-  elseif op == 'B' or op == 'U' then
-    local host = ARGV[i + 1]
-    i = i + 2
-    local ready, blocked = P .. 'own:' .. node, P .. 'ownb:' .. node
-    local changed = redis.call(op == 'B' and 'SADD' or 'SREM', P .. 'blk:' .. node, host)
-    if changed == 1 and redis.call('HGET', P .. 'owner', host) == node then
-      if op == 'B' then move(host, ready, blocked) else move(host, blocked, ready) end
-    end
-  elseif op == 'M' then
-    local nseen = tonumber(ARGV[i + 1])
-    i = i + 2
-    i = mark_all(i, nseen)
-  elseif op == 'PT' then
-    local n, max = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    i = i + 3
-    local room = max - tonumber(redis.call('GET', P .. 'spent') or '0')
-      - tonumber(redis.call('GET', P .. 'permits_out') or '0')
-    if n > room then n = room end
-    if n > 0 then
-      redis.call('HINCRBY', P .. 'permits', node, n)
-      redis.call('INCRBY', P .. 'permits_out', n)
-      granted = granted + n
-    end
-  elseif op == 'PS' then
-    local k = tonumber(ARGV[i + 1])
-    i = i + 2
-    end_permits(k)
-    redis.call('INCRBY', P .. 'spent', k)
-  elseif op == 'PR' then
-    end_permits(tonumber(ARGV[i + 1]))
-    i = i + 2
-  else
-    return redis.error_reply('unknown op ' .. tostring(op))
-  end
+  local handler = ops[ARGV[i]]
+  if not handler then return redis.error_reply('unknown op ' .. tostring(ARGV[i])) end
+  i = handler(i + 1)
 end
 
 -- admits ---------------------------------------------------------------
