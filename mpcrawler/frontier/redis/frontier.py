@@ -110,16 +110,15 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from ...errors import FrontierError, FrontierUnavailable, UsageError
-from ...web.redact import redact_url
 from ...web.urls import host_key
 from ..base import FOREVER, KINDS, Admission, Revisit, UrlInfo
 from ..hostblocks import HostBlocks
 from . import protocol as wire
-from .client import connect, key_prefix, lost_message
+from .client import key_prefix, lost_message
+from .link import Link, Refused
 
 __all__ = [
     "CrawlLost",
@@ -142,7 +141,6 @@ def _is_embed(member: str) -> bool:
 
 
 LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
-BACKOFF_MAX = 5.0
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
 ADMIT_CHUNK = 1000  # URLs admitted in one call at most (a call blocks Redis while it runs)
 # A node starts no fetch once its last good heartbeat is older than this
@@ -158,8 +156,6 @@ class NodeTaken(UsageError):
     """Another live process is this node of the crawl."""
 
 
-_SCRIPT = resources.files(__package__).joinpath("step.lua").read_text(encoding="utf-8")
-_DROP_SCRIPT = resources.files(__package__).joinpath("drop.lua").read_text(encoding="utf-8")
 DROP_CHUNK = 500  # queue members dropped in one call at most
 
 
@@ -270,11 +266,8 @@ class RedisFrontier:
         client: Any = None,
         new_id: str | None = None,
     ) -> None:
-        import redis
-
-        self._faults = (redis.ConnectionError, redis.TimeoutError, OSError)
-        self._redis_errors = redis.RedisError
-        self.url, self.crawl, self.node = redact_url(url), crawl, node  # url: for messages
+        self.link = Link(url, client)
+        self.url, self.crawl, self.node = self.link.url, crawl, node
         self.partition, self.prefix = partition, key_prefix(crawl, partition)
         self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
         self.beat_interval = min(lease_timeout / 3, 1.0)
@@ -284,13 +277,8 @@ class RedisFrontier:
         self.over_budget = 0  # URLs not admitted: their host's budget was spent
         self.node_info: Callable[[], dict[str, Any]] = dict
         self.host_wait: Callable[[str], float] | None = None  # seconds to a host's next start
-        self.round_trips = 0
         self.last_reaped = 0
-        self.r = connect(url) if client is None else client
-        self._own_client = client is None
         self._new_id = new_id  # the id this partition gets if it is new (default: a new uuid)
-        self._step_script = self.r.register_script(_SCRIPT)
-        self._drop_script = self.r.register_script(_DROP_SCRIPT)
         self.excluded: Callable[[str], bool] | None = None  # `control exclude`
         self.dropped = 0  # URLs dropped by it (here)
         self._ops: list[wire.Op] = []  # the outbox: sent with the next call
@@ -309,10 +297,6 @@ class RedisFrontier:
         self.before_ms = -1  # none
         self._counts_at = 0.0
         self._last_beat = 0.0
-        self._down_since: float | None = None
-        self._retry_at = 0.0
-        self._backoff = 0.1
-        self._reconcile = False  # after a fault: give back leases recorded here but not held
         self._closed = False
         self.crawl_id = crawl_id or ""
         self.epoch = "0"  # none yet: the next call registers
@@ -330,6 +314,11 @@ class RedisFrontier:
             self._register()  # its old session's leases go back, if it had one
         except FrontierUnavailable as exc:
             raise FrontierError(str(exc)) from None
+
+    @property
+    def r(self) -> Any:
+        """The redis-py client (the crawl's control commands use it too)."""
+        return self.link.r
 
     # ------------------------------------------------------------ protocol
     def admit(
@@ -375,7 +364,7 @@ class RedisFrontier:
         now = time.monotonic() if now is None else now
         self._wake(now)
         while not self._prefetch:
-            if self._down_since is not None or now < self._dry_until:
+            if self.link.down or now < self._dry_until:
                 return None
             dropped = self.dropped
             try:
@@ -455,16 +444,15 @@ class RedisFrontier:
         self._check_up()
         self._call()  # releases in the outbox go back to their queues first
         try:
-            for key in self.r.scan_iter(match=self.prefix + "q:*", count=1000):
+            r = self.link.r
+            for key in r.scan_iter(match=self.prefix + "q:*", count=1000):
                 host = key.decode()[len(self.prefix) + 2 :]
-                gone = [m for m, _ in self.r.zscan_iter(key, count=1000) if match(_item(m).url)]
+                gone = [m for m, _ in r.zscan_iter(key, count=1000) if match(_item(m).url)]
                 for start in range(0, len(gone), DROP_CHUNK):
                     chunk = gone[start : start + DROP_CHUNK]
-                    args = [self.prefix, host, *chunk]
-                    dropped += int(self._drop_script(keys=[self.prefix + "seq"], args=args))
-        except self._faults as exc:
-            self._fault(exc)
-            raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
+                    dropped += self.link.drop(self.prefix + "seq", [self.prefix, host, *chunk])
+        except self.link.faults as exc:
+            raise self.link.fault(exc) from None
         self.dropped += dropped - (before - len(self._prefetch))
         self._call()  # the counts, as they are now
         return dropped
@@ -501,7 +489,7 @@ class RedisFrontier:
     def sync(self) -> None:
         """Send the outbox now: everything so far survives this process being killed."""
         self.tick()
-        if self._ops and self._down_since is None:
+        if self._ops and not self.link.down:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
 
@@ -512,12 +500,12 @@ class RedisFrontier:
         ``redis_timeout``.  An ack not yet sent is never lost: a crash
         before it re-queues its URL."""
         now = time.monotonic()
-        if self._down_since is not None:
-            if now - self._down_since > self.redis_timeout:
+        if self.link.down_since is not None:
+            if now - self.link.down_since > self.redis_timeout:
                 raise FrontierError(
                     f"Redis at {self.url} unreachable for {self.redis_timeout:g} s; stopping"
                 )
-            if now < self._retry_at:
+            if not self.link.may_retry(now):
                 return
             with contextlib.suppress(FrontierUnavailable):
                 self._call(beat=True)
@@ -542,7 +530,7 @@ class RedisFrontier:
     def available(self) -> bool:
         """Redis answered the last call, and this node's last good heartbeat
         is recent enough that its leases are still its own."""
-        up = self._down_since is None and self._lost is None
+        up = not self.link.down and self._lost is None
         return up and time.monotonic() < self.fetch_deadline()
 
     def fetch_deadline(self) -> float:
@@ -557,7 +545,7 @@ class RedisFrontier:
         return lease is not None and lease.item is item
 
     def stats(self) -> dict[str, Any]:
-        up = self._down_since is None and self._lost is None
+        up = not self.link.down and self._lost is None
         if up and time.monotonic() - self._counts_at >= COUNTS_STALE:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
@@ -570,7 +558,7 @@ class RedisFrontier:
             "hosts_held": len(self._owned),
             "hosts_blocked": len(self._blocks),
             "scheduled": c.scheduled,
-            "redis_round_trips": self.round_trips,
+            "redis_round_trips": self.link.round_trips,
             "fenced": self.fenced,
             **({"excluded": self.dropped} if self.dropped else {}),
         }
@@ -628,7 +616,7 @@ class RedisFrontier:
             return
         self._closed = True
         try:
-            if self._down_since is None and self._lost is None:
+            if not self.link.down and self._lost is None:
                 # Each host it may hold (those claimed since the last beat
                 # too) goes with its politeness wait; GA gives up the rest.
                 hosts = {*self._owned, *self._blocks.until, *(h.host for h in self._held.values())}
@@ -642,21 +630,19 @@ class RedisFrontier:
                 self._call(beat=True)  # its last figures, for status
                 self._queue_op(wire.Leave())
                 self._call()
-        except (FrontierUnavailable, *self._faults) as exc:
+        except (FrontierUnavailable, *self.link.faults) as exc:
             log.warning(
                 "could not give work back to Redis (%s): it returns after %g s",
                 exc,
                 self.lease_timeout,
             )
         finally:
-            if self._own_client:
-                self.r.close()
+            self.link.close()
 
     def abandon(self) -> None:
         """Disconnect as a killed node would: its leases stay recorded (for tests)."""
         self._closed = True
-        if self._own_client:
-            self.r.close()
+        self.link.close()
 
     # ------------------------------------------- page permits (partition 0)
     def take_permits(self, n: int, max_pages: int) -> int:
@@ -694,7 +680,7 @@ class RedisFrontier:
         last call did not come back dry less than LEASE_POLL ago (a host
         whose block ran out by ``now`` is news enough to ask again)."""
         self._wake(now)
-        return self._down_since is None and now >= self._dry_until
+        return not self.link.down and now >= self._dry_until
 
     def refresh(self) -> None:
         """A round trip now: the outbox sent, the counts read again."""
@@ -756,8 +742,7 @@ class RedisFrontier:
             self._dry_until = 0.0  # a host may be leased from again
 
     def _check_up(self) -> None:
-        if self._down_since is not None:
-            raise FrontierUnavailable(f"Redis at {self.url} is unreachable")
+        self.link.check_up()
 
     def _call(
         self,
@@ -773,12 +758,43 @@ class RedisFrontier:
         if self._lost is not None:
             raise CrawlLost(self._lost)
         register = self.epoch == "0"
-        beat = beat or register or self._down_since is not None
+        beat = beat or register or self.link.down
         if register:  # a new session says every block afresh
             self._told.clear()
             self._retell.update(self._blocks.until, self._draining)
         self._tell_blocks()
         ops = self._ops
+        args = self._arguments(ops, admits, checks, want, beat, force, register)
+        sent = time.monotonic()
+        try:
+            answer = wire.decode(self.link.step(self.prefix + "seq", args))
+        except Refused as refusal:
+            self._refused(refusal)
+        if register:
+            self.permits = 0  # a new session holds none
+        self.spent, self.permits_out = answer.spent, answer.permits_out
+        self.permits = max(0, self.permits + answer.granted - _permits_ending(ops))
+        del ops[: len(ops)]
+        if beat:
+            self._beat_sent = sent
+        leased = self._take(answer)
+        if self.link.reconcile:
+            self.link.reconcile = False
+            self._give_back_strays()
+        self.over_budget += sum(1 for a in answer.admitted if a == 2)
+        return _Step([a == 1 for a in answer.admitted], leased, answer.checked)
+
+    def _arguments(
+        self,
+        ops: Sequence[wire.Op],
+        admits: Sequence[Admission],
+        checks: Sequence[str],
+        want: int,
+        beat: bool,
+        force: bool,
+        register: bool,
+    ) -> list[Any]:
+        """The script's arguments for a call (see ``_call``)."""
         new_id = (self._new_id or uuid.uuid4().hex) if register else ""
         header = wire.Header(self.prefix, self.node, self.epoch, self.crawl_id, new_id, force)
         to_admit = [
@@ -799,60 +815,28 @@ class RedisFrontier:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))
             heartbeat = wire.Beat(int(self.lease_timeout * 1000), info, self._resync_held)
-        args = wire.encode(
-            header,
-            ops,
-            to_admit,
-            self.max_pages_per_host or 0,
-            [_seen_slot(url) for url in checks],
-            lease,
-            heartbeat,
-        )
-        self.round_trips += 1
-        sent = time.monotonic()
-        try:
-            reply = self._step_script(keys=[self.prefix + "seq"], args=args)
-        except self._faults as exc:
-            self._fault(exc)
-            raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
-        except self._redis_errors as exc:
-            text = str(exc)
-            if "LOADING" in text or "BUSY" in text:
-                self._fault(exc)
-                raise FrontierUnavailable(f"Redis at {self.url}: {exc}") from None
-            if text.startswith(("FENCED", "LOST", "TAKEN")):
-                self._refused(text)
-            raise FrontierError(f"Redis at {self.url} refused a call: {exc}") from None
-        answer = wire.decode(reply)
-        if register:
-            self.permits = 0  # a new session holds none
-        self.spent, self.permits_out = answer.spent, answer.permits_out
-        self.permits = max(0, self.permits + answer.granted - _permits_ending(ops))
-        del ops[: len(ops)]
+        budget = self.max_pages_per_host or 0
+        checked = [_seen_slot(url) for url in checks]
+        return wire.encode(header, ops, to_admit, budget, checked, lease, heartbeat)
+
+    def _take(self, answer: wire.Reply) -> list[UrlInfo]:
+        """What a call's ``answer`` says of this node: the hosts it holds,
+        its session, the counts, its heartbeat; the URLs it leased (those
+        excluded here are dropped)."""
         self._owned.difference_update(answer.released)  # released by the ops, then
         self._owned.update(answer.claimed)  # claimed by the lease
         self.epoch, self.crawl_id = answer.epoch, answer.crawl_id
         now = time.monotonic()
-        if beat:
-            self._beat_sent = sent
-        self._counts = answer.counts
-        self._counts_at = now
+        self._counts, self._counts_at = answer.counts, now
         leased = []
         for member, entry in zip(answer.leased, answer.entries, strict=True):
             item = _item(member, entry)
             self._held[item.seq] = _Lease(host_key(item.url), member.decode(), item)
             if not self._drop_held(item):
                 leased.append(item)
-        if self._down_since is not None:
-            log.warning("Redis at %s is back after %.1f s", self.url, now - self._down_since)
-            self._down_since, self._backoff, self._reconcile = None, 0.1, True
         if answer.beat is not None:
             self._after_beat(answer.beat, now)
-        if self._reconcile:
-            self._reconcile = False
-            self._give_back_strays()
-        self.over_budget += sum(1 for a in answer.admitted if a == 2)
-        return _Step([a == 1 for a in answer.admitted], leased, answer.checked)
+        return leased
 
     def _register(self) -> None:
         """Join the crawl with a new epoch.  If a live node has this id:
@@ -869,9 +853,9 @@ class RedisFrontier:
             log.info("node %s: its last process (%s) is gone; taking over", self.node, taken.pid)
             self._call(beat=True, force=True)
 
-    def _refused(self, text: str) -> None:
+    def _refused(self, refusal: Refused) -> NoReturn:
         """The script refused a call (nothing was written): act on why, and raise."""
-        word, _, rest = text.partition(" ")
+        word, rest = refusal.word, refusal.detail
         if word == "TAKEN":
             age, _, info = rest.partition(" ")
             raise _Taken(int(age) / 1000, json.loads(info or "{}"))
@@ -896,15 +880,6 @@ class RedisFrontier:
         self.epoch = "0"  # the acks in the outbox ride on the registration: late ones count apart
         self._register()
         raise FrontierUnavailable(f"node {self.node} joined the crawl again") from None
-
-    def _fault(self, exc: BaseException) -> None:
-        now = time.monotonic()
-        if self._down_since is None:
-            log.warning("Redis at %s unreachable (%s): pausing, retrying", self.url, exc)
-            self._down_since = now
-        self._reconcile = True  # the lost answer may have leased URLs
-        self._retry_at = now + self._backoff
-        self._backoff = min(BACKOFF_MAX, self._backoff * 2)
 
     def _after_beat(self, reply: wire.BeatReply, now: float) -> None:
         self._last_beat, self.last_reaped = now, reply.reaped
@@ -931,11 +906,11 @@ class RedisFrontier:
     def _give_back_strays(self) -> None:
         """Give back every lease recorded under this node's id that it does not hold."""
         try:
-            for seq, raw in self.r.hscan_iter(self.prefix + "leased", count=1000):
+            for seq, raw in self.link.r.hscan_iter(self.prefix + "leased", count=1000):
                 if json.loads(raw)[2] == self.node and int(seq) not in self._held:
                     self._queue_op(wire.Release(int(seq)))
-        except self._faults as exc:
-            self._fault(exc)
+        except self.link.faults as exc:
+            self.link.fault(exc)
             return
         if self._ops:
             with contextlib.suppress(FrontierUnavailable):
