@@ -276,17 +276,17 @@ def test_a_node_knows_its_hosts_from_each_calls_changes(crawl: str) -> None:
 
     f.admit_many([(f"http://h{n}.test/", 0, 0, "page", None) for n in range(20)])
     items = [f.lease(0.0, want=8) for _ in range(12)]  # two calls of 8
-    assert f._owned == held() and len(held()) == 16
+    assert f.hosts.owned == held() and len(held()) == 16
     for item in items[:5]:
         assert item is not None
         f.ack(item)  # an idle host with nothing queued is given up
     f.sync()
-    assert f._owned == held() and len(held()) == 11
-    f._owned.add("http://ghost.test")  # as if a reply had been lost
+    assert f.hosts.owned == held() and len(held()) == 11
+    f.hosts.owned.add("http://ghost.test")  # as if a reply had been lost
     f._call(beat=True)
-    assert f._resync_held  # the count disagreed
+    assert f.hosts.resync  # the count disagreed
     f._call(beat=True)
-    assert f._owned == held() and not f._resync_held
+    assert f.hosts.owned == held() and not f.hosts.resync
     client.close()
     f.close()
 

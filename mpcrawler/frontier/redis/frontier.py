@@ -108,16 +108,16 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, NoReturn
 
 from ...errors import FrontierError, FrontierUnavailable, UsageError
 from ...web.urls import host_key
 from ..base import FOREVER, KINDS, Admission, Revisit, UrlInfo
-from ..hostblocks import HostBlocks
 from . import protocol as wire
 from .client import key_prefix, lost_message
+from .hosts import HostsHeld, fair_share, hosts_to_shed
 from .link import Link, Refused
 
 __all__ = [
@@ -157,26 +157,6 @@ class NodeTaken(UsageError):
 
 
 DROP_CHUNK = 500  # queue members dropped in one call at most
-
-
-def fair_share(hosts: int, nodes: int) -> int:
-    """The hosts one node may hold: ``ceil(hosts / nodes)`` (the Lua script
-    applies the same rule when it lets a node claim a host)."""
-    return math.ceil(hosts / max(1, nodes))
-
-
-def hosts_to_shed(held: Iterable[str], busy: set[str], share: int) -> list[str]:
-    """The hosts a node holding ``held`` should give up to get down to
-    ``share``: those it has nothing leased from first (they can go at once),
-    then busy ones (they go once their work is done); in name order, so the
-    choice is stable from one heartbeat to the next."""
-    held = list(held)
-    excess = len(held) - share
-    if excess <= 0:
-        return []
-    held.sort()
-    idle = [h for h in held if h not in busy]
-    return (idle + [h for h in held if h in busy])[:excess]
 
 
 @dataclass
@@ -286,12 +266,7 @@ class RedisFrontier:
         self._held: dict[int, _Lease] = {}  # seq -> each lease held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
         self._dry_until = 0.0
-        self._blocks = HostBlocks()
-        self._draining: set[str] = set()
-        self._owned: set[str] = set()  # as the calls' claims and releases said
-        self._resync_held = True  # the next heartbeat lists every host held here
-        self._told: set[str] = set()  # hosts Redis has as blocked here (blk:NODE)
-        self._retell: set[str] = set()  # hosts whose block changed since the last call
+        self.hosts = HostsHeld()
         self._counts = wire.Counts()
         self.lag_ms: int | None = None  # revisits off
         self.before_ms = -1  # none
@@ -398,7 +373,8 @@ class RedisFrontier:
         host, member = (lease.host, lease.member) if lease else (host_key(item.url), "")
         slots = tuple(_seen_slot(url) for url in seen)
         self._queue_op(wire.Ack(item.seq, host, member, self._wait_ms(host), error, slots))
-        if host in self._draining and all(held.host != host for held in self._held.values()):
+        draining = host in self.hosts.draining
+        if draining and all(held.host != host for held in self._held.values()):
             self._queue_op(wire.GiveUp(host, self._wait_ms(host)))  # shed: it goes once idle
 
     def mark_seen(self, urls: Sequence[str]) -> None:
@@ -473,14 +449,12 @@ class RedisFrontier:
         self._dry_until = 0.0
 
     def block(self, host: str, until: float) -> None:
-        if self._blocks.set(host, until):
-            self._retell.add(host)
-            if until <= 0:
-                self._dry_until = 0.0  # a host may be leased from again
+        if self.hosts.block(host, until) and until <= 0:
+            self._dry_until = 0.0  # a host may be leased from again
 
     def next_ready(self, now: float) -> float | None:
         self._wake(now)
-        timed = self._blocks.next_time(now)
+        timed = self.hosts.blocks.next_time(now)
         times = [] if timed is None else [timed]
         if self._dry_until > now:
             times.append(self._dry_until)
@@ -555,8 +529,8 @@ class RedisFrontier:
             "taken": self.taken,
             "seen": c.seen,
             "done": c.done,
-            "hosts_held": len(self._owned),
-            "hosts_blocked": len(self._blocks),
+            "hosts_held": len(self.hosts.owned),
+            "hosts_blocked": len(self.hosts.blocks),
             "scheduled": c.scheduled,
             "redis_round_trips": self.link.round_trips,
             "fenced": self.fenced,
@@ -619,7 +593,8 @@ class RedisFrontier:
             if not self.link.down and self._lost is None:
                 # Each host it may hold (those claimed since the last beat
                 # too) goes with its politeness wait; GA gives up the rest.
-                hosts = {*self._owned, *self._blocks.until, *(h.host for h in self._held.values())}
+                held = self.hosts
+                hosts = {*held.owned, *held.blocks.until, *(h.host for h in self._held.values())}
                 for seq in list(self._held):
                     self._queue_op(wire.Release(seq))
                 self._held.clear()
@@ -699,7 +674,7 @@ class RedisFrontier:
     def owned(self) -> tuple[int, int]:
         """The hosts this node owns here, and how many of them it keeps
         (those being shed do not count)."""
-        return len(self._owned), len(self._owned) - len(self._draining & self._owned)
+        return self.hosts.kept()
 
     @property
     def permits_ending(self) -> int:
@@ -716,29 +691,15 @@ class RedisFrontier:
         """How long the next owner of ``host`` must wait: this node's block
         on it, and (``host_wait``, the scheduler's) the time until its next
         start here, which a block FOREVER (requests held for it) hides."""
-        until = self._blocks.get(host)
+        until = self.hosts.blocks.get(host)
         now = time.monotonic()
         wait = 0.0 if until == FOREVER else until - now
         if self.host_wait is not None:
             wait = max(wait, self.host_wait(host))
         return max(0, int(wait * 1000))
 
-    def _tell_blocks(self) -> None:
-        """Ops B and U for the hosts whose block (or shedding) changed since
-        they were last told, in the outbox (a call that fails keeps them)."""
-        for host in self._retell:
-            blocked = host in self._blocks or host in self._draining
-            if blocked != (host in self._told):
-                self._queue_op(wire.Block(host) if blocked else wire.Unblock(host))
-                if blocked:
-                    self._told.add(host)
-                else:
-                    self._told.discard(host)
-        self._retell.clear()
-
     def _wake(self, now: float) -> None:
-        if woken := self._blocks.wake(now):
-            self._retell.update(woken)
+        if self.hosts.wake(now):
             self._dry_until = 0.0  # a host may be leased from again
 
     def _check_up(self) -> None:
@@ -760,9 +721,9 @@ class RedisFrontier:
         register = self.epoch == "0"
         beat = beat or register or self.link.down
         if register:  # a new session says every block afresh
-            self._told.clear()
-            self._retell.update(self._blocks.until, self._draining)
-        self._tell_blocks()
+            self.hosts.new_session()
+        for op in self.hosts.changes():
+            self._queue_op(op)
         ops = self._ops
         args = self._arguments(ops, admits, checks, want, beat, force, register)
         sent = time.monotonic()
@@ -814,7 +775,7 @@ class RedisFrontier:
         if beat:
             figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
             info = json.dumps(figures, separators=(",", ":"))
-            heartbeat = wire.Beat(int(self.lease_timeout * 1000), info, self._resync_held)
+            heartbeat = wire.Beat(int(self.lease_timeout * 1000), info, self.hosts.resync)
         budget = self.max_pages_per_host or 0
         checked = [_seen_slot(url) for url in checks]
         return wire.encode(header, ops, to_admit, budget, checked, lease, heartbeat)
@@ -823,8 +784,7 @@ class RedisFrontier:
         """What a call's ``answer`` says of this node: the hosts it holds,
         its session, the counts, its heartbeat; the URLs it leased (those
         excluded here are dropped)."""
-        self._owned.difference_update(answer.released)  # released by the ops, then
-        self._owned.update(answer.claimed)  # claimed by the lease
+        self.hosts.took(answer.claimed, answer.released)
         self.epoch, self.crawl_id = answer.epoch, answer.crawl_id
         now = time.monotonic()
         self._counts, self._counts_at = answer.counts, now
@@ -874,9 +834,7 @@ class RedisFrontier:
         )
         self._held.clear()
         self._prefetch.clear()
-        self._draining.clear()
-        self._owned = set()
-        self._resync_held = True
+        self.hosts.forget()
         self.epoch = "0"  # the acks in the outbox ride on the registration: late ones count apart
         self._register()
         raise FrontierUnavailable(f"node {self.node} joined the crawl again") from None
@@ -886,22 +844,12 @@ class RedisFrontier:
         self.beat_hosts, self.beat_alive = reply.hosts, max(1, reply.alive)
         if reply.reaped:
             log.info("gave back %d leases of nodes whose heartbeat ran out", reply.reaped)
-        if isinstance(reply.held, list):
-            self._owned, self._resync_held = set(reply.held), False
-        elif reply.held != len(self._owned):  # a reply lost to a fault: ask for them all
-            self._resync_held = True
+        self.hosts.beat(reply.held)
         busy = {lease.host for lease in self._held.values()}
         others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
         share = max(0, fair_share(self.beat_hosts + others, self.beat_alive) - kept)
-        shed = hosts_to_shed(self._owned, busy, share)
-        # Exactly the hosts to shed now: a host marked at an earlier beat and
-        # no longer over the share is leased from again (kept marked, it
-        # would be owned, queued and never leased: the crawl would not end).
-        self._retell |= self._draining.symmetric_difference(shed)
-        self._draining = set(shed)
-        for host in shed:
-            if host not in busy:
-                self._queue_op(wire.GiveUp(host, self._wait_ms(host)))
+        for host in self.hosts.shed(busy, share):
+            self._queue_op(wire.GiveUp(host, self._wait_ms(host)))
 
     def _give_back_strays(self) -> None:
         """Give back every lease recorded under this node's id that it does not hold."""
