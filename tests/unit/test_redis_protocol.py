@@ -81,3 +81,27 @@ def test_the_script_handles_exactly_the_named_operations() -> None:
     handled = set(re.findall(r"^ops\.(\w+) = function", script, re.M))
     assert handled == set(wire.CODES)
     assert {type(op) for op in EVERY_OP} == set(wire.CODES.values())  # the test covers all
+
+
+def test_the_outbox_merges_permits_and_keeps_what_was_not_sent() -> None:
+    box = wire.Outbox()
+    assert not box
+    box.add(wire.Release(1), now=10.0)
+    box.add_permits(wire.SpendPermits(2), now=11.0)
+    box.add(wire.Ack(3, "h", "m", 0), now=12.0)
+    box.add_permits(wire.SpendPermits(3), now=13.0)
+    box.add_permits(wire.ReturnPermits(4), now=14.0)
+    assert box.ops == [
+        wire.Release(1),
+        wire.SpendPermits(5),
+        wire.Ack(3, "h", "m", 0),
+        wire.ReturnPermits(4),
+    ]
+    assert box.since == 10.0 and box.permits_ending() == 9
+    assert box.count(wire.Ack, wire.Release) == 2
+    box.sent(2)
+    box.add(wire.Leave(), now=20.0)
+    assert box.ops == [wire.Ack(3, "h", "m", 0), wire.ReturnPermits(4), wire.Leave()]
+    box.sent(3)
+    box.add(wire.Leave(), now=30.0)
+    assert box.since == 30.0  # the oldest waiting

@@ -261,8 +261,7 @@ class RedisFrontier:
         self._new_id = new_id  # the id this partition gets if it is new (default: a new uuid)
         self.excluded: Callable[[str], bool] | None = None  # `control exclude`
         self.dropped = 0  # URLs dropped by it (here)
-        self._ops: list[wire.Op] = []  # the outbox: sent with the next call
-        self._ops_since = 0.0
+        self.outbox = wire.Outbox()
         self._held: dict[int, _Lease] = {}  # seq -> each lease held here
         self._prefetch: collections.deque[UrlInfo] = collections.deque()
         self._dry_until = 0.0
@@ -463,7 +462,7 @@ class RedisFrontier:
     def sync(self) -> None:
         """Send the outbox now: everything so far survives this process being killed."""
         self.tick()
-        if self._ops and not self.link.down:
+        if self.outbox and not self.link.down:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
 
@@ -486,7 +485,7 @@ class RedisFrontier:
             return
         beat = now - self._last_beat >= self.beat_interval
         stale = now - self._counts_at >= COUNTS_STALE
-        flush = bool(self._ops) and now - self._ops_since >= FLUSH_AFTER
+        flush = bool(self.outbox) and now - self.outbox.since >= FLUSH_AFTER
         if beat or stale or flush:
             with contextlib.suppress(FrontierUnavailable):
                 self._call(beat=beat)
@@ -540,14 +539,14 @@ class RedisFrontier:
     def __len__(self) -> int:
         """URLs queued crawl-wide (as of the last call, with this node's
         releases still in the outbox), plus those leased here and not yet taken."""
-        releases = sum(1 for op in self._ops if isinstance(op, wire.Release))
+        releases = self.outbox.count(wire.Release)
         return self._counts.queued + releases + len(self._prefetch)
 
     @property
     def taken(self) -> int:
         """URLs leased crawl-wide (as of the last call, less this node's acks
         and releases still in the outbox)."""
-        pending = sum(1 for op in self._ops if isinstance(op, wire.Ack | wire.Release | wire.Drop))
+        pending = self.outbox.count(wire.Ack, wire.Release, wire.Drop)
         return max(0, self._counts.leased - pending)
 
     def leased_elsewhere(self) -> int:
@@ -577,7 +576,8 @@ class RedisFrontier:
         this node holds leases not yet taken (they are in the budget)."""
         if self.max_pages is None or self._prefetch or self._counts.equeued > 0:
             return True  # embeds are leased past the pages' budget
-        acks = sum(1 for op in self._ops if isinstance(op, wire.Ack) and not _is_embed(op.member))
+        ops = self.outbox.ops
+        acks = sum(1 for op in ops if isinstance(op, wire.Ack) and not _is_embed(op.member))
         counts = self._counts
         pages = counts.done - counts.edone + acks + self.taken - counts.eleased
         return pages < self.max_pages
@@ -631,18 +631,11 @@ class RedisFrontier:
     def end_permits(self, spent: int = 0, unused: int = 0) -> None:
         """``spent`` permits were pages done, ``unused`` go back: in the
         outbox, merged with what is waiting there (one op each a call)."""
-        ending: tuple[type[wire.SpendPermits | wire.ReturnPermits], ...] = (
-            wire.SpendPermits,
-            wire.ReturnPermits,
-        )
-        for kind, k in zip(ending, (spent, unused), strict=True):
-            if k <= 0:
-                continue
-            at = next((n for n, op in enumerate(self._ops) if type(op) is kind), None)
-            if at is None:
-                self._queue_op(kind(k))
-            else:
-                self._ops[at] = kind(self._ops[at].k + k)  # type: ignore[union-attr]
+        now = time.monotonic()
+        if spent > 0:
+            self.outbox.add_permits(wire.SpendPermits(spent), now)
+        if unused > 0:
+            self.outbox.add_permits(wire.ReturnPermits(unused), now)
 
     # ------------------------------- what the partitioned frontier asks of one
     @property
@@ -679,13 +672,11 @@ class RedisFrontier:
     @property
     def permits_ending(self) -> int:
         """Page permits spent or given back in the outbox, not yet sent."""
-        return _permits_ending(self._ops)
+        return self.outbox.permits_ending()
 
     # ----------------------------------------------------------- internals
     def _queue_op(self, op: wire.Op) -> None:
-        if not self._ops:
-            self._ops_since = time.monotonic()
-        self._ops.append(op)
+        self.outbox.add(op, time.monotonic())
 
     def _wait_ms(self, host: str) -> int:
         """How long the next owner of ``host`` must wait: this node's block
@@ -724,7 +715,7 @@ class RedisFrontier:
             self.hosts.new_session()
         for op in self.hosts.changes():
             self._queue_op(op)
-        ops = self._ops
+        ops = list(self.outbox.ops)
         args = self._arguments(ops, admits, checks, want, beat, force, register)
         sent = time.monotonic()
         try:
@@ -734,8 +725,9 @@ class RedisFrontier:
         if register:
             self.permits = 0  # a new session holds none
         self.spent, self.permits_out = answer.spent, answer.permits_out
-        self.permits = max(0, self.permits + answer.granted - _permits_ending(ops))
-        del ops[: len(ops)]
+        ending = sum(op.k for op in ops if isinstance(op, wire.SpendPermits | wire.ReturnPermits))
+        self.permits = max(0, self.permits + answer.granted - ending)
+        self.outbox.sent(len(ops))
         if beat:
             self._beat_sent = sent
         leased = self._take(answer)
@@ -860,11 +852,6 @@ class RedisFrontier:
         except self.link.faults as exc:
             self.link.fault(exc)
             return
-        if self._ops:
+        if self.outbox:
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
-
-
-def _permits_ending(ops: Sequence[wire.Op]) -> int:
-    """Page permits spent or given back by ``ops``."""
-    return sum(op.k for op in ops if isinstance(op, wire.SpendPermits | wire.ReturnPermits))

@@ -461,3 +461,41 @@ def parse(argv: Sequence[Any]) -> Call:
         timeout, info, list_held = take(3)
         beat = Beat(timeout, info, bool(int(list_held)))
     return Call(header, ops, admits, int(budget), checks, lease, beat)
+
+
+class Outbox:
+    """The operations a node owes Redis, sent with its next call: acks wait
+    here up to ``FLUSH_AFTER`` seconds for a call to ride on, and a call that
+    fails keeps them.  Permits spent or given back merge into one op each."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+        self.since = 0.0  # when the oldest op came (monotonic)
+
+    def __bool__(self) -> bool:
+        return bool(self.ops)
+
+    def add(self, op: Op, now: float) -> None:
+        if not self.ops:
+            self.since = now
+        self.ops.append(op)
+
+    def add_permits(self, op: SpendPermits | ReturnPermits, now: float) -> None:
+        """``op``, merged with the one of its kind waiting, if any."""
+        for n, waiting in enumerate(self.ops):
+            if type(waiting) is type(op):
+                self.ops[n] = type(op)(waiting.k + op.k)  # type: ignore[union-attr]
+                return
+        self.add(op, now)
+
+    def count(self, *kinds: type) -> int:
+        """Operations of these types waiting."""
+        return sum(1 for op in self.ops if isinstance(op, kinds))
+
+    def permits_ending(self) -> int:
+        """Page permits spent or given back by the operations waiting."""
+        return sum(op.k for op in self.ops if isinstance(op, SpendPermits | ReturnPermits))
+
+    def sent(self, n: int) -> None:
+        """The first ``n`` operations reached Redis."""
+        del self.ops[:n]
