@@ -46,15 +46,15 @@ from .counters import Counters, metrics_snapshot
 from .pool import Done, Downloaded, Event, Lost, WorkerPool
 from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
+from .robots import RobotsAnswers
 from .scheduler import Scheduler
 from .settle import Settling
 from .steering import POLL_INTERVAL, Steering
 
-__all__ = ["MAX_ROBOTS_SITEMAPS", "Engine"]
+__all__ = ["Engine"]
 
 log = logging.getLogger(__name__)
 
-MAX_ROBOTS_SITEMAPS = 50  # Sitemap: lines read from one robots.txt
 IDLE_WAIT = 0.5  # seconds a turn waits at most when nothing is due
 
 
@@ -86,6 +86,9 @@ class Engine:
         self.checkpoint = checkpoint
         self.clock = clock
         self.robots_cache = robots_cache  # the job dir's copies, for check-url
+        self.robots = RobotsAnswers(
+            settings, scheduler, settling, lambda: self.results.rules, robots_cache
+        )
         self.metrics = metrics  # --metrics-port: given a snapshot every INTERVAL
         self.steering = steering  # the job's control commands (pause, set...)
         self._metrics_due = 0.0
@@ -251,24 +254,7 @@ class Engine:
         elif isinstance(action, RetryAt):
             self.scheduler.retry_later(action.request, action.at)
         elif isinstance(action, Robots):
-            request, result = action.request, action.result
-            if result is None:
-                lines = self.scheduler.robots_result(request, None, None, True)
-            else:
-                lines = self.scheduler.robots_result(
-                    request,
-                    result.status,
-                    result.body,
-                    action.failed,
-                    result.error,
-                    result.error_kind,
-                )
-                status = result.status
-                if self.robots_cache is not None and status and status < 500 and not action.failed:
-                    self.robots_cache.save(request.host, result.body or "" if status < 300 else "")
-            found, refused = self.results.robots_sitemaps(lines, MAX_ROBOTS_SITEMAPS)
-            self.settling.add_sitemaps(found)
-            self.settling.refused_links(request.url, refused)
+            self.robots.handle(action)
 
     # ---------------------------------------------------------------- stop
     def request_stop(self) -> bool:

@@ -143,27 +143,6 @@ class ResultHandling:
             return Submit(request)
         return Finish(request, failure(request, error, "worker_crash"))
 
-    def robots_sitemaps(
-        self, lines: list[str], limit: int
-    ) -> tuple[list[str], list[tuple[str, str]]]:
-        """The sitemaps a robots.txt's ``Sitemap:`` lines name (the first
-        ``limit``), canonical, that the URL rules allow; and those they
-        refuse, with the rule.  None without --sitemaps."""
-        if not self.settings.sitemaps:
-            return [], []
-        found, refused = [], []
-        for text in lines[:limit]:
-            try:
-                url = self.rules.canonical(text)
-            except InvalidURL:
-                continue
-            rule = self.rules.refusal(url, sitemap=True)
-            if rule is None:
-                found.append(url)
-            else:
-                refused.append((url, rule))
-        return found, refused
-
     def _redirect(self, request: Request, result: PageResult, now: float) -> Action:
         """Follow the redirect of ``result`` (its Location resolved against
         the URL that answered): the next hop, or the chain's record saying
