@@ -181,14 +181,17 @@ class Crawler:
         self.rules = UrlRules.from_settings(s, self.scope, excluded)
 
     def _run(self, job: Job, shared: RedisFrontier | PartitionedFrontier | None) -> CrawlResult:
+        """Assemble the crawl's parts, run its engine, and shut down."""
+        engine, rejected = self._assemble(job, shared)
+        return self._execute(job, engine, rejected)
+
+    def _assemble(
+        self, job: Job, shared: RedisFrontier | PartitionedFrontier | None
+    ) -> tuple[Engine, RejectedLog | None]:
+        """The crawl's parts, built and joined: the engine (and the
+        --rejected-log it writes through its settling, to close at the end)."""
         s = self.settings
-        inbox: CommandInbox | None = Inbox(job.path) if job.path else None
-        if shared is not None:
-            job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
-            inbox = SharedInbox(shared.r, shared.prefix, shared.node, job.state)
-            # The crawl's commands this node has not read: sent before it started.
-            job.hold(inbox, answer_waiting(inbox, job.state))  # FrontierUnavailable: exit 1
-            job.apply_overrides()
+        inbox = self._inbox(job, shared)
         self._build_rules(job.state)
         if "add-seeds" in job.waiting_applied:
             self._settle_added_seeds(job.state)
@@ -231,21 +234,7 @@ class Crawler:
             metrics=self.metrics,
         )
         if inbox is not None:  # commands reach a job dir one can name, or a shared crawl
-            engine.steering = Steering(
-                inbox,
-                s,
-                engine.scheduler,
-                frontier,
-                job.state,
-                engine.request_stop,
-                changed=engine.checkpoint,
-                add_seeds=lambda urls, priority: self._add_seeds(
-                    job, results, pool, settling, urls, priority
-                ),
-                exclude=lambda regex: self._exclude(
-                    job, results, pool, engine.scheduler, frontier, regex
-                ),
-            )
+            engine.steering = self._steering(job, inbox, engine)
         if job.state.excluded:  # dropped once more only if an exclude came while it was stopped
             frontier.exclude(self.rules.excluded, drop_queued="exclude" in job.waiting_applied)
         if self.metrics is not None:
@@ -255,6 +244,49 @@ class Crawler:
         if shared is not None:  # its heartbeats carry this node's figures from now on
             shared.node_info = lambda: counters.node_info(s.job_dir)
             shared.host_wait = engine.scheduler.wait_before  # a host given up keeps its delay
+        return engine, rejected
+
+    def _inbox(
+        self, job: Job, shared: RedisFrontier | PartitionedFrontier | None
+    ) -> CommandInbox | None:
+        """Where the crawl's control commands arrive (the job dir's, or the
+        shared crawl's in Redis), with those sent before the start applied
+        and held for their answers."""
+        if shared is None:
+            return Inbox(job.path) if job.path else None
+        job.state.crawl_id = shared.crawl_id  # a resume finds out if Redis lost it
+        inbox = SharedInbox(shared.r, shared.prefix, shared.node, job.state)
+        # The crawl's commands this node has not read: sent before it started.
+        job.hold(inbox, answer_waiting(inbox, job.state))  # FrontierUnavailable: exit 1
+        job.apply_overrides()
+        return inbox
+
+    def _steering(self, job: Job, inbox: CommandInbox, engine: Engine) -> Steering:
+        """The steering of ``engine`` by the commands of ``inbox``."""
+        results, pool, settling = engine.results, engine.pool, engine.settling
+        frontier = engine.frontier
+        return Steering(
+            inbox,
+            self.settings,
+            engine.scheduler,
+            frontier,
+            job.state,
+            engine.request_stop,
+            changed=engine.checkpoint,
+            add_seeds=lambda urls, priority: self._add_seeds(
+                job, results, pool, settling, urls, priority
+            ),
+            exclude=lambda regex: self._exclude(
+                job, results, pool, engine.scheduler, frontier, regex
+            ),
+        )
+
+    def _execute(self, job: Job, engine: Engine, rejected: RejectedLog | None) -> CrawlResult:
+        """Open the outputs, set the budgets and revisits, start the workers,
+        run the engine, and shut down whatever happened."""
+        s = self.settings
+        frontier, counters = engine.frontier, engine.counters
+        pipelines, pool, settling = engine.settling.pipelines, engine.pool, engine.settling
         failure: BaseException | None = None
         owns_signals = stopsignals.install()
         stopsignals.listen(lambda signum: self._on_signal(engine, signum))
