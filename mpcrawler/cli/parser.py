@@ -1,0 +1,284 @@
+"""The command line's parser: every command and its options, the crawl's
+made from the option table (:data:`mpcrawler.settings.OPTIONS`), and the
+converters of the values, made by one factory."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import textwrap
+import typing
+from typing import Any, NoReturn
+
+from ..__version__ import __version__
+from ..errors import UsageError
+from ..settings import (
+    MAX_SLOTS,
+    OPTIONS,
+    UPPER_BOUNDS,
+    Settings,
+    flag_of,
+)
+
+# The exit codes (the parser's epilog says them too).
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EPILOG = """exit codes:
+  0    the crawl completed (pages that failed are data, not a failure of the job)
+  1    internal error
+  2    usage or configuration error
+  130  interrupted by SIGINT, SIGTERM or SIGHUP (rerun the same command to resume)
+
+limits (checked before anything is written):
+  """ + textwrap.fill(
+    ", ".join(f"{flag_of(name)} {most:g}" for name, most in UPPER_BOUNDS.items())
+    + f" (seconds for times); --workers x --threads {MAX_SLOTS}",
+    width=76,
+    subsequent_indent="  ",
+)
+
+
+SHARED_GROUP = "many machines (a crawl shared through Redis)"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def number(kind: type, minimum: float | None = None, maximum: float | None = None, name: str = ""):
+    """A converter of an argument to ``kind`` (int or float) within
+    ``minimum`` and ``maximum``; argparse says what is wrong in one line
+    (``name``: what a value past ``maximum`` is not, as "a port")."""
+    noun = "an integer" if kind is int else "a number"
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {noun}: {text!r}") from None
+        if minimum is not None and not value >= minimum:  # NaN too
+            bound = "not be negative" if minimum == 0 else f"be at least {minimum:g}"
+            raise argparse.ArgumentTypeError(f"must {bound}: {text!r}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"not {name} ({minimum:g} to {maximum:g}): {text!r}")
+        return value
+
+    return convert
+
+
+_integer = number(int)
+_number = number(float)
+_positive_int = number(int, minimum=1)
+_non_negative_int = number(int, minimum=0)
+_non_negative_float = number(float, minimum=0)
+_port = number(int, minimum=0, maximum=65535, name="a port")
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def _size(text: str) -> int:
+    """Bytes, with an optional K, M or G (powers of 1024): ``1G``, ``500M``."""
+    number, unit = text.strip(), ""
+    if number[-1:].upper() in _SIZE_UNITS:
+        number, unit = number[:-1], number[-1].upper()
+    return int(_integer(number)) * _SIZE_UNITS[unit]
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(text: str) -> float:
+    """Seconds, as a number with an optional unit: ``0``, ``30s``, ``10m``, ``6h``, ``1d``."""
+    number, unit = text.strip(), "s"
+    if number[-1:].lower() in _DURATION_UNITS:
+        number, unit = number[:-1], number[-1].lower()
+    try:
+        value = float(number)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a duration (0, 30s, 10m, 6h, 1d): {text!r}")
+    return value * _DURATION_UNITS[unit]
+
+
+def _add_crawl_options(p: argparse.ArgumentParser) -> None:
+    """Every option of the table (settings.OPTIONS), in its order.  Only the
+    type is checked here; the bounds are Settings.validate()'s, for the CLI
+    and the Python API alike."""
+    defaults = Settings()
+    hints = typing.get_type_hints(Settings)
+    groups = {
+        "crawl": p,
+        "filters": p.add_argument_group("what to crawl (see 'Choosing what to crawl')"),
+        "requests": p.add_argument_group("what every request carries"),
+        "shared": p.add_argument_group(SHARED_GROUP),
+    }
+    p.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="read options from this TOML file (by their names; the command line overrides)",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the effective settings as TOML (secrets redacted) and exit",
+    )
+    for name, how in OPTIONS.items():
+        kind, default = hints[name], getattr(defaults, name)
+        extra: dict[str, Any] = {}
+        if how.metavar:
+            extra["metavar"] = how.metavar
+        if kind is bool:  # a switch: --x sets True, --no-x (default True) sets False
+            extra["action"] = "store_false" if default else "store_true"
+        elif kind == list[str]:
+            extra.update(action="append", default=[])
+        else:
+            base = next((k for k in (int, float) if k in typing.get_args(kind) or kind is k), str)
+            parse = (
+                _size
+                if how.size
+                else _duration
+                if how.duration
+                else {int: _integer, float: _number}.get(base, str)
+            )
+            extra.update(type=parse, default=default, choices=how.choices)
+        groups[how.group].add_argument(flag_of(name), dest=name, help=how.help, **extra)
+
+
+def _add_seed_options(p: argparse.ArgumentParser, seeds_help: str) -> None:
+    """The seeds and their credentials, as ``read_seeds`` and
+    ``http_credentials`` take them (crawl, and check-url's crawl)."""
+    p.add_argument("seeds", nargs="*", metavar="SEED", help=seeds_help)
+    p.add_argument(
+        "--seeds-file",
+        metavar="F",
+        help="one URL a line, optionally followed by a TAB and its integer priority; "
+        "blank lines and # comments ignored",
+    )
+    p.add_argument(
+        "--http-user",
+        metavar="USER",
+        help="send the seeds' hosts Basic credentials (as a seed's user:password@ does)",
+    )
+    p.add_argument(
+        "--http-password-file",
+        metavar="FILE",
+        help="--http-user's password, read from FILE (or MPCRAWLER_HTTP_PASSWORD)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="mpcrawler",
+        description="A multiprocess web crawler.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mpcrawler {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_seed_options(crawl, "http(s) URLs to start from")
+    _add_crawl_options(crawl)
+
+    check = sub.add_parser(
+        "check-url",
+        help="say, without any network, whether a crawl would fetch URL, and which rule refuses it",
+    )
+    check.add_argument("url", metavar="URL")
+    _add_seed_options(check, "the crawl's seeds (default: the job dir's, else URL itself)")
+    _add_crawl_options(check)
+
+    control = sub.add_parser(
+        "control",
+        help="steer a running crawl: pause, resume, stop, set, add-seeds, exclude",
+        description="Steer a crawl through its job dir (control DIR COMMAND), or every node "
+        "of a shared crawl (control --redis URL --crawl NAME COMMAND).  COMMAND is one of "
+        "pause, resume, stop, set NAME=VALUE..., add-seeds URL..., exclude REGEX.",
+    )
+    control.add_argument(
+        "words",
+        nargs="+",
+        metavar="[DIR] COMMAND [ARG ...]",
+        help="set: NAME=VALUE with NAME delay, host-concurrency, max-pages, max-depth; "
+        "add-seeds: URLs; exclude: a regular expression",
+    )
+    control.add_argument("--redis", metavar="URL", help="a shared crawl's Redis ($REDIS_URL)")
+    control.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")
+    control.add_argument("--file", metavar="F", help="add-seeds: one URL a line")
+    control.add_argument(
+        "--priority", type=_integer, default=0, help="add-seeds: their priority (default 0)"
+    )
+    control.add_argument(
+        "--wait",
+        type=_non_negative_float,
+        default=10.0,
+        help="seconds to wait for a running crawl's answer (default %(default)s)",
+    )
+
+    demo = sub.add_parser("demo", help="serve the built-in demo site and crawl it")
+    demo.add_argument("--pages", type=_positive_int, default=500)
+    demo.add_argument("--workers", type=_positive_int, default=Settings().workers)
+    demo.add_argument(
+        "--job-dir",
+        default="mpcrawler-demo",
+        help="where the results go; emptied first (default %(default)s)",
+    )
+    demo.add_argument("--quiet", action="store_true")
+
+    status = sub.add_parser(
+        "status", help="print a job's state (or a shared crawl's) without touching it"
+    )
+    status.add_argument("job_dir", metavar="DIR", nargs="?")
+    status.add_argument("--redis", metavar="URL", help="a shared crawl's Redis")
+    status.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")
+    status.add_argument("--json", action="store_true", help="as JSON")
+    status.add_argument(
+        "--serve",
+        metavar="PORT",
+        type=_port,
+        help="with --redis: serve the crawl-wide figures on /metrics (Prometheus) and "
+        "/status (JSON) until stopped",
+    )
+    status.add_argument(
+        "--bind", metavar="ADDR", default="127.0.0.1", help="--serve's address (%(default)s)"
+    )
+
+    report = sub.add_parser(
+        "report", help="write DIR/report.html: charts and tables of how a crawl went"
+    )
+    report.add_argument("job_dir", metavar="DIR")
+    verify = sub.add_parser(
+        "verify", help="check every file of a job dir; exit 1 and say what is damaged"
+    )
+    verify.add_argument("job_dir", metavar="DIR")
+    reset = sub.add_parser(
+        "reset",
+        help="delete a shared crawl's state in Redis, for a fresh start (no node may be running)",
+    )
+    reset.add_argument("--redis", metavar="URL", help="the crawl's Redis (default: $REDIS_URL)")
+    reset.add_argument("--crawl", metavar="NAME", required=True, help="the shared crawl")
+    site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
+    site.add_argument("--pages", type=_positive_int, default=500)
+    site.add_argument(
+        "--latency", type=_non_negative_float, default=0.0, help="seconds of delay per request"
+    )
+    site.add_argument("--size", type=_non_negative_int, default=30_000, help="bytes per page")
+    site.add_argument("--port", type=_non_negative_int, default=8000, help="0 picks a free one")
+    site.add_argument("--host", default="127.0.0.1")
+    site.add_argument("--fanout", type=_non_negative_int, default=12, help="extra links per page")
+    site.add_argument(
+        "--embeds",
+        action="store_true",
+        help="pages need requisites (stylesheets, a script, images, a logo on 127.0.0.2)",
+    )
+    site.add_argument(
+        "--images", type=_positive_int, default=10, help="--embeds: images the pages share in turn"
+    )
+    return parser
