@@ -64,6 +64,30 @@ def _sha256(f: BinaryIO) -> tuple[int, str]:
     return size, "sha256:" + digest.hexdigest()
 
 
+def _datapackage(
+    resources: list[dict[str, Any]],
+    title: str,
+    main_page: str | None,
+    first: dict[str, Any] | None,
+) -> bytes:
+    """``datapackage.json``: the files with their digests, and the crawl's
+    main page (``main_page``, else the first page of pages.jsonl)."""
+    package: dict[str, Any] = {
+        "profile": "data-package",
+        "resources": resources,
+        "wacz_version": WACZ_VERSION,
+        "software": f"mpcrawler/{__version__}",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "title": title,
+    }
+    main = main_page or (first or {}).get("url")
+    if main:
+        package["mainPageUrl"] = main
+        if first and first.get("url") == main and "ts" in first:
+            package["mainPageDate"] = first["ts"]
+    return json.dumps(package, indent=2).encode()
+
+
 def write_wacz(
     target: str | os.PathLike[str],
     warc_dir: str | os.PathLike[str],
@@ -109,20 +133,7 @@ def write_wacz(
                     add("pages/pages.jsonl", pages, stored=False)
             finally:
                 pages_path.unlink(missing_ok=True)
-            package: dict[str, Any] = {
-                "profile": "data-package",
-                "resources": resources,
-                "wacz_version": WACZ_VERSION,
-                "software": f"mpcrawler/{__version__}",
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "title": title,
-            }
-            main = main_page or (first or {}).get("url")
-            if main:
-                package["mainPageUrl"] = main
-                if first and first.get("url") == main and "ts" in first:
-                    package["mainPageDate"] = first["ts"]
-            data = json.dumps(package, indent=2).encode()
+            data = _datapackage(resources, title, main_page, first)
             archive.writestr("datapackage.json", data, zipfile.ZIP_DEFLATED)
             digest = {
                 "path": "datapackage.json",
