@@ -1,0 +1,28 @@
+"""The manual's generated reference follows the option table: a new or
+changed option without ``python docs/make_reference.py`` fails here."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_option_reference_is_up_to_date() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "make_reference", ROOT / "docs" / "make_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    assert written == module.reference(), "docs/options.md is stale: python docs/make_reference.py"
+
+
+def test_every_option_is_in_the_reference() -> None:
+    from mpcrawler.settings import OPTIONS, flag_of
+
+    written = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    for name in OPTIONS:
+        assert f"| `{flag_of(name)}" in written, name
