@@ -197,7 +197,7 @@ def crawl_stats(
     return {
         "state": job.state,
         "pages": counters.page_records,
-        **(_embed_stats(counters) if counters.embeds or counters.embed_records else {}),
+        **(_embed_stats(counters) if any(counters.embeds.values()) else {}),
         "errors": sum(counters.errors.values()),
         "errors_by_kind": dict(sorted(counters.errors.items())),
         "statuses": dict(sorted(counters.statuses.items())),

@@ -157,7 +157,8 @@ class Settling:
             start += span
             new_embeds = sum(admitted[start : start + embeds])
             start += embeds
-            self.counters.embeds["queued"] += new_embeds
+            if new_embeds:
+                self.counters.embeds["queued"] += new_embeds
             self._record(finished, new_links, embeds)
 
     def _links_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:

@@ -332,3 +332,12 @@ def test_a_kill_while_packaging_leaves_no_partial_wacz(make_site: Any, tmp_path:
         pages = package.read("pages/pages.jsonl").decode().splitlines()
     assert json.loads(pages[0])["format"] == "json-pages-1.0"
     assert len(pages) == 1 + 5
+
+
+def test_a_crawl_without_requisites_says_nothing_of_embeds(make_site: Any, tmp_path: Path) -> None:
+    site = TestSite(pages=10, size=2_000, embeds=True)
+    main, _ = two_hosts(make_site, site)
+    done = run_cli(*crawl_args(main.url, tmp_path / "job", "--allow-private-networks"))
+    assert done.returncode == 0 and "embeds" not in done.stdout, done.stdout
+    stats = json.loads((tmp_path / "job" / "stats.json").read_text())
+    assert "embeds" not in stats and "embed_kinds" not in stats

@@ -1,5 +1,5 @@
 """The option table: every crawl option is written once, and the parser, the
-checks, --help and the README all follow it."""
+checks, --help and the crawling guide all follow it."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ def crawl_args(*args: str) -> Settings:
     return settings_from_args(build_parser().parse_args(["crawl", "http://a.test/", *args]))
 
 
-def test_every_option_has_help_and_a_line_in_the_readme() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_every_option_has_help_and_a_line_in_the_crawling_guide() -> None:
+    guide = (ROOT / "docs" / "guide" / "crawling.md").read_text(encoding="utf-8")
     for name, how in OPTIONS.items():
         assert how.help, name
-        assert f"`{flag_of(name)}" in readme, flag_of(name)
+        assert f"`{flag_of(name)}" in guide, flag_of(name)
 
 
 def test_the_parser_gives_each_option_to_its_setting() -> None:
