@@ -169,6 +169,7 @@ def _add_seed_options(p: argparse.ArgumentParser, seeds_help: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command."""
     parser = _Parser(
         prog="mpcrawler",
         description="A multiprocess web crawler.",
@@ -177,7 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mpcrawler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in (_crawling, _steering, _demo, _inspecting, _serving):
+        add(sub)
+    return parser
 
+
+def _crawling(sub: Any) -> None:
+    """crawl, and check-url (the same options)."""
     crawl = sub.add_parser(
         "crawl",
         help="crawl from seed URLs",
@@ -195,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_seed_options(check, "the crawl's seeds (default: the job dir's, else URL itself)")
     _add_crawl_options(check)
 
+
+def _steering(sub: Any) -> None:
+    """control."""
     control = sub.add_parser(
         "control",
         help="steer a running crawl: pause, resume, stop, set, add-seeds, exclude",
@@ -222,6 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for a running crawl's answer (default %(default)s)",
     )
 
+
+def _demo(sub: Any) -> None:
     demo = sub.add_parser("demo", help="serve the built-in demo site and crawl it")
     demo.add_argument("--pages", type=_positive_int, default=500)
     demo.add_argument("--workers", type=_positive_int, default=Settings().workers)
@@ -232,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", action="store_true")
 
+
+def _inspecting(sub: Any) -> None:
+    """status, report, verify and reset."""
     status = sub.add_parser(
         "status", help="print a job's state (or a shared crawl's) without touching it"
     )
@@ -264,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reset.add_argument("--redis", metavar="URL", help="the crawl's Redis (default: $REDIS_URL)")
     reset.add_argument("--crawl", metavar="NAME", required=True, help="the shared crawl")
+
+
+def _serving(sub: Any) -> None:
+    """serve-site."""
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
     site.add_argument("--pages", type=_positive_int, default=500)
     site.add_argument(
@@ -281,4 +300,3 @@ def build_parser() -> argparse.ArgumentParser:
     site.add_argument(
         "--images", type=_positive_int, default=10, help="--embeds: images the pages share in turn"
     )
-    return parser
