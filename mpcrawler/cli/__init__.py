@@ -31,9 +31,10 @@ from .crawl import (
     run_print_config,
     settings_from_args,
 )
-from .parser import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _duration, build_parser
+from .parser import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_parser
 from .site import run_demo, run_site, site_process
 from .status import run_report, run_reset, run_status, run_verify
+from .values import _duration
 
 __all__ = [
     "_duration",
