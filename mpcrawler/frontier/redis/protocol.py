@@ -59,6 +59,11 @@ def _flat(slots: Sequence[SeenSlot]) -> list[Any]:
     return [part for slot in slots for part in slot]
 
 
+def _fields(op: tuple[Any, ...]) -> list[Any]:
+    """An operation's arguments: its fields, in order (most operations)."""
+    return list(op)
+
+
 class Ack(NamedTuple):
     """A lease is done (``error``: its record is an error); ``seen``, its
     redirect hops, are marked seen in the same step."""
@@ -82,8 +87,7 @@ class Release(NamedTuple):
     code = "R"
     seq: int
 
-    def args(self) -> list[Any]:
-        return [self.seq]
+    args = _fields  # its fields, in order
 
 
 class Drop(NamedTuple):
@@ -94,8 +98,7 @@ class Drop(NamedTuple):
     host: str
     wait_ms: int
 
-    def args(self) -> list[Any]:
-        return [self.seq, self.host, self.wait_ms]
+    args = _fields  # its fields, in order
 
 
 class GiveUp(NamedTuple):
@@ -105,8 +108,7 @@ class GiveUp(NamedTuple):
     host: str
     wait_ms: int
 
-    def args(self) -> list[Any]:
-        return [self.host, self.wait_ms]
+    args = _fields  # its fields, in order
 
 
 class GiveUpAll(NamedTuple):
@@ -114,8 +116,7 @@ class GiveUpAll(NamedTuple):
 
     code = "GA"
 
-    def args(self) -> list[Any]:
-        return []
+    args = _fields  # its fields, in order
 
 
 class Leave(NamedTuple):
@@ -123,8 +124,7 @@ class Leave(NamedTuple):
 
     code = "L"
 
-    def args(self) -> list[Any]:
-        return []
+    args = _fields  # its fields, in order
 
 
 class Schedule(NamedTuple):
@@ -140,8 +140,7 @@ class Schedule(NamedTuple):
     fetched_ms: int
     state: str
 
-    def args(self) -> list[Any]:
-        return list(self)
+    args = _fields  # its fields, in order
 
 
 class Expedite(NamedTuple):
@@ -151,8 +150,7 @@ class Expedite(NamedTuple):
     url: str
     since_ms: int
 
-    def args(self) -> list[Any]:
-        return list(self)
+    args = _fields  # its fields, in order
 
 
 class Block(NamedTuple):
@@ -161,8 +159,7 @@ class Block(NamedTuple):
     code = "B"
     host: str
 
-    def args(self) -> list[Any]:
-        return [self.host]
+    args = _fields  # its fields, in order
 
 
 class Unblock(NamedTuple):
@@ -171,8 +168,7 @@ class Unblock(NamedTuple):
     code = "U"
     host: str
 
-    def args(self) -> list[Any]:
-        return [self.host]
+    args = _fields  # its fields, in order
 
 
 class MarkSeen(NamedTuple):
@@ -192,8 +188,7 @@ class TakePermits(NamedTuple):
     n: int
     max_pages: int
 
-    def args(self) -> list[Any]:
-        return [self.n, self.max_pages]
+    args = _fields  # its fields, in order
 
 
 class SpendPermits(NamedTuple):
@@ -202,8 +197,7 @@ class SpendPermits(NamedTuple):
     code = "PS"
     k: int
 
-    def args(self) -> list[Any]:
-        return [self.k]
+    args = _fields  # its fields, in order
 
 
 class ReturnPermits(NamedTuple):
@@ -212,8 +206,7 @@ class ReturnPermits(NamedTuple):
     code = "PR"
     k: int
 
-    def args(self) -> list[Any]:
-        return [self.k]
+    args = _fields  # its fields, in order
 
 
 Op = (
