@@ -147,12 +147,16 @@ def test_status_serves_the_crawl_wide_figures(tmp_path: Path, crawl: str) -> Non
             Node("n1", tmp_path / "n1", args),
         ]
         wait_until(lambda: len(nodes[0].records()) >= 5, 60, "n0 recording")
-        assert control(crawl, "pause") == {"n0": "applied", "n1": "applied"}  # both stay up
-        wait_until(lambda: scrape(node_port)["mpcrawler_paused{node=n0}"] == 1, 5, "paused")
-        server = start_cli("status", *where, "--serve", str(port))
-        lines = Lines(server)
-        lines.wait_for(lambda out, err: any("serving crawl" in line for line in out), 30)
-        during = scrape(port)
+        site.gate.clear()  # the crawl cannot end (and its nodes leave) before the pause
+        try:
+            assert control(crawl, "pause") == {"n0": "applied", "n1": "applied"}  # both up
+            wait_until(lambda: scrape(node_port)["mpcrawler_paused{node=n0}"] == 1, 5, "paused")
+            server = start_cli("status", *where, "--serve", str(port))
+            lines = Lines(server)
+            lines.wait_for(lambda out, err: any("serving crawl" in line for line in out), 30)
+            during = scrape(port)
+        finally:
+            site.gate.set()
         assert control(crawl, "resume") == {"n0": "applied", "n1": "applied"}
         codes = [node.finish() for node in nodes]
         after = scrape(port)
