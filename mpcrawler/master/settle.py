@@ -61,6 +61,7 @@ class Settling:
         self.revisits = revisit.Revisits.from_settings(settings)
         self.rejected = rejected  # --rejected-log
         self.refused = FirstSeen()  # links refused and counted (each once, while remembered)
+        self._offered = 0  # embeds offered to the frontier in the batch settling (--max-embeds)
 
     def __bool__(self) -> bool:
         """Something waits to settle."""
@@ -136,12 +137,12 @@ class Settling:
             return
         batch = self.ended
         links: list[Admission] = list(self.loose)
-        spans: list[tuple[int, int]] = []
-        too_deep = 0
+        spans: list[tuple[int, int, int]] = []
+        too_deep, self._offered = 0, 0
         for finished in batch:
             found, dropped = self._links_of(finished.request, finished.result)
-            embeds = self._embeds_of(finished.request, finished.result)
-            spans.append((len(found), len(embeds)))
+            embeds, skipped = self._embeds_of(finished.request, finished.result)
+            spans.append((len(found), len(embeds), skipped))
             links.extend(found)
             links.extend(embeds)
             too_deep += dropped
@@ -152,13 +153,12 @@ class Settling:
         if too_deep:
             self.counters.links_dropped["sitemap_depth"] += too_deep
         start, self.ended, self.loose = len(self.loose), [], []
-        for finished, (span, embeds) in zip(batch, spans, strict=True):
+        for finished, (span, embeds, skipped) in zip(batch, spans, strict=True):
             new_links = sum(admitted[start : start + span])
             start += span
             new_embeds = sum(admitted[start : start + embeds])
             start += embeds
-            if new_embeds:
-                self.counters.embeds["queued"] += new_embeds
+            self._count_embeds(finished.result, new_embeds, skipped)
             self._record(finished, new_links, embeds)
 
     def _links_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:
@@ -186,35 +186,47 @@ class Settling:
             found += [(url, level, 0, "sitemap", None) for url in result.sitemaps]
         return found, 0
 
-    def _embeds_of(self, request: Request, result: PageResult) -> list[Admission]:
+    def _embeds_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:
         """--page-requisites: the embeds a finished chain's document needs,
-        within --max-embed-hops and --max-embeds (the others counted as
-        skipped).  An embed keeps its page's depth (--max-depth does not
+        within --max-embed-hops and --max-embeds, and how many of them are
+        skipped past those bounds.  An embed keeps its page's depth (--max-depth does not
         apply: a page at the last depth still renders whole, as with wget
         -p) and names the page that needed it (``from``, in the frontier's
         ``lastmod`` slot, which only a sitemap's pages use)."""
         if not result.embeds or not outcome.is_ok(result):
-            return []
+            return [], 0
         s = self.settings
-        counts = self.counters.embeds
-        counts["found"] += result.embeds_found
-        self.counters.embed_kinds.update(result.embed_kinds)
         if request.kind == "embed":
             hops, page = embed_hops(request.priority) + 1, request.lastmod or request.first_url
         else:
             hops, page = 1, request.url
         urls = [url for url in result.embeds if url not in self.chains.urls]
         if hops > s.max_embed_hops:
-            counts["skipped"] += len(urls)
-            return []
+            return [], len(urls)
+        skipped = 0
         if s.max_embeds is not None:
-            room = max(0, s.max_embeds - counts["queued"])
-            counts["skipped"] += max(0, len(urls) - room)
+            queued = self.counters.embeds["queued"] + self._offered  # this batch's too
+            room = max(0, s.max_embeds - queued)
+            skipped = max(0, len(urls) - room)
             urls = urls[:room]
+            self._offered += len(urls)
         priority = embed_priority(hops)
         # The local frontier keeps 255 bytes of it: none rather than a cut one.
         source = page if len(page.encode("utf-8")) <= MAX_FROM_BYTES else None
-        return [(url, request.depth, priority, "embed", source) for url in urls]
+        return [(url, request.depth, priority, "embed", source) for url in urls], skipped
+
+    def _count_embeds(self, result: PageResult, queued: int, skipped: int) -> None:
+        """Once admitted (a settle the frontier refused is tried again, and
+        counts nothing twice): the requisites a document named, by kind,
+        those queued, those skipped past the bounds."""
+        if not result.embeds_found or not outcome.is_ok(result):
+            return
+        counts = self.counters.embeds
+        counts["found"] += result.embeds_found
+        self.counters.embed_kinds.update(result.embed_kinds)
+        for name, n in (("queued", queued), ("skipped", skipped)):
+            if n:
+                counts[name] += n
 
     def refused_links(self, source: str, dropped: list[tuple[str, str]]) -> None:
         """Count the URLs the rules refused on ``source`` (a page, a redirect,

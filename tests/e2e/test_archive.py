@@ -341,3 +341,21 @@ def test_a_crawl_without_requisites_says_nothing_of_embeds(make_site: Any, tmp_p
     assert done.returncode == 0 and "embeds" not in done.stdout, done.stdout
     stats = json.loads((tmp_path / "job" / "stats.json").read_text())
     assert "embeds" not in stats and "embed_kinds" not in stats
+
+
+def test_max_embeds_bounds_the_embeds_queued(make_site: Any, tmp_path: Path) -> None:
+    site = TestSite(pages=30, size=2_000, embeds=True, images=30)
+    main, _ = two_hosts(make_site, site)
+    records = crawl_records(
+        main.url,
+        tmp_path / "job",
+        "--page-requisites",
+        "--allow-private-networks",
+        "--max-embeds",
+        "7",
+    )
+    assert sum(1 for r in records if r.get("kind") == "embed") == 7
+    fetched = sum(h for p, h in main.hits.items() if p.startswith(("/static/", "/cdn/")))
+    assert fetched <= 7
+    stats = json.loads((tmp_path / "job" / "stats.json").read_text())
+    assert stats["embeds"]["queued"] == 7 and stats["embeds"]["skipped"] > 0

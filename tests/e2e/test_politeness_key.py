@@ -50,8 +50,11 @@ def test_http_and_https_of_one_host_share_a_delay(tmp_path: Path) -> None:
         starts = [h.start for h in tls.log.hits + plain.log.hits]
     assert len(starts) == 8
     # The TLS server logs a request once its handshake is over, later than
-    # the crawler started it when the connection is new: a wider margin.
-    assert min(gaps(starts)) >= DELAY - 0.15, gaps(starts)
+    # the crawler started it when the connection is new, and a loaded machine
+    # (the whole suite on 2 cores) makes a handshake slower still: a gap one
+    # handshake short of the delay (0.31 s seen) is not a shared delay broken.
+    # Two delays not shared would start both hosts' requests at once (gaps near 0).
+    assert min(gaps(starts)) >= DELAY - 0.25, gaps(starts)
 
 
 def test_two_names_of_one_address_share_a_delay_by_ip(tmp_path: Path) -> None:
