@@ -427,7 +427,7 @@ class Worker:
 
     def _add_embeds(self, result: PageResult, found: list[tuple[str, str]], base: str) -> None:
         """The distinct requisites a document named: counted by kind, and
-        those the rules allow as embeds (``UrlRules.embed_refusal``) in
+        those the rules allow as embeds (``_allowed``) in
         ``result.embeds``; a refusal goes with ``result`` (once)."""
         kinds: dict[str, str] = {}
         for href, how in found:
@@ -437,17 +437,16 @@ class Worker:
         counts: dict[str, int] = {}
         for url, how in kinds.items():
             counts[how] = counts.get(how, 0) + 1
-            rule = self.rules.embed_refusal(url)
-            if rule is None:
+            if self._allowed(result, url, embed=True):
                 result.embeds.append(url)
-            elif self.refused.first(url):
-                result.dropped.append((url, rule))
         result.embeds_found, result.embed_kinds = len(kinds), counts
 
-    def _allowed(self, result: PageResult, url: str, sitemap: bool = False) -> bool:
-        """The rules allow ``url`` (a ``sitemap``'s?); if not, its refusal
-        goes with ``result`` (once)."""
-        rule = self.rules.refusal(url, sitemap)
+    def _allowed(
+        self, result: PageResult, url: str, sitemap: bool = False, embed: bool = False
+    ) -> bool:
+        """The rules allow ``url`` (a ``sitemap``'s? an ``embed``?); if not,
+        its refusal goes with ``result`` (once)."""
+        rule = self.rules.refusal(url, sitemap, embed)
         if rule is not None and self.refused.first(url):
             result.dropped.append((url, rule))
         return rule is None
