@@ -19,6 +19,7 @@ import contextlib
 import functools
 import itertools
 import math
+import os
 import shutil
 import tempfile
 import uuid
@@ -57,7 +58,7 @@ class Implementation:
     # Above 1: hosts fall into that many partitions, and the order of leases
     # holds within a partition (per host and by priority), not across them.
     partitions: int = 1
-    examples: int = 300
+    examples: int = 150
 
 
 def _open_redis(directory: str, cache_size: int) -> Any:
@@ -75,6 +76,10 @@ def _open_partitioned(
     return PartitionedFrontier(where(), crawl, "node-1", partitions=PARTS)
 
 
+# The suite runs these machines at a depth that fits its time on two cores;
+# MPCRAWLER_CONTRACT_DEPTH=10 (say) runs ten times the examples for a deep check.
+DEPTH = int(os.environ.get("MPCRAWLER_CONTRACT_DEPTH", "1"))
+
 PARTS = 3  # HOSTS fall into partitions 0, 1 and 2 (test_the_hosts_fall_into_every_partition)
 
 
@@ -91,9 +96,9 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     # Acks and releases wait in the outbox for the next round trip: a crash
     # before it re-queues those URLs (test_redis_frontier tests that); here
     # the crash comes after one, and every operation is then in Redis.
-    "redis": Implementation(_open_redis, _redis_crash, durable_at_once=True),
+    "redis": Implementation(_open_redis, _redis_crash, durable_at_once=True, examples=300),
     "redis-partitioned": Implementation(
-        _open_partitioned, _redis_crash, durable_at_once=True, partitions=PARTS
+        _open_partitioned, _redis_crash, durable_at_once=True, partitions=PARTS, examples=100
     ),
     # The same on a three-server Redis Cluster: each partition's calls go to
     # the server of its slot (fewer examples: the suite's time).
@@ -102,7 +107,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         _redis_crash,
         durable_at_once=True,
         partitions=PARTS,
-        examples=40,
+        examples=20,
     ),
 }
 
@@ -350,7 +355,7 @@ def test_frontier_contract(name: str) -> None:
     impl = IMPLEMENTATIONS[name]
     machine = type(f"Contract_{name}", (FrontierContract,), {"impl": impl})
     machine.TestCase.settings = settings(
-        max_examples=impl.examples, stateful_step_count=60, deadline=None
+        max_examples=impl.examples * DEPTH, stateful_step_count=60, deadline=None
     )
     machine.TestCase().runTest()
 
@@ -662,7 +667,7 @@ def test_shared_frontier_contract(partitions: int, cluster: bool) -> None:
     )
     examples = 20 if cluster else 100
     machine.TestCase.settings = settings(
-        max_examples=examples, stateful_step_count=25, deadline=None
+        max_examples=examples * DEPTH, stateful_step_count=25, deadline=None
     )
     machine.TestCase().runTest()
 
