@@ -151,7 +151,10 @@ class Frontier(Protocol):
         kind: str = "page",
         lastmod: str | None = None,
     ) -> bool:
-        """Queue ``url`` unless it was ever admitted or marked seen; True if queued."""
+        """Queue ``url`` unless it was ever admitted or marked seen; True if
+        queued.  (By default, ``admit_many`` of one: a class that declares
+        Frontier as its base gets this.)"""
+        return self.admit_many([(url, depth, priority, kind, lastmod)])[0]
 
     def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
         """``admit`` for each item, in one step; ``want`` is a hint that that
@@ -167,11 +170,16 @@ class Frontier(Protocol):
         could take now (a shared frontier leases that many at once)."""
 
     def ack(
-        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+        self,
+        item: UrlInfo,
+        seen: list[str] | tuple[str, ...] = (),
+        error: bool = False,
+        wait: float = 0.0,
     ) -> None:
         """``item`` is done (``error``: its record is an error); ``seen``
         (the URLs its redirect chain went through) are marked seen in the
-        same step."""
+        same step.  ``wait``: seconds before its host may be started on again
+        (a shared frontier gives a host up with it, for its next owner)."""
 
     def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
         """``control exclude``: from now on no URL that ``match`` says True of
@@ -194,6 +202,10 @@ class Frontier(Protocol):
 
     def sync(self) -> None:
         """Everything so far survives this process being killed."""
+
+    def report(self, figures: Mapping[str, Any]) -> None:
+        """This node's figures (pages, errors, rate), for ``status``: a
+        shared frontier's heartbeat carries them; a local one keeps none."""
 
     def tick(self) -> None:
         """Upkeep, called once a turn of the master's loop: what has waited

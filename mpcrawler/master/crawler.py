@@ -209,6 +209,8 @@ class Crawler:
         )
         results = ResultHandling(s, self.rules, frontier.is_seen)
         rejected = RejectedLog(s.rejected_log) if s.rejected_log else None
+        parked = ParkedHosts(job.state_dir / PARKED_FILE)
+        scheduler = Scheduler.from_settings(s, frontier, parked=parked)
         settling = Settling(
             s,
             frontier,
@@ -217,13 +219,12 @@ class Crawler:
             results.chains,
             node=shared.node if shared is not None else None,
             rejected=rejected,
+            host_wait=scheduler.wait_before if shared is not None else None,
         )
         engine = Engine(
             s,
             frontier=frontier,
-            scheduler=Scheduler.from_settings(
-                s, frontier, parked=ParkedHosts(job.state_dir / PARKED_FILE)
-            ),
+            scheduler=scheduler,
             pool=pool,
             results=results,
             settling=settling,
@@ -241,9 +242,6 @@ class Crawler:
             state_dir = job.state_dir
             self.metrics.status = lambda: JobDir(state_dir).status()
             self.metrics.start()
-        if shared is not None:  # its heartbeats carry this node's figures from now on
-            shared.node_info = lambda: counters.node_info(s.job_dir)
-            shared.host_wait = engine.scheduler.wait_before  # a host given up keeps its delay
         return engine, rejected
 
     def _inbox(
@@ -501,6 +499,7 @@ class Crawler:
             if engine.robots_cache is not None:
                 engine.robots_cache.close()
         engine.progress.close(engine.counters.page_records, engine.states)
+        engine.report()  # the last figures, which the frontier's close leaves for status
         message = str(failure) if failure is not None else None
         if disk_full:
             message = f"out of disk space ({failure})"

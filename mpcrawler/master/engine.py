@@ -16,8 +16,8 @@ upkeep; let the steering read the job's control commands (pause, set,
 add-seeds, stop; a paused crawl dispatches nothing; a node of a shared crawl
 that leases a URL out of its scope reads them at once, before sending it,
 for another node applied an add-seeds first); hand the metrics server
-a snapshot (``counters.metrics_snapshot``); kill a hung worker; checkpoint
-when due.
+a snapshot (``counters.metrics_snapshot``); once a second, kill a hung
+worker and report this node's figures to the frontier; checkpoint when due.
 
 One failure rule for leases (``Settling.lease_lost``): a request whose
 lease passed to another node (a shared frontier's node that was declared
@@ -103,6 +103,7 @@ class Engine:
         grace_deadline: float | None = None
         last_checkpoint = last_hang_check = self.clock()
         self._at_start = (dict(self.counters.statuses), dict(self.counters.errors))
+        self.report()
         while not self.abort:
             self.counters.loop_turns += 1
             now = self.clock()
@@ -137,10 +138,15 @@ class Engine:
             if now - last_hang_check >= 1.0:
                 last_hang_check = now
                 self.pool.kill_hung(self.hang_limit)
+                self.report()
             if now - last_checkpoint >= self.settings.checkpoint_interval:
                 self.checkpoint()
                 last_checkpoint = now
             self.progress.update(self.counters.page_records, self.states)
+
+    def report(self) -> None:
+        """This node's figures to the frontier (a shared one's heartbeat carries them)."""
+        self.frontier.report(self.counters.node_info(self.settings.job_dir))
 
     def dispatch(self, now: float) -> None:
         """Settle first (its step of the frontier also leases for the free

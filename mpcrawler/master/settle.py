@@ -15,6 +15,7 @@ be reached, or its leases may have passed to another node (not
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import FrontierUnavailable
@@ -48,8 +49,12 @@ class Settling:
         chains: Chains,
         node: str | None = None,
         rejected: RejectedLog | None = None,
+        host_wait: Callable[[str], float] | None = None,
     ) -> None:
         self.settings = settings
+        # The scheduler's wait before a host's next start: an ack carries it
+        # (a shared frontier gives an idle host up with it, for its next owner).
+        self.host_wait = host_wait
         self.frontier = frontier
         self.pipelines = pipelines
         self.counters = counters
@@ -269,5 +274,9 @@ class Settling:
                 kept = state.to_json()
                 again = Revisit(info.url, due, info.depth, info.priority, info.kind, kept, now)
                 self.frontier.schedule([again])
-            self.frontier.ack(info, seen=request.hops, error=bool(record["error"]))
+            error = bool(record["error"])
+            if self.host_wait is None:
+                self.frontier.ack(info, seen=request.hops, error=error)
+            else:  # a shared frontier's
+                self.frontier.ack(info, request.hops, error, self.host_wait(request.host))
         self.counters.count(record)

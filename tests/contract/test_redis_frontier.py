@@ -315,3 +315,29 @@ def test_a_partition_whose_keys_were_lost_is_not_made_again_by_a_new_node(crawl:
         a.parts[lost].heartbeat()
     client.close()
     a.abandon()
+
+
+@pytest.mark.parametrize("held", [False, True])
+def test_a_host_given_up_carries_the_pace_its_last_ack_said(crawl: str, held: bool) -> None:
+    """The scheduler's wait before a host's next start rides on each ack; a
+    host given up later (here at close) carries it to its next owner, even
+    while the scheduler holds the host's requests (``held``: a block
+    FOREVER, which says nothing of when it may start)."""
+    f = RedisFrontier(redis_server.url(), crawl, "n1", per_host=1)
+    f.admit_many([(f"http://h.test/{n}", 0, 0, "page", None) for n in range(3)])
+    item = f.lease(0.0)
+    assert item is not None
+    if held:
+        f.block("http://h.test", float("inf"))
+    f.ack(item, wait=5.0)
+    client = redis.Redis.from_url(redis_server.url())
+    f.close()
+    redis_ms = int(client.time()[0]) * 1000
+    free_at = client.hget(f"mpc:{{{crawl}}}:free_at", "http://h.test")
+    client.close()
+    assert free_at is not None
+    until_ms = int(free_at.decode().split("|")[0])
+    assert until_ms - redis_ms > 4000, until_ms - redis_ms  # about 5 s from the close
+    other = RedisFrontier(redis_server.url(), crawl, "n2")
+    assert other.lease(0.0) is None  # its URLs wait for the pace to run out
+    other.close()

@@ -143,6 +143,9 @@ class FakeFrontier:
     def sync(self) -> None:
         pass
 
+    def report(self, figures: Any) -> None:
+        self.figures = dict(figures)
+
     def tick(self) -> None:
         pass
 

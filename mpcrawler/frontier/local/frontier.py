@@ -232,7 +232,11 @@ class LocalFrontier:
         return item
 
     def ack(
-        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+        self,
+        item: UrlInfo,
+        seen: list[str] | tuple[str, ...] = (),
+        error: bool = False,
+        wait: float = 0.0,
     ) -> None:
         for url in seen:
             self.seen.add(url)
@@ -266,6 +270,9 @@ class LocalFrontier:
         if self.revisits is not None:
             self.revisits.commit()  # before the acks it must precede
         self.queue.sync()
+
+    def report(self, figures: Mapping[str, Any]) -> None:
+        """Nothing to do: a local frontier's node is its job dir's ``stats.json``."""
 
     def tick(self) -> None:
         if self.lag is not None:

@@ -98,27 +98,25 @@ how many the node holds (all of them when the node's count disagrees).
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import hashlib
-import json
 import logging
 import math
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple, NoReturn
+from typing import Any
 
-from ...errors import FrontierError, FrontierUnavailable, UsageError
+from ...errors import FrontierError, FrontierUnavailable
 from ...web.urls import host_key
-from ..base import FOREVER, KINDS, Admission, Revisit, UrlInfo
+from ..base import Admission, Frontier, Revisit, UrlInfo
 from . import protocol as wire
-from .client import key_prefix, lost_message
-from .hosts import HostsHeld, fair_share, hosts_to_shed
-from .link import Link, Refused
+from .budget import Budget
+from .caller import Caller, Elsewhere, seen_slot
+from .client import key_prefix
+from .hosts import fair_share, hosts_to_shed
+from .leases import LEASE_POLL
+from .link import Link
+from .scans import drop_matching
+from .session import CrawlLost, NodeTaken, Session
 
 __all__ = [
     "CrawlLost",
@@ -130,102 +128,18 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_MAX_PRIORITY = 1 << 19  # |priority| below this keeps scores exact in a double
-FLUSH_AFTER = 0.1  # seconds an ack may wait in the outbox for a call to ride on
-COUNTS_STALE = 0.5  # seconds before idle counts are read again
-
-
-def _is_embed(member: str) -> bool:
-    """A queue member (see the module's docstring) of kind ``embed``."""
-    return ',"embed",' in member
-
-
-LEASE_POLL = 0.25  # seconds before a lease that found nothing asks again
 BATCH_WINDOW = 0.02  # seconds the master gathers finished pages for one call
 ADMIT_CHUNK = 1000  # URLs admitted in one call at most (a call blocks Redis while it runs)
-# A node starts no fetch once its last good heartbeat is older than this
-# share of the lease timeout short of it (its own clock, from when it was sent).
-FENCE_MARGIN = 0.25
 
 
-class CrawlLost(FrontierError):
-    """The crawl's state in Redis is gone, or the name holds another crawl."""
-
-
-class NodeTaken(UsageError):
-    """Another live process is this node of the crawl."""
-
-
-DROP_CHUNK = 500  # queue members dropped in one call at most
-
-
-@dataclass
-class _Step:
-    admitted: list[bool]
-    leased: list[UrlInfo]
-    checked: list[bool]
-
-
-class _Lease(NamedTuple):
-    """A lease this node holds: its host, its queue member as Redis has it,
-    and the UrlInfo handed out for it (``holds`` compares by identity)."""
-
-    host: str
-    member: str
-    item: UrlInfo
-
-
-class _Taken(Exception):
-    """The script's TAKEN: a live node has this id."""
-
-    def __init__(self, age_s: float, info: dict[str, Any]) -> None:
-        super().__init__(age_s)
-        self.age_s, self.pid, self.host = age_s, info.get("pid"), info.get("host")
-
-    def dead_here(self) -> bool:
-        """That node was a process of this host that is gone (or this one)."""
-        if self.host != socket.gethostname() or not isinstance(self.pid, int):
-            return False
-        if self.pid == os.getpid():
-            return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except OSError:
-            return False
-        return False
-
-
-def _digest(url: str) -> bytes:
-    return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
-
-
-def _seen_slot(url: str) -> tuple[str, bytes]:
-    """(bucket, field) of ``url`` in the seen set: 65,536 small hashes keyed
-    by the digest's first two bytes, so each stays a compact listpack (about
-    20 bytes a URL) up to about 8 million URLs."""
-    digest = _digest(url)
-    return digest[:2].hex(), digest[2:]
-
-
-def _item(member: str | bytes, entry: bytes = b"") -> UrlInfo:
-    """The UrlInfo of a queue member, with the state of its revisit entry, if any."""
-    seq, url, depth, priority, kind, lastmod, *_ = json.loads(member)  # 'R': a revisit's copy
-    state = entry.split(b"\t", 5)[5].decode() if entry else None  # see step.lua's rv_fields
-    return UrlInfo(url, int(depth), int(priority), int(seq), kind, lastmod or None, state)
-
-
-class RedisFrontier:
+class RedisFrontier(Frontier):
     """The Frontier of crawl ``crawl`` on the Redis server at ``url``, for node ``node``.
 
-    ``crawl_id`` is the id this node knew the crawl by (its job dir's), if
-    any: a crawl whose id is gone or another is lost (:class:`CrawlLost`).
-    ``max_pages`` caps the pages of the whole crawl (records plus leases);
-    ``max_pages_per_host`` the URLs queued per host, crawl-wide (those
-    refused are counted in ``over_budget``); ``per_host`` caps the URLs of
-    one host in one batch of leases.
-    Raises :class:`FrontierError` if the server cannot be reached.
+    ``crawl_id``: the id this node knew the crawl by (its job dir's), if any;
+    ``max_pages`` caps the crawl's pages (records plus leases),
+    ``max_pages_per_host`` the URLs queued per host (those refused count in
+    ``over_budget``), ``per_host`` a host's URLs in one batch of leases; the
+    rest are a partitioned crawl's.  FrontierError if Redis is unreachable.
     """
 
     batch_window = BATCH_WINDOW
@@ -245,47 +159,25 @@ class RedisFrontier:
         partition: int = 0,
         client: Any = None,
         new_id: str | None = None,
+        elsewhere: Elsewhere | None = None,
     ) -> None:
-        self.link = Link(url, client)
+        self.link = Link(url, client, redis_timeout)
         self.url, self.crawl, self.node = self.link.url, crawl, node
         self.partition, self.prefix = partition, key_prefix(crawl, partition)
-        self.lease_timeout, self.redis_timeout = lease_timeout, redis_timeout
-        self.beat_interval = min(lease_timeout / 3, 1.0)
-        self.max_pages, self.per_host = max_pages, per_host
-        self._embeds_only = False  # the next call leases embeds only (lease_embeds)
-        self.max_pages_per_host = max_pages_per_host
-        self.over_budget = 0  # URLs not admitted: their host's budget was spent
-        self.node_info: Callable[[], dict[str, Any]] = dict
-        self.host_wait: Callable[[str], float] | None = None  # seconds to a host's next start
-        self.last_reaped = 0
-        self._new_id = new_id  # the id this partition gets if it is new (default: a new uuid)
-        self.excluded: Callable[[str], bool] | None = None  # `control exclude`
-        self.dropped = 0  # URLs dropped by it (here)
-        self.outbox = wire.Outbox()
-        self._held: dict[int, _Lease] = {}  # seq -> each lease held here
-        self._prefetch: collections.deque[UrlInfo] = collections.deque()
-        self._dry_until = 0.0
-        self.hosts = HostsHeld()
-        self._counts = wire.Counts()
-        self.lag_ms: int | None = None  # revisits off
-        self.before_ms = -1  # none
-        self._counts_at = 0.0
-        self._last_beat = 0.0
+        self.session = Session(node, crawl, lease_timeout, crawl_id, new_id)
+        budget = Budget(max_pages, max_pages_per_host, per_host)
+        caller = Caller(self.link, self.prefix, partition, self.session, budget, elsewhere)
+        self.caller, self._call, self._queue_op = caller, caller.call, caller.queue
+        # The parts the caller keeps, by name here: what each call changes.
+        self.budget, self.leases, self.hosts, self.outbox = (
+            budget,
+            caller.leases,
+            caller.hosts,
+            caller.outbox,
+        )
         self._closed = False
-        self.crawl_id = crawl_id or ""
-        self.epoch = "0"  # none yet: the next call registers
-        self._beat_sent = -math.inf  # when the last good heartbeat was sent (monotonic)
-        self._lost: str | None = None
-        self.fenced = 0  # times this node found it was declared dead
-        # A partitioned crawl shares its hosts crawl-wide (partitions.py):
-        # the hosts of the other partitions, and how many of them this node keeps.
-        self.elsewhere: Callable[[RedisFrontier], tuple[int, int]] | None = None
-        self.beat_hosts, self.beat_alive = 0, 1  # as the last heartbeat found them
-        # Page permits (partition 0 of a partitioned crawl): this node's, as
-        # Redis has them after the last call; spent and out crawl-wide.
-        self.permits, self.spent, self.permits_out = 0, 0, 0
         try:
-            self._register()  # its old session's leases go back, if it had one
+            self.caller.register()  # its old session's leases go back, if it had one
         except FrontierUnavailable as exc:
             raise FrontierError(str(exc)) from None
 
@@ -294,42 +186,34 @@ class RedisFrontier:
         """The redis-py client (the crawl's control commands use it too)."""
         return self.link.r
 
-    # ------------------------------------------------------------ protocol
-    def admit(
-        self,
-        url: str,
-        depth: int = 0,
-        priority: int = 0,
-        kind: str = "page",
-        lastmod: str | None = None,
-    ) -> bool:
-        return self.admit_many([(url, depth, priority, kind, lastmod)])[0]
+    @property
+    def crawl_id(self) -> str:
+        return self.session.crawl_id
 
+    # ------------------------------------------------------------ protocol
     def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
         """Admit every ``(url, depth, priority, kind, lastmod)`` in one call;
         True for each one queued.  ``want`` leases that many more URLs in the
         same call, for the next ``lease`` calls to take."""
-        for _url, _depth, priority, kind, _lastmod in items:
-            if not -_MAX_PRIORITY < priority < _MAX_PRIORITY:
-                raise ValueError(f"priority {priority} is out of range (|p| < {_MAX_PRIORITY})")
-            if kind not in KINDS:
-                raise ValueError(f"unknown URL kind {kind!r}")
+        wire.check_admissions(items)
         if not items:
             return []
-        self._check_up()
+        self.link.check_up()
         admitted: list[bool] = []
+        waiting = self.leases.waiting
         for start in range(0, len(items), ADMIT_CHUNK):
             chunk = items[start : start + ADMIT_CHUNK]
             last = start + ADMIT_CHUNK >= len(items)
-            top_up = max(0, want - len(self._prefetch)) if last else 0
+            top_up = max(0, want - len(waiting)) if last else 0
             step = self._call(admits=chunk, want=top_up)
-            self._prefetch.extend(step.leased)
+            waiting.extend(step.leased)
             admitted += step.admitted
-        self._dry_until = 0.0 if len(step.leased) >= top_up else time.monotonic() + LEASE_POLL
+        dry = len(step.leased) < top_up
+        self.leases.dry_until = time.monotonic() + LEASE_POLL if dry else 0.0
         return admitted
 
     def is_seen(self, url: str) -> bool:
-        self._check_up()
+        self.link.check_up()
         return self._call(checks=[url]).checked[0]
 
     def lease(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
@@ -337,50 +221,56 @@ class RedisFrontier:
         from a new batch of up to ``want`` (None when Redis is down)."""
         now = time.monotonic() if now is None else now
         self._wake(now)
-        while not self._prefetch:
-            if self.link.down or now < self._dry_until:
+        leases = self.leases
+        while not leases.waiting:
+            if self.link.down or now < leases.dry_until:
                 return None
-            dropped = self.dropped
+            dropped = leases.dropped
             try:
                 step = self._call(want=want)
             except FrontierUnavailable:
                 return None
-            self._prefetch.extend(step.leased)
-            if step.leased or self.dropped == dropped:  # (all dropped as excluded: ask again)
+            leases.waiting.extend(step.leased)
+            if step.leased or leases.dropped == dropped:  # (all dropped as excluded: ask again)
                 if len(step.leased) < want:
-                    self._dry_until = now + LEASE_POLL
+                    leases.dry_until = now + LEASE_POLL
                 break
-        return self._prefetch.popleft() if self._prefetch else None
+        return leases.next()
 
     def lease_embeds(self, now: float | None = None, want: int = 1) -> UrlInfo | None:
         """``lease``, of embeds only (a partitioned crawl whose page permits
         are spent: embeds need none)."""
-        self._embeds_only = True
+        self.budget.embeds_only = True
         try:
             return self.lease(now, want)
         finally:
-            self._embeds_only = False
+            self.budget.embeds_only = False
 
     def embeds_queued(self) -> int:
         """Embeds queued crawl-wide, as of the last call."""
-        return self._counts.equeued
+        return self.caller.counts.equeued
 
     def ack(
-        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+        self,
+        item: UrlInfo,
+        seen: list[str] | tuple[str, ...] = (),
+        error: bool = False,
+        wait: float = 0.0,
     ) -> None:
-        lease = self._held.pop(item.seq, None)
-        host, member = (lease.host, lease.member) if lease else (host_key(item.url), "")
-        slots = tuple(_seen_slot(url) for url in seen)
-        self._queue_op(wire.Ack(item.seq, host, member, self._wait_ms(host), error, slots))
-        draining = host in self.hosts.draining
-        if draining and all(held.host != host for held in self._held.values()):
-            self._queue_op(wire.GiveUp(host, self._wait_ms(host)))  # shed: it goes once idle
+        now = time.monotonic()
+        host, member = self.leases.pop(item)
+        self.hosts.pace(host, wait, now)
+        slots = tuple(seen_slot(url) for url in seen)
+        wait_ms = self.hosts.wait_ms(host, now)
+        self._queue_op(wire.Ack(item.seq, host, member, wait_ms, error, slots))
+        if host in self.hosts.draining and not self.leases.on(host):
+            self._queue_op(wire.GiveUp(host, wait_ms))  # shed: it goes once idle
 
     def mark_seen(self, urls: Sequence[str]) -> None:
         """Mark ``urls`` seen with the next call (a redirect's hops in this
         partition, whose page was acked in another)."""
         if urls:
-            self._queue_op(wire.MarkSeen(tuple(_seen_slot(url) for url in urls)))
+            self._queue_op(wire.MarkSeen(tuple(seen_slot(url) for url in urls)))
 
     def schedule(self, revisits: Sequence[Revisit]) -> None:
         for url, due, depth, priority, kind, state, fetched in revisits:
@@ -390,15 +280,16 @@ class RedisFrontier:
             self._queue_op(op)
 
     def set_revisits(self, lag: float | None, before: float = math.inf) -> None:
-        self.lag_ms = None if lag is None else int(lag * 1000)
-        self.before_ms = -1 if math.isinf(before) else int(before * 1000)
-        self._dry_until = 0.0
+        self.budget.lag_ms = None if lag is None else int(lag * 1000)
+        self.budget.before_ms = -1 if math.isinf(before) else int(before * 1000)
+        self.leases.dry_until = 0.0
 
     def next_due(self) -> float | None:
-        first = self._counts.next_due
-        if self.lag_ms is None or first < 0 or 0 <= self.before_ms <= first:
+        first = self.caller.counts.next_due
+        lag, before = self.budget.lag_ms, self.budget.before_ms
+        if lag is None or first < 0 or 0 <= before <= first:
             return None
-        return (first + self.lag_ms) / 1000.0
+        return (first + lag) / 1000.0
 
     def expedite(self, items: Sequence[tuple[str, float]]) -> int:
         for url, since in items:
@@ -408,56 +299,44 @@ class RedisFrontier:
     def exclude(self, match: Callable[[str], bool], *, drop_queued: bool = True) -> int:
         """From now on this node drops the URLs ``match`` says True of when
         it leases them; with ``drop_queued``, every host's queue is read
-        through (ZSCAN) and what matches dropped, crawl-wide, a host at a
-        time (``drop.lua``).  Raises FrontierUnavailable if Redis is down."""
-        self.excluded = match
-        before = len(self._prefetch)  # leased here, not taken: queued as far as anyone knows
-        self._prefetch = collections.deque(i for i in self._prefetch if not self._drop_held(i))
-        dropped = before - len(self._prefetch)
+        through and what matches dropped, crawl-wide (:mod:`.scans`).
+        Raises FrontierUnavailable if Redis is down."""
+        leases = self.leases
+        leases.excluded = match
+        before = len(leases.waiting)  # leased here, not taken: queued as far as anyone knows
+        leases.waiting = type(leases.waiting)(i for i in leases.waiting if not self.caller.drop(i))
+        here = before - len(leases.waiting)
         if not drop_queued:
-            return dropped
-        self._check_up()
+            return here
+        self.link.check_up()
         self._call()  # releases in the outbox go back to their queues first
-        try:
-            r = self.link.r
-            for key in r.scan_iter(match=self.prefix + "q:*", count=1000):
-                host = key.decode()[len(self.prefix) + 2 :]
-                gone = [m for m, _ in r.zscan_iter(key, count=1000) if match(_item(m).url)]
-                for start in range(0, len(gone), DROP_CHUNK):
-                    chunk = gone[start : start + DROP_CHUNK]
-                    dropped += self.link.drop(self.prefix + "seq", [self.prefix, host, *chunk])
-        except self.link.faults as exc:
-            raise self.link.fault(exc) from None
-        self.dropped += dropped - (before - len(self._prefetch))
+        dropped = drop_matching(self.link, self.prefix, match)
+        leases.dropped += dropped
         self._call()  # the counts, as they are now
-        return dropped
-
-    def _drop_held(self, item: UrlInfo) -> bool:
-        """``item``, leased here, is excluded: its lease is dropped (True)."""
-        if self.excluded is None or not self.excluded(item.url):
-            return False
-        lease = self._held.pop(item.seq, None)
-        host = lease.host if lease else host_key(item.url)
-        self._queue_op(wire.Drop(item.seq, host, self._wait_ms(host)))
-        self.dropped += 1
-        return True
+        return here + dropped
 
     def release(self, item: UrlInfo) -> None:
-        self._held.pop(item.seq, None)
+        self.leases.held.pop(item.seq, None)
         self._queue_op(wire.Release(item.seq))
-        self._dry_until = 0.0
+        self.leases.dry_until = 0.0
 
     def block(self, host: str, until: float) -> None:
         if self.hosts.block(host, until) and until <= 0:
-            self._dry_until = 0.0  # a host may be leased from again
+            self.leases.dry_until = 0.0  # a host may be leased from again
 
     def next_ready(self, now: float) -> float | None:
         self._wake(now)
-        timed = self.hosts.blocks.next_time(now)
-        times = [] if timed is None else [timed]
-        if self._dry_until > now:
-            times.append(self._dry_until)
+        dry = self.leases.dry_until
+        times = [
+            t
+            for t in (self.hosts.blocks.next_time(now), dry if dry > now else None)
+            if t is not None
+        ]
         return min(times) if times else None
+
+    def report(self, figures: Mapping[str, Any]) -> None:
+        """This node's figures (pages, errors, rate...), carried by its next heartbeat."""
+        self.session.figures = dict(figures)
 
     def sync(self) -> None:
         """Send the outbox now: everything so far survives this process being killed."""
@@ -467,35 +346,16 @@ class RedisFrontier:
                 self._call()
 
     def tick(self) -> None:
-        """Send what has waited long enough (acks older than FLUSH_AFTER, the
-        heartbeat every ``beat_interval``, stale counts); while Redis is
-        down, try again with backoff, and raise FrontierError after
-        ``redis_timeout``.  An ack not yet sent is never lost: a crash
-        before it re-queues its URL."""
-        now = time.monotonic()
-        if self.link.down_since is not None:
-            if now - self.link.down_since > self.redis_timeout:
-                raise FrontierError(
-                    f"Redis at {self.url} unreachable for {self.redis_timeout:g} s; stopping"
-                )
-            if not self.link.may_retry(now):
-                return
-            with contextlib.suppress(FrontierUnavailable):
-                self._call(beat=True)
-            return
-        beat = now - self._last_beat >= self.beat_interval
-        stale = now - self._counts_at >= COUNTS_STALE
-        flush = bool(self.outbox) and now - self.outbox.since >= FLUSH_AFTER
-        if beat or stale or flush:
-            with contextlib.suppress(FrontierUnavailable):
-                self._call(beat=beat)
+        """Send what has waited long enough (``Caller.upkeep``).  An ack not
+        yet sent is never lost: a crash before it re-queues its URL."""
+        self.caller.upkeep()
 
     def heartbeat(self) -> int:
         """Renew this node's leases now, and give back those of nodes whose
         heartbeat ran out; returns how many were given back."""
-        self._check_up()
+        self.link.check_up()
         self._call(beat=True)
-        return self.last_reaped
+        return self.session.reaped
 
     def checkpoint(self) -> None:
         """Nothing to do: Redis's own persistence (AOF) makes it durable."""
@@ -503,28 +363,24 @@ class RedisFrontier:
     def available(self) -> bool:
         """Redis answered the last call, and this node's last good heartbeat
         is recent enough that its leases are still its own."""
-        up = not self.link.down and self._lost is None
+        up = not self.link.down and self.session.lost is None
         return up and time.monotonic() < self.fetch_deadline()
 
     def fetch_deadline(self) -> float:
-        """The monotonic time after which this node may start no fetch unless
-        a heartbeat comes through: the lease timeout, less FENCE_MARGIN of
-        it, after its last good heartbeat was sent."""
-        return self._beat_sent + self.lease_timeout * (1 - FENCE_MARGIN)
+        return self.session.fetch_deadline()
 
     def holds(self, item: UrlInfo) -> bool:
         """``item``'s lease is still this node's (False once it was fenced)."""
-        lease = self._held.get(item.seq)
-        return lease is not None and lease.item is item
+        return self.leases.holds(item)
 
     def stats(self) -> dict[str, Any]:
-        up = not self.link.down and self._lost is None
-        if up and time.monotonic() - self._counts_at >= COUNTS_STALE:
+        up = not self.link.down and self.session.lost is None
+        if up and self.caller.stale(time.monotonic()):
             with contextlib.suppress(FrontierUnavailable):
                 self._call()
-        c = self._counts
+        c = self.caller.counts
         return {
-            "queued": len(self) - len(self._prefetch),
+            "queued": len(self) - len(self.leases.waiting),
             "taken": self.taken,
             "seen": c.seen,
             "done": c.done,
@@ -532,26 +388,26 @@ class RedisFrontier:
             "hosts_blocked": len(self.hosts.blocks),
             "scheduled": c.scheduled,
             "redis_round_trips": self.link.round_trips,
-            "fenced": self.fenced,
-            **({"excluded": self.dropped} if self.dropped else {}),
+            "fenced": self.session.fenced,
+            **({"excluded": self.leases.dropped} if self.leases.dropped else {}),
         }
 
     def __len__(self) -> int:
         """URLs queued crawl-wide (as of the last call, with this node's
         releases still in the outbox), plus those leased here and not yet taken."""
         releases = self.outbox.count(wire.Release)
-        return self._counts.queued + releases + len(self._prefetch)
+        return self.caller.counts.queued + releases + len(self.leases.waiting)
 
     @property
     def taken(self) -> int:
         """URLs leased crawl-wide (as of the last call, less this node's acks
         and releases still in the outbox)."""
         pending = self.outbox.count(wire.Ack, wire.Release, wire.Drop)
-        return max(0, self._counts.leased - pending)
+        return max(0, self.caller.counts.leased - pending)
 
     def leased_elsewhere(self) -> int:
         """URLs leased and not yet acked by other nodes (as of the last call)."""
-        return max(0, self.taken - len(self._held))
+        return max(0, self.taken - len(self.leases.held))
 
     def set_budget(
         self,
@@ -561,26 +417,21 @@ class RedisFrontier:
         done: int = 0,
         host_pages: Mapping[str, int] | None = None,
     ) -> None:
-        self.max_pages, self.max_pages_per_host = max_pages, max_pages_per_host
+        self.budget.max_pages, self.budget.max_pages_per_host = max_pages, max_pages_per_host
 
     def set_max_pages(self, max_pages: int | None) -> None:
-        self.max_pages = max_pages
-        self._dry_until = 0.0
+        self.budget.max_pages = max_pages
+        self.leases.dry_until = 0.0
 
     def take_over_budget(self) -> int:
-        taken, self.over_budget = self.over_budget, 0
-        return taken
+        return self.budget.take_over_budget()
 
     def budget_left(self) -> bool:
         """The crawl-wide page budget (records plus leases) is not spent, or
         this node holds leases not yet taken (they are in the budget)."""
-        if self.max_pages is None or self._prefetch or self._counts.equeued > 0:
-            return True  # embeds are leased past the pages' budget
-        ops = self.outbox.ops
-        acks = sum(1 for op in ops if isinstance(op, wire.Ack) and not _is_embed(op.member))
-        counts = self._counts
-        pages = counts.done - counts.edone + acks + self.taken - counts.eleased
-        return pages < self.max_pages
+        return bool(self.leases.waiting) or self.budget.left(
+            self.caller.counts, self.outbox.ops, self.taken
+        )
 
     def close(self) -> None:
         """Send the acks, give back every lease and idle host held here at
@@ -590,26 +441,13 @@ class RedisFrontier:
             return
         self._closed = True
         try:
-            if not self.link.down and self._lost is None:
-                # Each host it may hold (those claimed since the last beat
-                # too) goes with its politeness wait; GA gives up the rest.
-                held = self.hosts
-                hosts = {*held.owned, *held.blocks.until, *(h.host for h in self._held.values())}
-                for seq in list(self._held):
-                    self._queue_op(wire.Release(seq))
-                self._held.clear()
-                self._prefetch.clear()
-                for host in sorted(hosts):
-                    self._queue_op(wire.GiveUp(host, self._wait_ms(host)))
-                self._queue_op(wire.GiveUpAll())
-                self._call(beat=True)  # its last figures, for status
-                self._queue_op(wire.Leave())
-                self._call()
+            if not self.link.down and self.session.lost is None:
+                self.caller.leave()
         except (FrontierUnavailable, *self.link.faults) as exc:
             log.warning(
                 "could not give work back to Redis (%s): it returns after %g s",
                 exc,
-                self.lease_timeout,
+                self.session.lease_timeout,
             )
         finally:
             self.link.close()
@@ -619,36 +457,13 @@ class RedisFrontier:
         self._closed = True
         self.link.close()
 
-    # ------------------------------------------- page permits (partition 0)
-    def take_permits(self, n: int, max_pages: int) -> int:
-        """Ask for up to ``n`` more page permits, at once (one call); how many
-        this node holds now.  Raises FrontierUnavailable if Redis is down."""
-        self._check_up()
-        self._queue_op(wire.TakePermits(n, max_pages))
-        self._call()
-        return self.permits
-
-    def end_permits(self, spent: int = 0, unused: int = 0) -> None:
-        """``spent`` permits were pages done, ``unused`` go back: in the
-        outbox, merged with what is waiting there (one op each a call)."""
-        now = time.monotonic()
-        if spent > 0:
-            self.outbox.add_permits(wire.SpendPermits(spent), now)
-        if unused > 0:
-            self.outbox.add_permits(wire.ReturnPermits(unused), now)
-
     # ------------------------------- what the partitioned frontier asks of one
-    @property
-    def prefetched(self) -> int:
-        """URLs leased here by the last call and not yet taken."""
-        return len(self._prefetch)
-
     def may_lease(self, now: float) -> bool:
         """A lease call may find something at ``now``: Redis is up, and the
         last call did not come back dry less than LEASE_POLL ago (a host
         whose block ran out by ``now`` is news enough to ask again)."""
         self._wake(now)
-        return not self.link.down and now >= self._dry_until
+        return not self.link.down and now >= self.leases.dry_until
 
     def refresh(self) -> None:
         """A round trip now: the outbox sent, the counts read again."""
@@ -656,202 +471,10 @@ class RedisFrontier:
 
     def figures(self) -> tuple[int, int, int, int]:
         """This partition's (queued, leased, done, ever), as of the last call."""
-        c = self._counts
+        c = self.caller.counts
         return c.queued, c.leased, c.done, c.ever
 
-    @property
-    def leases_held(self) -> int:
-        """Pages (not embeds) this node holds on lease here (taken or not)."""
-        return sum(1 for held in self._held.values() if not _is_embed(held.member))
-
-    def owned(self) -> tuple[int, int]:
-        """The hosts this node owns here, and how many of them it keeps
-        (those being shed do not count)."""
-        return self.hosts.kept()
-
-    @property
-    def permits_ending(self) -> int:
-        """Page permits spent or given back in the outbox, not yet sent."""
-        return self.outbox.permits_ending()
-
     # ----------------------------------------------------------- internals
-    def _queue_op(self, op: wire.Op) -> None:
-        self.outbox.add(op, time.monotonic())
-
-    def _wait_ms(self, host: str) -> int:
-        """How long the next owner of ``host`` must wait: this node's block
-        on it, and (``host_wait``, the scheduler's) the time until its next
-        start here, which a block FOREVER (requests held for it) hides."""
-        until = self.hosts.blocks.get(host)
-        now = time.monotonic()
-        wait = 0.0 if until == FOREVER else until - now
-        if self.host_wait is not None:
-            wait = max(wait, self.host_wait(host))
-        return max(0, int(wait * 1000))
-
     def _wake(self, now: float) -> None:
         if self.hosts.wake(now):
-            self._dry_until = 0.0  # a host may be leased from again
-
-    def _check_up(self) -> None:
-        self.link.check_up()
-
-    def _call(
-        self,
-        admits: Sequence[Admission] = (),
-        checks: Sequence[str] = (),
-        want: int = 0,
-        beat: bool = False,
-        force: bool = False,
-    ) -> _Step:
-        """One round trip: the outbox, then ``admits``, ``checks``, up to
-        ``want`` leases and the heartbeat (registering first if this node
-        has no epoch; ``force`` takes its id over from a dead process)."""
-        if self._lost is not None:
-            raise CrawlLost(self._lost)
-        register = self.epoch == "0"
-        beat = beat or register or self.link.down
-        if register:  # a new session says every block afresh
-            self.hosts.new_session()
-        for op in self.hosts.changes():
-            self._queue_op(op)
-        ops = list(self.outbox.ops)
-        args = self._arguments(ops, admits, checks, want, beat, force, register)
-        sent = time.monotonic()
-        try:
-            answer = wire.decode(self.link.step(self.prefix + "seq", args))
-        except Refused as refusal:
-            self._refused(refusal)
-        if register:
-            self.permits = 0  # a new session holds none
-        self.spent, self.permits_out = answer.spent, answer.permits_out
-        ending = sum(op.k for op in ops if isinstance(op, wire.SpendPermits | wire.ReturnPermits))
-        self.permits = max(0, self.permits + answer.granted - ending)
-        self.outbox.sent(len(ops))
-        if beat:
-            self._beat_sent = sent
-        leased = self._take(answer)
-        if self.link.reconcile:
-            self.link.reconcile = False
-            self._give_back_strays()
-        self.over_budget += sum(1 for a in answer.admitted if a == 2)
-        return _Step([a == 1 for a in answer.admitted], leased, answer.checked)
-
-    def _arguments(
-        self,
-        ops: Sequence[wire.Op],
-        admits: Sequence[Admission],
-        checks: Sequence[str],
-        want: int,
-        beat: bool,
-        force: bool,
-        register: bool,
-    ) -> list[Any]:
-        """The script's arguments for a call (see ``_call``)."""
-        new_id = (self._new_id or uuid.uuid4().hex) if register else ""
-        header = wire.Header(self.prefix, self.node, self.epoch, self.crawl_id, new_id, force)
-        to_admit = [
-            wire.AdmitArgs(
-                _seen_slot(url), host_key(url), url, depth, priority, kind, lastmod or ""
-            )
-            for url, depth, priority, kind, lastmod in admits
-        ]
-        max_pages = -1 if self.max_pages is None else self.max_pages
-        if self._embeds_only:
-            max_pages = 0  # no page fits: embeds only
-        others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
-        lease = wire.LeaseArgs(
-            want, self.per_host, max_pages, self.lag_ms, self.before_ms, others, kept
-        )
-        heartbeat = None
-        if beat:
-            figures = {"pid": os.getpid(), "host": socket.gethostname(), **self.node_info()}
-            info = json.dumps(figures, separators=(",", ":"))
-            heartbeat = wire.Beat(int(self.lease_timeout * 1000), info, self.hosts.resync)
-        budget = self.max_pages_per_host or 0
-        checked = [_seen_slot(url) for url in checks]
-        return wire.encode(header, ops, to_admit, budget, checked, lease, heartbeat)
-
-    def _take(self, answer: wire.Reply) -> list[UrlInfo]:
-        """What a call's ``answer`` says of this node: the hosts it holds,
-        its session, the counts, its heartbeat; the URLs it leased (those
-        excluded here are dropped)."""
-        self.hosts.took(answer.claimed, answer.released)
-        self.epoch, self.crawl_id = answer.epoch, answer.crawl_id
-        now = time.monotonic()
-        self._counts, self._counts_at = answer.counts, now
-        leased = []
-        for member, entry in zip(answer.leased, answer.entries, strict=True):
-            item = _item(member, entry)
-            self._held[item.seq] = _Lease(host_key(item.url), member.decode(), item)
-            if not self._drop_held(item):
-                leased.append(item)
-        if answer.beat is not None:
-            self._after_beat(answer.beat, now)
-        return leased
-
-    def _register(self) -> None:
-        """Join the crawl with a new epoch.  If a live node has this id:
-        take it over when that node is this host's and its process is gone
-        (a node restarted after a crash), else raise NodeTaken."""
-        try:
-            self._call(beat=True)
-        except _Taken as taken:
-            if not taken.dead_here():
-                raise NodeTaken(
-                    f"node {self.node} is already running in crawl {self.crawl} "
-                    f"(last heartbeat {taken.age_s:.1f} s ago); give this one another --node"
-                ) from None
-            log.info("node %s: its last process (%s) is gone; taking over", self.node, taken.pid)
-            self._call(beat=True, force=True)
-
-    def _refused(self, refusal: Refused) -> NoReturn:
-        """The script refused a call (nothing was written): act on why, and raise."""
-        word, rest = refusal.word, refusal.detail
-        if word == "TAKEN":
-            age, _, info = rest.partition(" ")
-            raise _Taken(int(age) / 1000, json.loads(info or "{}"))
-        if word == "LOST":
-            self._lost = lost_message(self.crawl, self.url, rest)
-            raise CrawlLost(self._lost)
-        # FENCED: declared dead (paused past the lease timeout) or replaced.
-        dropped = len(self._held)
-        self.fenced += 1
-        log.warning(
-            "node %s was declared dead by the crawl (%s): dropping its %d leases, which "
-            "are other nodes' work now, and joining again",
-            self.node,
-            rest,
-            dropped,
-        )
-        self._held.clear()
-        self._prefetch.clear()
-        self.hosts.forget()
-        self.epoch = "0"  # the acks in the outbox ride on the registration: late ones count apart
-        self._register()
-        raise FrontierUnavailable(f"node {self.node} joined the crawl again") from None
-
-    def _after_beat(self, reply: wire.BeatReply, now: float) -> None:
-        self._last_beat, self.last_reaped = now, reply.reaped
-        self.beat_hosts, self.beat_alive = reply.hosts, max(1, reply.alive)
-        if reply.reaped:
-            log.info("gave back %d leases of nodes whose heartbeat ran out", reply.reaped)
-        self.hosts.beat(reply.held)
-        busy = {lease.host for lease in self._held.values()}
-        others, kept = (0, 0) if self.elsewhere is None else self.elsewhere(self)
-        share = max(0, fair_share(self.beat_hosts + others, self.beat_alive) - kept)
-        for host in self.hosts.shed(busy, share):
-            self._queue_op(wire.GiveUp(host, self._wait_ms(host)))
-
-    def _give_back_strays(self) -> None:
-        """Give back every lease recorded under this node's id that it does not hold."""
-        try:
-            for seq, raw in self.link.r.hscan_iter(self.prefix + "leased", count=1000):
-                if json.loads(raw)[2] == self.node and int(seq) not in self._held:
-                    self._queue_op(wire.Release(int(seq)))
-        except self.link.faults as exc:
-            self.link.fault(exc)
-            return
-        if self.outbox:
-            with contextlib.suppress(FrontierUnavailable):
-                self._call()
+            self.leases.dry_until = 0.0  # a host may be leased from again

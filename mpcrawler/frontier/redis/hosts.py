@@ -9,6 +9,9 @@ the node's side:
   releases said (a heartbeat lists them all again when the count
   disagrees: ``resync``);
 - ``blocks``: the hosts the scheduler said must wait, and until when;
+- ``paced``: when each host may next be started on, as the last ack of it
+  said (the scheduler's politeness, which a block FOREVER hides): a host
+  given up carries the later of the two to its next owner (``wait_ms``);
 - ``draining``: the hosts over the node's fair share, being shed (none is
   leased from; each goes once idle);
 - which of them Redis has as blocked here (``told``): a host blocked or
@@ -23,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from ..base import FOREVER
 from ..hostblocks import HostBlocks
 from . import protocol as wire
 
@@ -57,6 +61,7 @@ class HostsHeld:
         self.owned: set[str] = set()  # as the calls' claims and releases said
         self.draining: set[str] = set()
         self.resync = True  # the next heartbeat lists every host held here
+        self.paced: dict[str, float] = {}  # host -> its next start here (monotonic)
         self._told: set[str] = set()  # hosts Redis has as blocked here (blk:NODE)
         self._retell: set[str] = set()  # hosts whose block changed since the last call
 
@@ -66,6 +71,20 @@ class HostsHeld:
         if changed:
             self._retell.add(host)
         return changed
+
+    def pace(self, host: str, wait: float, now: float) -> None:
+        """An ack of ``host`` said it may be started on ``wait`` seconds after ``now``."""
+        if wait > 0:
+            self.paced[host] = now + wait
+        else:
+            self.paced.pop(host, None)
+
+    def wait_ms(self, host: str, now: float) -> int:
+        """How long the next owner of ``host`` must wait (ms): this node's
+        block on it, or its pace, whichever ends later."""
+        until = self.blocks.get(host)
+        wait = max(0.0 if until == FOREVER else until - now, self.paced.get(host, 0.0) - now)
+        return max(0, int(wait * 1000))
 
     def wake(self, now: float) -> bool:
         """Unblock the hosts whose time has come; True if any did."""
@@ -97,6 +116,8 @@ class HostsHeld:
     def took(self, claimed: Iterable[str], released: Iterable[str]) -> None:
         """A call released these hosts (its ops), then claimed those (its lease)."""
         self.owned.difference_update(released)
+        for host in released:
+            self.paced.pop(host, None)
         self.owned.update(claimed)
 
     def beat(self, held: int | list[str]) -> None:
@@ -120,6 +141,7 @@ class HostsHeld:
     def forget(self) -> None:
         """The node was declared dead: it holds no host now."""
         self.draining.clear()
+        self.paced.clear()
         self.owned = set()
         self.resync = True
 

@@ -48,9 +48,10 @@ class Refused(Exception):
 
 class Link:
     """The connection to Redis at ``url`` (or the ``client`` given, which a
-    partitioned crawl's frontiers share and this link does not close)."""
+    partitioned crawl's frontiers share and this link does not close); an
+    outage longer than ``timeout`` seconds is an error."""
 
-    def __init__(self, url: str, client: Any = None) -> None:
+    def __init__(self, url: str, client: Any = None, timeout: float = 300.0) -> None:
         import redis
 
         self.url = redact_url(url)  # for messages
@@ -63,6 +64,7 @@ class Link:
         self.down_since: float | None = None  # monotonic; None while Redis answers
         self.reconcile = False  # an answer was lost to a fault: leases may be strays
         self.round_trips = 0
+        self.timeout = timeout
         self._retry_at = 0.0
         self._backoff = 0.1
 
@@ -76,7 +78,10 @@ class Link:
             raise FrontierUnavailable(f"Redis at {self.url} is unreachable")
 
     def may_retry(self, now: float) -> bool:
-        """The backoff since the last fault is over."""
+        """The backoff since the last fault is over.  Raises FrontierError
+        once Redis has been down for longer than ``timeout``."""
+        if self.down_since is not None and now - self.down_since > self.timeout:
+            raise FrontierError(f"Redis at {self.url} unreachable for {self.timeout:g} s; stopping")
         return now >= self._retry_at
 
     def step(self, key: str, args: list[Any]) -> Any:

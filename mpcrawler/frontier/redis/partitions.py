@@ -58,9 +58,10 @@ from typing import Any
 
 from ...errors import FrontierError, FrontierUnavailable, UsageError
 from ...web.urls import host_key
-from ..base import Admission, Revisit, UrlInfo
+from ..base import Admission, Frontier, Revisit, UrlInfo
 from .client import PARTITIONS_KEY, connect, key_prefix, lost_message
 from .frontier import BATCH_WINDOW, LEASE_POLL, CrawlLost, RedisFrontier
+from .permits import Permits
 
 __all__ = ["PartitionedFrontier", "open_shared", "partition_of"]
 
@@ -111,7 +112,7 @@ def open_shared(
     return PartitionedFrontier(url, crawl, node, partitions=partitions, **options)
 
 
-class PartitionedFrontier:
+class PartitionedFrontier(Frontier):
     """The Frontier of crawl ``crawl`` over ``partitions`` partitions of the
     Redis server (or cluster) at ``url``, for node ``node``; the options are
     RedisFrontier's, and ``max_pages`` is crawl-wide through permits."""
@@ -134,12 +135,20 @@ class PartitionedFrontier:
         self.parts: list[RedisFrontier] = []
         self._turn = 0  # the partition asked first for the next lease
         self._quiet_retry = 0.0
-        self._permits_retry = 0.0  # no permit was left: not asked again before this
         try:
             check_partitions(self.r, crawl, partitions)
-            first = RedisFrontier(url, crawl, node, crawl_id=crawl_id, client=self.r, **options)
+            first = RedisFrontier(
+                url,
+                crawl,
+                node,
+                crawl_id=crawl_id,
+                client=self.r,
+                elsewhere=self._elsewhere,
+                **options,
+            )
             self.parts.append(first)
-            first.elsewhere = self._elsewhere
+            self.permits = Permits(first.caller, self._pages_held)
+            self.permits.max_pages = max_pages
             base = first.crawl_id
             for p in range(1, partitions):
                 self._check_not_lost(url, p)
@@ -151,10 +160,10 @@ class PartitionedFrontier:
                     client=self.r,
                     partition=p,
                     new_id=f"{base}/{p}",
+                    elsewhere=self._elsewhere,
                     **options,
                 )
                 self.parts.append(part)
-                part.elsewhere = self._elsewhere
                 if part.crawl_id != f"{base}/{p}":
                     raise CrawlLost(
                         f"partition {p} of crawl {crawl!r} holds another crawl "
@@ -206,61 +215,41 @@ class PartitionedFrontier:
             groups.setdefault(partition_of(host_key(url_of(item)), len(self.parts)), []).append(k)
         return groups
 
-    def _elsewhere(self, part: RedisFrontier) -> tuple[int, int]:
-        """For ``part``'s share of hosts: the crawl's hosts in the other
+    def _elsewhere(self, partition: int) -> tuple[int, int]:
+        """For the share of hosts in ``partition``: the crawl's hosts in the other
         partitions (as their last heartbeats found them, or as many as this
         node holds there if more), and how many of them it keeps (those
         being shed do not count).  Shares worked out a partition at a time
         would round up in each: with few hosts a partition, the first node
         kept one in each, and a third node had none."""
         others = kept = 0
-        for p in self.parts:
-            if p is not part:
-                owned, keeps = p.owned()
-                others += max(p.beat_hosts, owned)
+        for p, part in enumerate(self.parts):
+            if p != partition:
+                owned, keeps = part.hosts.kept()
+                others += max(part.session.hosts, owned)
                 kept += keeps
         return others, kept
+
+    def _pages_held(self) -> int:
+        """Pages (not embeds) this node holds on lease, taken or not."""
+        return sum(part.leases.pages() for part in self.parts)
 
     @property
     def crawl_id(self) -> str:
         return self.parts[0].crawl_id
 
-    @property
-    def node_info(self) -> Callable[[], dict[str, Any]]:
-        return self.parts[0].node_info
-
-    @node_info.setter
-    def node_info(self, value: Callable[[], dict[str, Any]]) -> None:
+    def report(self, figures: Mapping[str, Any]) -> None:
         for part in self.parts:
-            part.node_info = value
-
-    @property
-    def host_wait(self) -> Callable[[str], float] | None:
-        return self.parts[0].host_wait
-
-    @host_wait.setter
-    def host_wait(self, value: Callable[[str], float] | None) -> None:
-        for part in self.parts:
-            part.host_wait = value
+            part.report(figures)
 
     # ------------------------------------------------------------ protocol
-    def admit(
-        self,
-        url: str,
-        depth: int = 0,
-        priority: int = 0,
-        kind: str = "page",
-        lastmod: str | None = None,
-    ) -> bool:
-        return self.admit_many([(url, depth, priority, kind, lastmod)])[0]
-
     def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
         """One call per partition the URLs fall in; ``want`` more leases ride
         on the call to the partition whose turn it is, if it is one of them."""
         admitted = [False] * len(items)
         turn = self._turn % len(self.parts)
         for p, positions in self._split(items, lambda item: item[0]).items():
-            extra = self._permitted(want) if p == turn else 0
+            extra = self.permits.permitted(want) if p == turn else 0
             flags = self.parts[p].admit_many([items[k] for k in positions], want=extra)
             for k, flag in zip(positions, flags, strict=True):
                 admitted[k] = flag
@@ -277,14 +266,14 @@ class PartitionedFrontier:
         order = [(self._turn + step) % k for step in range(k)]
         for p in order:  # a batch already leased goes first
             part = self.parts[p]
-            if part.prefetched:
+            if part.leases.waiting:
                 return self._taken_from(p, part.lease(now, want))
         for p in order:
             part = self.parts[p]
             if not part.may_lease(now):
                 continue
             try:
-                room = self._permitted(want, take=True)
+                room = self.permits.permitted(want, take=True)
             except FrontierUnavailable:  # partition 0 is down: its permits with it
                 return None
             if room <= 0:  # the pages are spent: embeds need no permit
@@ -300,11 +289,15 @@ class PartitionedFrontier:
 
     def _taken_from(self, p: int, item: UrlInfo | None) -> UrlInfo | None:
         """Partition ``p`` gave ``item``: it is asked first again while its batch lasts."""
-        self._turn = p if self.parts[p].prefetched else (p + 1) % len(self.parts)
+        self._turn = p if self.parts[p].leases.waiting else (p + 1) % len(self.parts)
         return item
 
     def ack(
-        self, item: UrlInfo, seen: list[str] | tuple[str, ...] = (), error: bool = False
+        self,
+        item: UrlInfo,
+        seen: list[str] | tuple[str, ...] = (),
+        error: bool = False,
+        wait: float = 0.0,
     ) -> None:
         """The ack goes to the page's partition with the redirect hops that
         fall in it; hops of other partitions are marked seen there, in the
@@ -315,9 +308,9 @@ class PartitionedFrontier:
             if p != home:
                 self.parts[p].mark_seen([seen[k] for k in positions])
         here = [seen[k] for k in elsewhere.get(home, [])]
-        self.parts[home].ack(item, here, error)
+        self.parts[home].ack(item, here, error, wait)
         if item.kind != "embed":
-            self.parts[0].end_permits(spent=1)  # a page done, crawl-wide
+            self.permits.spend()
 
     def release(self, item: UrlInfo) -> None:
         self._part(item.url).release(item)  # its permit stays here, for the next lease
@@ -372,11 +365,11 @@ class PartitionedFrontier:
     @property
     def fenced(self) -> int:
         """Times a partition found this node declared dead there."""
-        return sum(part.fenced for part in self.parts)
+        return sum(part.session.fenced for part in self.parts)
 
     @property
     def last_reaped(self) -> int:
-        return sum(part.last_reaped for part in self.parts)
+        return sum(part.session.reaped for part in self.parts)
 
     def checkpoint(self) -> None:
         """Nothing to do: Redis's own persistence (AOF) makes it durable."""
@@ -439,12 +432,12 @@ class PartitionedFrontier:
         done: int = 0,
         host_pages: Mapping[str, int] | None = None,
     ) -> None:
-        self.max_pages = max_pages
+        self.max_pages = self.permits.max_pages = max_pages
         for part in self.parts:  # a host's budget is its partition's
             part.set_budget(None, max_pages_per_host)
 
     def set_max_pages(self, max_pages: int | None) -> None:
-        self.max_pages = max_pages
+        self.max_pages = self.permits.max_pages = max_pages
         for part in self.parts:
             part.set_max_pages(None)  # the crawl's budget is here; ask each again
 
@@ -453,45 +446,21 @@ class PartitionedFrontier:
 
     @property
     def over_budget(self) -> int:
-        return sum(part.over_budget for part in self.parts)
-
-    def _free_permits(self) -> int:
-        """Permits held here and not on a lease (a lease's goes when it is acked)."""
-        first = self.parts[0]
-        leases = sum(part.leases_held for part in self.parts)
-        return max(0, first.permits - first.permits_ending - leases)
-
-    def _permitted(self, want: int, take: bool = False) -> int:
-        """How many of ``want`` leases the page budget allows now; with
-        ``take``, asking partition 0 for more permits (a call) if short."""
-        if self.max_pages is None or want <= 0:
-            return max(0, want)
-        free = self._free_permits()
-        now = time.monotonic()
-        if free < want and take and now >= self._permits_retry:
-            self.parts[0].take_permits(2 * want - free, self.max_pages)  # a batch ahead
-            free = self._free_permits()
-            if not free:
-                self._permits_retry = now + LEASE_POLL
-        return min(want, free)
+        return sum(part.budget.over_budget for part in self.parts)
 
     def _give_back_permits(self, now: float) -> None:
-        """No partition has anything for this node now: its unused permits
-        go back (another node may have work for them)."""
-        if self.max_pages is None:
-            return
+        """No partition has anything for this node now: its unused permits go back."""
         if not any(part.may_lease(now) for part in self.parts):
-            self.parts[0].end_permits(unused=self._free_permits())
+            self.permits.give_back()
 
     def budget_left(self) -> bool:
         """The crawl-wide page budget is not spent, or this node holds
         permits or leases not yet taken."""
-        if self.max_pages is None or any(part.prefetched for part in self.parts):
+        if any(part.leases.waiting for part in self.parts):
             return True
         if any(part.embeds_queued() for part in self.parts):
             return True  # embeds need no permit
-        first = self.parts[0]
-        return self._free_permits() > 0 or first.spent + first.permits_out < self.max_pages
+        return self.permits.left()
 
     # ---------------------------------------------------------------- end
     def close(self) -> None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
+from ..base import KINDS, Admission
+
 __all__ = [
     "CODES",
     "Ack",
@@ -242,6 +244,18 @@ OP_TYPES: tuple[type, ...] = (
     ReturnPermits,
 )
 CODES: dict[str, type] = {t.code: t for t in OP_TYPES}  # type: ignore[attr-defined]
+
+
+MAX_PRIORITY = 1 << 19  # |priority| below this keeps a queue's scores exact in a double
+
+
+def check_admissions(items: Sequence[Admission]) -> None:
+    """ValueError for a URL to admit whose priority or kind the script cannot hold."""
+    for _url, _depth, priority, kind, _lastmod in items:
+        if not -MAX_PRIORITY < priority < MAX_PRIORITY:
+            raise ValueError(f"priority {priority} is out of range (|p| < {MAX_PRIORITY})")
+        if kind not in KINDS:
+            raise ValueError(f"unknown URL kind {kind!r}")
 
 
 class Header(NamedTuple):
