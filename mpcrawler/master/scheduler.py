@@ -18,8 +18,8 @@ orders those hosts by the time each may be hit next.
 
 robots.txt is fetched once per host, before any other request to that host,
 as a request of kind ``robots`` that goes through the same slots.  The master
-feeds the answer back with ``robots_result()``; ``robots.RobotsRules`` parses
-and matches it (RFC 9309).
+feeds the answer back through :mod:`mpcrawler.master.robots` (``take_answer``);
+``web.robots.RobotsRules`` parses and matches it (RFC 9309).
 
 Hosts in memory are bounded: those with work (held, in flight, robots.txt
 being fetched) and the ``max_hosts`` idle ones given work last.  An idle host
@@ -29,7 +29,7 @@ group (``--politeness-key``) is parked with its last host.
 
 The scheduler owns no I/O of its own but its parked hosts: the engine sends
 what it dispatches to the workers and feeds back how each host answered
-(``answered``, ``robots_result``, ``finished``).
+(``answered``, ``finished``, and ``wake`` after a robots.txt answer).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from ..settings import Settings
 from ..web.dns import DnsCache
 from ..web.robots import RobotsRules
 from ..web.urls import hostname_of, registered_domain
-from .outcome import backoff, parse_retry_after
+from .outcome import parse_retry_after
 from .parked import GroupRow, HostRow, ParkedHosts
 from .request import Request
 
@@ -59,9 +59,6 @@ log = logging.getLogger(__name__)
 
 MAX_CRAWL_DELAY = 30.0
 MAX_REFUSED_PER_DISPATCH = 1000  # a host given up drains this fast, and no faster
-ROBOTS_ATTEMPTS = 3  # a host whose robots.txt fails this often is given up
-# Failures no retry can mend: a host whose robots.txt fails so is given up at once.
-PERMANENT_FAILURES = frozenset({"tls", "dns", "blocked_address"})
 
 # Pacing a struggling host (429, 503, timeouts in a row): its request rate is
 # halved (its spacing doubled, from FIRST_PACE, capped), and after each run of
@@ -245,7 +242,7 @@ class Scheduler:
         host.in_flight -= 1
         group.in_flight -= 1
         if request.kind == "robots":
-            return  # robots_result() reschedules the host
+            return  # its answer wakes the host (robots.take_answer)
         now = self.clock()
         if started is not None:
             spacing = max(group.delay, group.pace)
@@ -253,79 +250,10 @@ class Scheduler:
             group.next_start = max(group.next_start, after + spacing)
         self._wake(group, now)
 
-    def robots_result(
-        self,
-        request: Request,
-        status: int | None,
-        body: str | None,
-        failed: bool,
-        error: str | None = None,
-        error_kind: str | None = None,
-    ) -> list[str]:
-        """Feed a robots.txt answer back; returns its ``Sitemap:`` lines. 4xx allows
-        everything; 5xx or a network failure disallows the host for now and
-        retries later; after ROBOTS_ATTEMPTS failures the host is given up,
-        and at once after a failure no retry can mend (PERMANENT_FAILURES:
-        TLS, a name that does not resolve, a blocked address). A connection
-        that fails (refused, reset, unreachable) is tried again soon, as a
-        page would be (``retries`` times, from ``retry_delay`` doubling);
-        failing every time, the host is given up. The URLs of a host given
-        up are refused with the cause."""
-        host = self.hosts[request.host]
-        now = self.clock()
-        refresh = host.robots_expires < math.inf  # an expired copy, fetched again
-        if status is not None and 200 <= status < 300 and body is not None:
-            host.robots = RobotsRules.parse(body, self.user_agent)
-            host.robots_state = "ready"
-            host.robots_failures, host.robots_expires = 0, now + self.robots_ttl
-            crawl_delay = host.robots.crawl_delay
-            if crawl_delay:  # the whole group: one server behind several names
-                group = host.group
-                group.crawl_delay = max(group.crawl_delay, min(crawl_delay, MAX_CRAWL_DELAY))
-                group.limit, group.delay = 1, max(self.delay, group.crawl_delay)
-        elif failed or status is None or status >= 500:
-            host.robots_failures += 1
-            host.robots_error = error or (f"HTTP {status}" if status else "failed")
-            host.robots_error_kind = error_kind or "robots"
-            permanent = error_kind in PERMANENT_FAILURES
-            first = self.robots_retry_delay
-            if error_kind == "connection":  # refused, reset, unreachable: try soon
-                permanent = host.robots_failures > self.retries  # every time: give up
-                first = self.retry_delay
-            wait = backoff(host.robots_failures, first, None, math.inf)  # as a page's retry
-            if refresh:  # unreachable: its copy stands until the next try (RFC 9309 2.4)
-                wait = min(wait, self.robots_ttl)
-                log.warning(
-                    "robots.txt of %s could not be fetched again (%s); its copy stands, "
-                    "and is tried again in %.0f s",
-                    host.key,
-                    host.robots_error,
-                    wait,
-                )
-                host.robots_state, host.robots_expires = "ready", now + wait
-            elif permanent or host.robots_failures >= ROBOTS_ATTEMPTS:
-                log.warning(
-                    "robots.txt of %s failed%s (%s); giving the host up",
-                    host.key,
-                    "" if permanent else f" {host.robots_failures} times",
-                    host.robots_error,
-                )
-                host.robots_state = "failed"
-            else:
-                log.warning(
-                    "robots.txt of %s failed (%s); its URLs wait %.0f s for another try",
-                    host.key,
-                    host.robots_error,
-                    wait,
-                )
-                host.robots_state = "unknown"
-                host.robots_retry_at = now + wait
-        else:  # 3xx left over, 4xx: no usable robots.txt, so no restrictions
-            host.robots = None
-            host.robots_state = "ready"
-            host.robots_failures, host.robots_expires = 0, now + self.robots_ttl
-        self._wake(host.group, now)
-        return list(host.robots.sitemaps) if host.robots is not None else []
+    def wake(self, host: Host) -> None:
+        """``host``'s state changed outside (its robots.txt answer): its
+        group's hosts are scheduled again and the frontier told."""
+        self._wake(host.group, self.clock())
 
     # ------------------------------------------------------------- dispatch
     def dispatch(self, free: int) -> tuple[list[Request], list[Refusal]]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mpcrawler.master.robots import Verdict, robots_verdict, take_answer
 from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
 from mpcrawler.messages import PageResult
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
@@ -28,7 +29,7 @@ def drain(scheduler: Scheduler) -> list[tuple[str, str, str]]:
         for request in assigned:
             scheduler.finished(request)
             if request.kind == "robots":
-                scheduler.robots_result(request, 200, "", False)
+                take_answer(scheduler, request, 200, "", False)
 
 
 def test_idle_hosts_beyond_the_cap_are_parked() -> None:
@@ -62,7 +63,7 @@ def test_a_parked_host_comes_back_with_its_robots_txt_and_its_spacing() -> None:
     scheduler.submit(scheduler.new_request("http://a.test/"))
     [robots], _ = scheduler.dispatch(4)
     scheduler.finished(robots)
-    scheduler.robots_result(robots, 200, "User-agent: *\nDisallow: /no\nCrawl-delay: 5\n", False)
+    take_answer(scheduler, robots, 200, "User-agent: *\nDisallow: /no\nCrawl-delay: 5\n", False)
     [page], _ = scheduler.dispatch(4)
     scheduler.finished(page, started=0.0)  # a.test's next start: 5.0
     for other in ("b", "c", "d"):
@@ -93,7 +94,7 @@ def test_a_parked_host_keeps_its_pace_and_a_robots_txt_given_up() -> None:
     scheduler.submit(scheduler.new_request("https://down.test/"))
     [robots], _ = scheduler.dispatch(1)
     scheduler.finished(robots)
-    scheduler.robots_result(robots, None, None, True, "tls: expired", "tls")
+    take_answer(scheduler, robots, None, None, True, "tls: expired", "tls")
     assert [kind for _, _, kind in scheduler.dispatch(1)[1]] == ["tls"]
     visit(scheduler, "http://other.test/")  # parks both
     assert "http://slow.test" not in scheduler.hosts and "https://down.test" not in scheduler.hosts
@@ -136,7 +137,7 @@ def test_a_permanent_robots_failure_gives_the_host_up_at_once() -> None:
     [robots], _ = scheduler.dispatch(1)
     scheduler.finished(robots)
     reason = "tls: certificate verify failed: self-signed certificate"
-    scheduler.robots_result(robots, None, None, True, reason, "tls")
+    take_answer(scheduler, robots, None, None, True, reason, "tls")
     assigned, refused = scheduler.dispatch(1)
     assert not assigned
     assert [(r.url, why, kind) for r, why, kind in refused] == [
@@ -156,9 +157,7 @@ def test_a_refused_connection_is_tried_soon_then_given_up() -> None:
             assigned, refused = scheduler.dispatch(1)
         [robots] = assigned
         scheduler.finished(robots)
-        scheduler.robots_result(
-            robots, None, None, True, "connection failed: refused", "connection"
-        )
+        take_answer(scheduler, robots, None, None, True, "connection failed: refused", "connection")
     _, refused = scheduler.dispatch(1)
     assert [kind for _, _, kind in refused] == ["connection"]
     assert now[0] == 3.0  # not the 30 s + 60 s of robots.txt's slow retries
@@ -180,7 +179,7 @@ def test_hosts_waiting_for_robots_are_counted() -> None:
     scheduler.submit(scheduler.new_request("http://h.test/a"))
     [robots], _ = scheduler.dispatch(1)
     scheduler.finished(robots)
-    scheduler.robots_result(robots, 503, None, True, "HTTP 503", "http_5xx")
+    take_answer(scheduler, robots, 503, None, True, "HTTP 503", "http_5xx")
     assert scheduler.hosts_waiting() == 1  # for 30 s: the progress line shows it
     now[0] = 31.0
     assert scheduler.hosts_waiting() == 0
@@ -325,7 +324,7 @@ def test_a_robots_txt_older_than_its_ttl_is_fetched_again_before_the_next_reques
         [robots], _ = scheduler.dispatch(4)
         assert robots.kind == "robots"
         scheduler.finished(robots)
-        scheduler.robots_result(robots, *answer)
+        take_answer(scheduler, robots, *answer)
         assigned, refused = scheduler.dispatch(4)
         for request in assigned:
             scheduler.finished(request)
@@ -364,3 +363,24 @@ def test_without_a_ttl_a_robots_txt_is_read_once_a_run() -> None:
     scheduler.submit(scheduler.new_request("http://h.test/a"))
     assigned, _ = scheduler.dispatch(4)
     assert [r.kind for r in assigned] == ["page"]
+
+
+def test_the_robots_verdict_of_each_kind_of_answer() -> None:
+    """What one robots.txt answer makes of its host, as a pure decision."""
+    s = Scheduler(robots_retry_delay=30.0, retries=2, retry_delay=1.0, robots_ttl=3600.0)
+
+    def verdict(status: int | None, kind: str | None = None, **how: object) -> Verdict:
+        has_body, failed = status is not None and status < 300, status is None or status >= 500
+        failures, refresh = int(how.get("failures", 0)), bool(how.get("refresh", False))
+        return robots_verdict(status, has_body, failed, kind, failures, refresh, s)
+
+    assert verdict(200) == Verdict("rules")
+    assert verdict(404) == verdict(403) == Verdict("open")  # no usable robots.txt: no rules
+    assert verdict(503, "http_5xx") == Verdict("retry", 30.0)
+    assert verdict(503, "http_5xx", failures=1) == Verdict("retry", 60.0)  # doubling
+    assert verdict(503, "http_5xx", failures=2) == Verdict("failed")  # the third failure
+    assert verdict(None, "tls") == verdict(None, "dns") == Verdict("failed")  # at once
+    assert verdict(None, "connection") == Verdict("retry", 1.0)  # as a page's retry
+    assert verdict(None, "connection", failures=2) == Verdict("failed")  # past --retries
+    assert verdict(None, "tls", refresh=True) == Verdict("kept", 30.0)  # its copy stands
+    assert verdict(503, "http_5xx", failures=8, refresh=True) == Verdict("kept", 3600.0)
