@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mpcrawler.frontier import FrontierError, UrlQueueManager
-from mpcrawler.frontier.local import queue as queue_module
+from mpcrawler.frontier.local import checkpoint as checkpoint_module
 from mpcrawler.frontier.local.cold import COLD_FILE
 
 HOSTS, PER_HOST, CACHE = 200, 5, 20
@@ -132,7 +132,7 @@ def test_a_kill_after_the_cold_commit_before_state_json_loses_and_repeats_nothin
     def killed(*args: object) -> None:
         raise OSError("killed before state.json was replaced")
 
-    monkeypatch.setattr(queue_module, "atomic_write", killed)
+    monkeypatch.setattr(checkpoint_module, "atomic_write", killed)
     with pytest.raises(OSError):
         q.checkpoint()
     q.abandon()
