@@ -20,6 +20,7 @@ Running out of disk stops the same way and raises CrawlError.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -106,6 +107,15 @@ class Crawler:
         downloader: type | str | None = None,
         pipelines: list[Pipeline | type | str] | None = None,
     ) -> None:
+        # The crawler's own copy, which it completes here (plug-in paths,
+        # canonical seeds, credentials, scope defaults, node id); from then
+        # on only steering's ``set`` changes it.  The caller's stays as given.
+        settings = dataclasses.replace(
+            settings,
+            seeds=list(settings.seeds),
+            seed_priorities=dict(settings.seed_priorities),
+            credentials={host: list(pair) for host, pair in settings.credentials.items()},
+        )
         self.settings = settings
         self.metrics: MetricsServer | None = None
         if analyzer is not None:

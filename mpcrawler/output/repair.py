@@ -91,8 +91,10 @@ def _set_aside_frozen_hosts(frontier_dir: Path, stamp: str) -> list[str]:
     return [f"{why}: moved aside to {cold.name}.damaged-{stamp}, its URLs lost"]
 
 
-def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> Repair:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+def _set_aside_damaged(job_dir: Path, stamp: str) -> list[str]:
+    """Move aside what cannot be trusted (a queue without its state, frozen
+    hosts that do not add up, the seen set, the revisit and host-count
+    stores); what was said of it."""
     report: list[str] = []
     frontier_dir, seen_dir = job_dir / "frontier", job_dir / "seen"
     if frontier_dir.exists() and not (frontier_dir / STATE_FILE).exists():
@@ -107,10 +109,13 @@ def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> 
     for name in (f"{store}{end}" for store in stores for end in ("", "-wal", "-shm")):
         if (job_dir / name).exists():
             (job_dir / name).rename(job_dir / f"{name}.damaged-{stamp}")
-    frontier = LocalFrontier(job_dir, cache_size=cache_size)  # a cut journal replays to the cut
-    taken = []
-    while (item := frontier.lease(float("inf"))) is not None:
-        taken.append(item)
+    return report
+
+
+def _recorded(out: Path, max_depth: int | None) -> tuple[set[str], dict[str, int], int]:
+    """From the records in ``out``: the URLs recorded (and their final
+    URLs), the in-scope links of each page at their depth (first met, within
+    ``max_depth``), and how many records kept no links."""
     recorded: set[str] = set()
     links: dict[str, int] = {}
     without_links = 0
@@ -126,6 +131,17 @@ def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> 
         for link in outlinks:
             if isinstance(link, dict) and link.get("in_scope") and isinstance(link.get("url"), str):
                 links.setdefault(link["url"], depth)
+    return recorded, links, without_links
+
+
+def repair(job_dir: Path, out: Path, cache_size: int, max_depth: int | None) -> Repair:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    report = _set_aside_damaged(job_dir, stamp)
+    frontier = LocalFrontier(job_dir, cache_size=cache_size)  # a cut journal replays to the cut
+    taken = []
+    while (item := frontier.lease(float("inf"))) is not None:
+        taken.append(item)
+    recorded, links, without_links = _recorded(out, max_depth)
     done = 0
     for item in taken:  # queued again by a lost ack, but recorded: done
         if item.url in recorded:

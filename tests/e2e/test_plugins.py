@@ -63,7 +63,9 @@ def test_python_api(site_300: SiteServer, tmp_path: Path) -> None:
         job_dir=str(tmp_path / "job"),
         quiet=True,
     )
+    given = settings.to_dict(secrets=True)
     result = Crawler(settings, analyzer=CountingAnalyzer, pipelines=[TaggingPipeline]).run()
+    assert settings.to_dict(secrets=True) == given  # the crawler completes a copy of its own
     assert result.stats["pages"] == 25
     records = read_records(result.out)
     assert len(records) == 25 and all(r["tag"] == "seen-by-tagger" for r in records)
