@@ -99,6 +99,8 @@ class PageResult:
     embeds_found: int = 0  # distinct requisites the document named (refused ones included)
     embed_kinds: dict[str, int] = field(default_factory=dict)  # of those, by kind (HOWS)
     cdxj: list[str] = field(default_factory=list)  # --cdxj: index lines of the records written
+    text_digest: str | None = None  # the fingerprint of its text (web.fingerprint), if any
+    simhash: int | None = None
 
 
 # The error_kind of a request a worker did not start because its deadline

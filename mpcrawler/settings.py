@@ -450,6 +450,20 @@ class Settings:
         group="filters",
         help="ignore what pages ask of robots (meta robots, X-Robots-Tag, rel=nofollow)",
     )
+    dedup: bool = option(
+        True,
+        flag="--no-dedup",
+        group="filters",
+        help="do not recognise pages by their text: by default a page whose normalized text "
+        "(digits folded) another URL had is recorded with duplicate_of and its links are not "
+        "followed, and one within a few bits of a page of its host is recorded with "
+        "near_duplicate_of",
+    )
+    skip_near_duplicates: bool = option(
+        False,
+        group="filters",
+        help="do not follow the links of a near duplicate either",
+    )
     politeness_key: str = option(
         "host",
         choices=POLITENESS_KEYS,

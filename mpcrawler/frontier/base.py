@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..errors import FrontierError
+from .content import ContentIndex
 
 __all__ = [
     "EMBED_FLOOR",
@@ -202,6 +203,9 @@ class Frontier(Protocol):
 
     def sync(self) -> None:
         """Everything so far survives this process being killed."""
+
+    def content_index(self) -> ContentIndex:
+        """Where the crawl keeps its pages' fingerprints (:mod:`.content`)."""
 
     def report(self, figures: Mapping[str, Any]) -> None:
         """This node's figures (pages, errors, rate), for ``status``: a

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..modules import process_usage
-from ..output.jobdir import EMBED_OUTCOMES, JobState, count_record, embed_outcome, recount
+from ..output.jobdir import (
+    EMBED_OUTCOMES,
+    JobState,
+    count_duplicate,
+    count_record,
+    embed_outcome,
+    recount,
+)
 from ..output.metrics import Snapshot
 
 __all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot"]
@@ -42,6 +49,7 @@ class Counters:
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     links_dropped: collections.Counter[str] = field(default_factory=collections.Counter)
     changes: collections.Counter[str] = field(default_factory=collections.Counter)
+    duplicates: collections.Counter[str] = field(default_factory=collections.Counter)
     bytes_saved: int = 0  # body bytes 304 answers did not send
     new_pages: int = 0  # records of a URL's first fetch (the others are revisits)
     discarded: int = 0  # results of leases that had passed to another node
@@ -68,6 +76,7 @@ class Counters:
             statuses=collections.Counter(job.statuses),
             links_dropped=collections.Counter(job.links_dropped),
             changes=collections.Counter(job.changes),
+            duplicates=collections.Counter(job.duplicates),
             bytes_saved=job.bytes_saved,
             new_pages=job.pages if job.new_pages < 0 else job.new_pages,
             pages_at_start=job.pages,
@@ -87,6 +96,7 @@ class Counters:
         self.statuses, self.errors = tally.statuses, tally.errors
         self.changes, self.bytes_saved = tally.changes, tally.bytes_saved
         self.new_pages = tally.new_pages
+        self.duplicates = tally.duplicates
 
     @property
     def page_records(self) -> int:
@@ -106,6 +116,7 @@ class Counters:
             self.fetch_counts[bisect.bisect_left(FETCH_BUCKETS, seconds)] += 1
             self.fetch_sum += seconds
         self.new_pages += record.get("change", "new") == "new"
+        count_duplicate(record, self.duplicates)
         self.bytes_saved += count_record(record, self.statuses, self.errors, self.changes)
 
     def save(self, job: JobState, restarts: int) -> None:
@@ -115,6 +126,7 @@ class Counters:
         job.embed_kinds = dict(self.embed_kinds)
         job.errors, job.statuses = dict(self.errors), dict(self.statuses)
         job.links_dropped = dict(self.links_dropped)
+        job.duplicates = dict(self.duplicates)
         job.changes, job.bytes_saved = dict(self.changes), self.bytes_saved
         job.new_pages = self.new_pages
         job.worker_restarts = self.restarts_before + restarts
@@ -211,6 +223,7 @@ def crawl_stats(
         **{k: v for k, v in states.items() if k != "errors"},
         "seen": frontier["seen"],
         "links_dropped": dict(counters.links_dropped),
+        "duplicates": {kind: counters.duplicates[kind] for kind in ("exact", "near")},
         **{k: v for k, v in extra.items() if k not in ("modules", "out")},
         "discarded": counters.discarded,
         "modules": [m for m in summaries if m["type"] != "Worker"] + modules,

@@ -230,6 +230,7 @@ class Crawler:
             node=shared.node if shared is not None else None,
             rejected=rejected,
             host_wait=scheduler.wait_before if shared is not None else None,
+            content=frontier.content_index() if s.dedup else None,
         )
         engine = Engine(
             s,
@@ -240,7 +241,7 @@ class Crawler:
             settling=settling,
             counters=counters,
             progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.page_records),
-            checkpoint=lambda: self._checkpoint(job, pipelines, frontier, counters, pool),
+            checkpoint=lambda: self._checkpoint(job, pipelines, frontier, counters, pool, settling),
             robots_cache=RobotsCache(job.path) if job.path else None,
             metrics=self.metrics,
         )
@@ -478,9 +479,16 @@ class Crawler:
 
     @staticmethod
     def _checkpoint(
-        job: Job, pipelines: Pipelines, frontier: Frontier, counters: Counters, pool: WorkerPool
+        job: Job,
+        pipelines: Pipelines,
+        frontier: Frontier,
+        counters: Counters,
+        pool: WorkerPool,
+        settling: Settling,
     ) -> None:
         job.checkpoint(pipelines, frontier, counters, pool.restarts)
+        if settling.content is not None:
+            settling.content.checkpoint()
         if pool.index is not None:  # --cdxj: what arrived since, merged (within its share)
             pool.index.checkpoint()
 
@@ -506,6 +514,8 @@ class Crawler:
                 except OSError as exc:
                     failure, disk_full = exc, is_disk_full(exc)
             engine.scheduler.parked.close()
+            if engine.settling.content is not None:
+                engine.settling.content.close()
             if engine.robots_cache is not None:
                 engine.robots_cache.close()
         engine.progress.close(engine.counters.page_records, engine.states)

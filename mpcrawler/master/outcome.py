@@ -12,6 +12,7 @@ import email.utils
 from dataclasses import dataclass
 from typing import Any
 
+from ..frontier.content import Met
 from ..messages import PageResult
 from .request import Request
 
@@ -21,6 +22,7 @@ __all__ = [
     "Redirect",
     "backoff",
     "build_record",
+    "follows",
     "http_error",
     "is_ok",
     "kind_fields",
@@ -203,3 +205,12 @@ def kind_fields(request: Request) -> dict[str, Any]:
 def is_ok(result: PageResult) -> bool:
     """A page whose links are followed: 2xx and no error."""
     return result.status is not None and 200 <= result.status < 300 and result.error is None
+
+
+def follows(met: Met, skip_near: bool) -> bool:
+    """The links of a page whose text the content index ``met`` before are
+    followed: not those of an exact duplicate (a soft-404 part, a calendar
+    ends), nor those of a near one with ``skip_near`` (--skip-near-duplicates)."""
+    if met.duplicate_of is not None:
+        return False
+    return not (skip_near and met.near_duplicate_of is not None)

@@ -21,12 +21,14 @@ from typing import Any
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
 from ..frontier.base import Admission, Revisit, embed_hops, embed_priority, page_priority
+from ..frontier.content import ContentIndex, Met, Page
 from ..messages import PageResult
 from ..output.pipelines import Pipelines
 from ..output.rejected import RejectedLog
 from ..settings import Settings
 from ..web import sitemaps
 from ..web.filters import FirstSeen
+from ..web.urls import host_key
 from . import outcome, revisit
 from .counters import Counters
 from .request import Request
@@ -50,8 +52,10 @@ class Settling:
         node: str | None = None,
         rejected: RejectedLog | None = None,
         host_wait: Callable[[str], float] | None = None,
+        content: ContentIndex | None = None,
     ) -> None:
         self.settings = settings
+        self.content = content  # the pages' fingerprints met so far (None: --no-dedup)
         # The scheduler's wait before a host's next start: an ack carries it
         # (a shared frontier gives an idle host up with it, for its next owner).
         self.host_wait = host_wait
@@ -141,11 +145,17 @@ class Settling:
         if now is not None and window and now - self.since < window:
             return
         batch = self.ended
+        try:
+            met = self._content_of(batch)
+        except FrontierUnavailable:
+            return  # tried again next turn (a page met under its own URL is not its duplicate)
         links: list[Admission] = list(self.loose)
         spans: list[tuple[int, int, int]] = []
-        too_deep, self._offered = 0, 0
-        for finished in batch:
+        too_deep, duplicate, self._offered = 0, 0, 0
+        for finished, seen in zip(batch, met, strict=True):
             found, dropped = self._links_of(finished.request, finished.result)
+            if seen is not None and not outcome.follows(seen, self.settings.skip_near_duplicates):
+                duplicate, found = duplicate + len(found), []
             embeds, skipped = self._embeds_of(finished.request, finished.result)
             spans.append((len(found), len(embeds), skipped))
             links.extend(found)
@@ -157,14 +167,35 @@ class Settling:
             return  # tried again next turn; nothing is dispatched meanwhile
         if too_deep:
             self.counters.links_dropped["sitemap_depth"] += too_deep
+        if duplicate:
+            self.counters.links_dropped["duplicate"] += duplicate
         start, self.ended, self.loose = len(self.loose), [], []
-        for finished, (span, embeds, skipped) in zip(batch, spans, strict=True):
+        for finished, seen, (span, embeds, skipped) in zip(batch, met, spans, strict=True):
+            if seen is not None:
+                finished.extra.update((k, v) for k, v in seen._asdict().items() if v)
             new_links = sum(admitted[start : start + span])
             start += span
             new_embeds = sum(admitted[start : start + embeds])
             start += embeds
             self._count_embeds(finished.result, new_embeds, skipped)
             self._record(finished, new_links, embeds)
+
+    def _content_of(self, batch: list[Finish]) -> list[Met | None]:
+        """What the content index knew of each finished page that has a
+        fingerprint (None: no fingerprint, or --no-dedup); each is added."""
+        met: list[Met | None] = [None] * len(batch)
+        if self.content is None:
+            return met
+        pages, where = [], []
+        for k, finished in enumerate(batch):
+            result, page = finished.result, finished.request.kind == "page"
+            digest, simhash = result.text_digest, result.simhash
+            if digest is not None and simhash is not None and page and outcome.is_ok(result):
+                pages.append(Page(result.url, host_key(result.url), digest, simhash))
+                where.append(k)
+        for k, seen in zip(where, self.content.check(pages), strict=True):
+            met[k] = seen
+        return met
 
     def _links_of(self, request: Request, result: PageResult) -> tuple[list[Admission], int]:
         """What a finished chain's page asks to admit: its links (within

@@ -86,6 +86,7 @@ class JobState:
     statuses: dict[str, int] = field(default_factory=dict)
     host_pages: dict[str, int] = field(default_factory=dict)
     links_dropped: dict[str, int] = field(default_factory=dict)
+    duplicates: dict[str, int] = field(default_factory=dict)  # records that met their text
     worker_restarts: int = 0
     runs: int = 0
     run_starts: list[float] = field(default_factory=list)  # wall-clock start of each run
@@ -393,6 +394,18 @@ class Tally:
     changes: Counter[str] = field(default_factory=Counter)
     bytes_saved: int = 0
     new_pages: int = 0
+    duplicates: Counter[str] = field(default_factory=Counter)  # see DUPLICATE_FIELDS
+
+
+# A record that met its text before says so: stats.json's ``duplicates``
+# counts them by kind.
+DUPLICATE_FIELDS = {"duplicate_of": "exact", "near_duplicate_of": "near"}
+
+
+def count_duplicate(record: dict[str, Any], duplicates: Counter[str]) -> None:
+    for name, kind in DUPLICATE_FIELDS.items():
+        if record.get(name):
+            duplicates[kind] += 1
 
 
 # What became of embeds (stats.json's ``embeds``): requisites found on the
@@ -441,6 +454,7 @@ def recount(records: Iterable[dict[str, Any]], pass_start: int = 0) -> Tally:
             tally.embed_records += 1
             tally.embeds[embed_outcome(record)] += 1
         tally.new_pages += record.get("change", "new") == "new"
+        count_duplicate(record, tally.duplicates)
         changes = tally.changes if n >= pass_start else ignored
         saved = count_record(record, tally.statuses, tally.errors, changes)
         tally.bytes_saved += saved if n >= pass_start else 0

@@ -29,6 +29,20 @@ FILLER = b"<p>" + b"broad crawl filler text " * 80 + b"</p>\n"  # about 2 KB a p
 ROBOTS = b"User-agent: *\nAllow: /\n"
 
 
+_SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "ro", "vi", "de", "po")
+
+
+def page_name(i: int) -> str:
+    """A word of page ``i``'s own (its number in syllables): no two pages
+    of the site have the same text."""
+    word = ""
+    while True:
+        i, digit = divmod(i, len(_SYLLABLES))
+        word += _SYLLABLES[digit]
+        if not i:
+            return word
+
+
 def host_of(k: int) -> str:
     """The address of host number ``k``."""
     return f"127.{1 + k // 62500}.{1 + (k // 250) % 250}.{1 + k % 250}"
@@ -102,7 +116,8 @@ class _Handler(BaseHTTPRequestHandler):
             f'<a href="http://{host_of(c % server.hosts)}:{port}/p/{c}">{c}</a>\n'
             for c in range(i * FANOUT + 1, min(server.pages, i * FANOUT + FANOUT + 1))
         )
-        body = f"<html><head><title>{i}</title></head><body>{links}".encode() + FILLER
+        name = page_name(i)  # digits are folded in a page's fingerprint: a word of its own
+        body = f"<html><head><title>{name}</title></head><body>{links}".encode() + FILLER
         self._send(body + b"</body></html>", "text/html; charset=utf-8")
 
     def _send(self, body: bytes, kind: str) -> None:

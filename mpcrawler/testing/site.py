@@ -25,6 +25,15 @@ edited), ``delete`` one (404).  Pages carry an ``ETag`` and a
 time), ``validators=False`` leaves the headers out.  ``session_ids=True``
 puts a new ``;jsessionid=`` in every link of every answer, as a servlet
 does for a client without cookies.
+
+Each page has a name and text of its own, in a pair of seeded word lists
+of its own (``name``), so no two pages have the same text, nor nearly.
+With ``traps=True`` the site also has what eats a crawler's budget by its
+content, linked from ``/``: ``/copy/i`` (page
+*i*'s exact copy), ``/near/i`` (page *i* with one sentence more), a soft-404
+part (``/soft/``: every path under it answers 200 with one "not found" page,
+whose relative links grow the path) and an endless calendar
+(``/cal/YYYY/MM``, each month linking the next and the last).
 """
 
 from __future__ import annotations
@@ -76,6 +85,15 @@ _WORDS = [
 ]
 
 
+_SYLLABLES = [
+    *("ka", "lo", "mi", "ne", "su", "ta", "ro", "vi", "de", "po"),
+    *("an", "el", "ir", "os", "um", "ba", "ge", "hu", "ja", "ze"),
+]
+
+
+VOCABULARIES = 64  # word lists of the pages' text: 4,096 pairs
+
+
 class TestSite:
     """The page graph and page bodies, independent of any server."""
 
@@ -90,6 +108,7 @@ class TestSite:
         seed: int = 7,
         embeds: bool = False,
         images: int = 10,
+        traps: bool = False,
     ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
@@ -99,15 +118,14 @@ class TestSite:
         self.offsite_host = offsite_host
         self.seed = seed
         rng = random.Random(seed)
-        words = [rng.choice(_WORDS) for _ in range(max(64, size // 6))]
+        words = [rng.randrange(len(_WORDS)) for _ in range(max(64, size // 6))]
         sentences = []
         for i in range(0, len(words), 12):
-            sentences.append(" ".join(words[i : i + 12]).capitalize() + ".")
-        self._filler = "\n".join(
+            sentences.append(" ".join(f"{{{k}}}" for k in words[i : i + 12]) + ".")
+        self._template = "\n".join(
             f"<p>{' '.join(sentences[i : i + 5])}</p>" for i in range(0, len(sentences), 5)
         )
-        while len(self._filler) < size:
-            self._filler += self._filler
+        self._fillers: dict[int, tuple[list[str], str]] = {}  # by word list (``_filled``)
         self.editions: dict[int, int] = {}  # page -> times edited
         self.added: list[int] = []  # pages added, numbered from ``pages`` on
         self.added_links: dict[int, list[int]] = collections.defaultdict(list)
@@ -115,6 +133,7 @@ class TestSite:
         self.embeds = embeds
         self.images = images  # embeds=True: the site's own images, shared by its pages in turn
         self.assets = _assets(images) if embeds else {}  # path -> (content type, body)
+        self.traps = traps
 
     def edit(self, i: int) -> None:
         """Page ``i`` gets a new edition (other bytes, newer validators)."""
@@ -177,6 +196,11 @@ class TestSite:
         if session is not None:
             hrefs = [_with_session(h, session) for h in hrefs]
         nav = "\n".join(f'<li><a href="{h}">link {n}</a></li>' for n, h in enumerate(hrefs))
+        if self.traps and i == 0:
+            nav += "\n" + "\n".join(
+                f'<li><a href="{h}">{h}</a></li>'
+                for h in ("/copy/1", "/copy/2", "/near/3", "/soft/start/", "/cal/2026/01")
+            )
         edition = self.editions.get(i, 0)
         requisites = figures = ""
         if self.embeds:
@@ -194,12 +218,79 @@ class TestSite:
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>Page {i}</title>{requisites}"
             "<style>body{font-family:sans-serif}li{margin:2px}</style></head>\n"
-            f"<body><h1>Page {i}</h1>\n{figures}<nav><ul>\n{nav}\n</ul></nav>\n<main>\n"
+            f"<body><h1>Page {i}: {self.name(i)}</h1>\n{figures}"
+            f"<nav><ul>\n{nav}\n</ul></nav>\n<main>\n"
             + (f"<p>Edition {edition}</p>\n" if edition else "")
         )
         tail = "\n</main></body></html>\n"
         room = max(0, self.size - len(head) - len(tail))
-        return (head + self._filler[:room] + tail).encode("utf-8")
+        return (head + self._text(i, room) + tail).encode("utf-8")
+
+    def _vocabularies(self, i: int) -> tuple[int, int]:
+        """Page ``i``'s two word lists (of 2 x VOCABULARIES: a pair of its own)."""
+        return i % VOCABULARIES, VOCABULARIES + i // VOCABULARIES % VOCABULARIES
+
+    def _filled(self, vocabulary: int) -> tuple[list[str], str]:
+        """Word list number ``vocabulary`` (as many words as _WORDS, each of
+        three seeded syllables), and the filler in it (``size`` characters
+        at least)."""
+        rng = random.Random(self.seed * 3_000_017 + vocabulary)
+        words = ["".join(rng.choice(_SYLLABLES) for _ in range(3)) for _ in _WORDS]
+        text = self._template.format(*words)
+        while len(text) < self.size:
+            text += text
+        return words, text
+
+    def _filler(self, vocabulary: int) -> tuple[list[str], str]:
+        found = self._fillers.get(vocabulary)
+        if found is None:
+            found = self._fillers[vocabulary] = self._filled(vocabulary)
+        return found
+
+    def name(self, i: int) -> str:
+        """Page ``i``'s name: words of its two lists (no two pages have one)."""
+        (first, _), (second, _) = map(self._filler, self._vocabularies(i))
+        k = i // VOCABULARIES**2
+        return " ".join([*first[k % 7 :: 7], *second[k % 5 :: 5]])
+
+    def _text(self, i: int, room: int) -> str:
+        """``room`` characters of page ``i``'s text: a half in each of its
+        two word lists, so pages share few of their words (their
+        fingerprints are far apart, as real pages' are)."""
+        (_, first), (_, second) = map(self._filler, self._vocabularies(i))
+        half = room // 2
+        return first[:half] + second[: room - half]
+
+    def trap_body(self, path: str, port: int) -> bytes | None:
+        """The answer of a path of the ``traps`` part (None: not one)."""
+        if not self.traps:
+            return None
+        head = "<!DOCTYPE html>\n<html><head><meta charset=utf-8><title>{}</title></head><body>"
+        if path.startswith(("/copy/", "/near/")) and path[6:].isdigit():
+            i = int(path[6:])
+            if not 0 < i < self.pages:
+                return None
+            body = self.body(i, port)
+            if path.startswith("/near/"):
+                body = body.replace(b"<main>", b"<main><p>One sentence more, near.</p>", 1)
+            return body
+        if path.startswith("/soft/"):
+            links = "".join(f'<a href="{w}/">{w}</a> ' for w in ("north", "south", "east"))
+            text = " ".join(["Sorry, the page you asked for is not here any more."] * 3)
+            return (head.format("Not found") + f"<p>{text}</p>{links}</body></html>").encode()
+        parts = path.split("/")
+        if len(parts) == 4 and parts[1] == "cal" and parts[2].isdigit() and parts[3].isdigit():
+            year, month = int(parts[2]), int(parts[3])
+            after = (year + month // 12, month % 12 + 1)
+            before = (year - (month == 1), (month - 2) % 12 + 1)
+            days = " ".join(str(d) for d in range(1, 29))
+            nav = "".join(
+                f'<a href="/cal/{y}/{m:02d}">{y}-{m:02d}</a> ' for y, m in (before, after)
+            )
+            title = f"Calendar {year}-{month:02d}"
+            text = f"<h1>{title}</h1><p>Events this month: none. Days: {days}</p>"
+            return (head.format(title) + text + nav + "</body></html>").encode()
+        return None
 
     def page_index(self, path: str) -> int | None:
         """The page at ``path``, or None (not a page, or deleted)."""
@@ -361,6 +452,10 @@ class _Handler(BaseHTTPRequestHandler):
         asset = server.site.assets.get(path)
         if asset is not None:
             self._send(200, asset[1], asset[0])
+            return
+        trap = server.site.trap_body(path, server.port)
+        if trap is not None:
+            self._send(200, trap, "text/html; charset=utf-8")
             return
         index = server.site.page_index(path)
         if index is None:

@@ -49,6 +49,7 @@ warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
 _KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link"})
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
+_HIDDEN_TAGS = ("script", "style", "template", "noscript")  # no text a reader sees
 
 
 class _StrainedBuilder(LXMLTreeBuilder):
@@ -66,15 +67,22 @@ class _StrainedBuilder(LXMLTreeBuilder):
     text_tags = ("title",)
     keep_styled = False  # also keep any element with a style attribute
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, keep_text: bool = False, **kwargs: Any) -> None:
         super().__init__(multi_valued_attributes=None, **kwargs)
+        self.keep_text = keep_text  # gather the document's text a reader sees (``texts``)
+        self.texts: list[str] = []
 
     def feed(self, markup: Any) -> None:
         self._open: list[bool] = []  # for each open element: was it handed to the soup?
         self._titles = 0  # open elements of text_tags: their text is kept
+        self._hidden = 0  # open elements of _HIDDEN_TAGS
         super().feed(markup)
 
     def start(self, tag: Any, attrib: Any, nsmap: Any = {}) -> None:  # noqa: B006 (lxml's)
+        if tag in _HIDDEN_TAGS:
+            self._hidden += 1
+        elif self.keep_text:
+            self.texts.append(" ")  # words part at an element, as lxml's text nodes do
         kept = tag in self.kept_tags or (self.keep_styled and "style" in attrib)
         self._open.append(kept)
         if kept:
@@ -88,6 +96,10 @@ class _StrainedBuilder(LXMLTreeBuilder):
             self.soup.endData()  # a tag in the title still parts its strings
 
     def end(self, tag: Any) -> None:
+        if tag in _HIDDEN_TAGS and self._hidden:
+            self._hidden -= 1
+        elif self.keep_text:
+            self.texts.append(" ")
         if self._open and self._open.pop():
             self._titles -= tag in self.text_tags
             self.soup.handle_endtag(tag)
@@ -95,6 +107,8 @@ class _StrainedBuilder(LXMLTreeBuilder):
             self.soup.endData()
 
     def data(self, data: Any) -> None:
+        if self.keep_text and not self._hidden:
+            self.texts.append(data)
         if self._titles:
             super().data(data)
 
@@ -129,6 +143,7 @@ class Analysis:
     nofollow: set[str] = field(default_factory=set)  # hrefs of links marked rel=nofollow
     canonical: str | None = None  # the href of <link rel=canonical>
     embeds: list[tuple[str, str]] = field(default_factory=list)  # requisites: (href, kind)
+    text: str | None = None  # the text a reader sees (when the analyzer was asked: ``texts``)
 
 
 class Analyzer(Module):
@@ -142,6 +157,7 @@ class Analyzer(Module):
         # the meta tags that speak to us: <meta name="robots"> and our own name
         self.robots_names = frozenset({"robots", agent_token(settings.user_agent)})
         self.requisites = settings.page_requisites  # find each page's embeds too
+        self.texts = settings.dedup  # and its text (Analysis.text)
 
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
@@ -176,16 +192,16 @@ class HtmlAnalyzer(Analyzer):
     def parse(self, response: Response) -> Analysis:
         """Links, base and title of an HTML response (``analyze`` has checked
         that it is one, and counts the call)."""
+        kind = _RequisitesBuilder if self.requisites else _StrainedBuilder
+        builder = kind(keep_text=self.texts)
         try:
-            builder = _RequisitesBuilder if self.requisites else _StrainedBuilder
             soup = BeautifulSoup(response.body, builder=builder, from_encoding=response.charset)
             encoding = soup.original_encoding
         except (ValueError, LookupError):  # a declared charset lxml refuses (b"\x00")
             dammit = UnicodeDammit(response.body, [response.charset or ""], is_html=False)
             text = dammit.unicode_markup or response.body.decode("utf-8", "replace")
-            soup = BeautifulSoup(
-                text, builder=_RequisitesBuilder if self.requisites else _StrainedBuilder
-            )
+            builder = kind(keep_text=self.texts)
+            soup = BeautifulSoup(text, builder=builder)
             encoding = dammit.original_encoding
         base: str | None = None
         title: str | None = None
@@ -231,6 +247,7 @@ class HtmlAnalyzer(Analyzer):
             nofollow=nofollow,
             canonical=canonical,
             embeds=embeds,
+            text="".join(builder.texts) if self.texts else None,
         )
 
 
@@ -298,6 +315,10 @@ class LxmlAnalyzer(HtmlAnalyzer):
                     embeds += requisites.of_element(
                         tag, element.get, lambda e=element: "".join(e.itertext())
                     )
+        text = None
+        if self.texts:  # last: it strips the hidden elements from the tree
+            etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
+            text = " ".join(root.itertext())
         return Analysis(
             base=base,
             links=links,
@@ -306,6 +327,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
             nofollow=nofollow,
             canonical=canonical,
             embeds=embeds,
+            text=text,
         )
 
 

@@ -63,6 +63,7 @@ from ..modules import load_object, process_usage
 from ..settings import Settings
 from ..web import requisites, sitemaps
 from ..web.filters import FirstSeen, UrlRules
+from ..web.fingerprint import fingerprint
 from ..web.pagerobots import (
     agent_token,
     apply_nofollow,
@@ -400,6 +401,9 @@ class Worker:
             if analysis.embeds and self.settings.page_requisites:
                 self._add_embeds(result, analysis.embeds, base)
             result.canonical = self._canonical(analysis.canonical, response, base)
+            found = fingerprint(analysis.text) if analysis.text and self.settings.dedup else None
+            if found is not None:
+                result.text_digest, result.simhash = found
             result.item = analysis.item if not (obey and "noindex" in directives) else {}
             if self.warc is not None and response.exchange is not None and not self.warc_failed:
                 try:

@@ -229,6 +229,7 @@ def test_lxml_analyzer_agrees_with_beautifulsoup(
     soup = HtmlAnalyzer(Settings()).analyze(response)
     tree = LxmlAnalyzer(Settings()).analyze(response)
     assert (tree.base, tree.links, tree.item) == (soup.base, soup.links, soup.item)
+    assert _words(tree.text) == _words(soup.text)  # one fingerprint, whichever analyzer
     assert soup.links or name in ("no title", "blank title", "title with tags", "svg title")
 
 
@@ -310,6 +311,11 @@ def test_the_analyzers_agree_on_any_token_soup(body: bytes) -> None:
         soup.links,
         soup.item["title"],
     )
+
+
+def _words(text: str | None) -> list[str]:
+    """The words of an analyzer's text, as a fingerprint reads them."""
+    return (text or "").lower().split()
 
 
 def test_a_worker_sends_each_link_once_unless_from_a_shallower_page() -> None:

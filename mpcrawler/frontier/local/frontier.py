@@ -34,6 +34,7 @@ from typing import Any
 
 from ...web.urls import host_key
 from ..base import Admission, Revisit, UrlInfo
+from ..content import LocalContentIndex
 from .hostcounts import FILE as COUNTS_FILE
 from .hostcounts import HostCounts
 from .queue import UrlQueueManager, inspect
@@ -270,6 +271,10 @@ class LocalFrontier:
         if self.revisits is not None:
             self.revisits.commit()  # before the acks it must precede
         self.queue.sync()
+
+    def content_index(self) -> LocalContentIndex:
+        """The fingerprints of the crawl's pages, beside its seen set."""
+        return LocalContentIndex(self.directory)
 
     def report(self, figures: Mapping[str, Any]) -> None:
         """Nothing to do: a local frontier's node is its job dir's ``stats.json``."""

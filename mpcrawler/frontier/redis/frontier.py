@@ -94,6 +94,14 @@ a host is blocked and unblocked, once, not its whole list at each call)
 and (while under its share) of the free ones.  Each call says which hosts
 it made the node's and which it gave up, so a heartbeat sends back only
 how many the node holds (all of them when the node's count disagrees).
+
+The parts, each with its own state: ``caller.py`` (one round trip, and
+what its answer means for each part), ``session.py`` (epoch, heartbeat,
+refusals), ``leases.py`` (the leases held), ``budget.py`` (page budgets,
+what a lease asks), ``hosts.py`` (hosts held, blocked, paced, shed),
+``link.py`` (the connection and its outages), ``protocol.py`` (the
+operations and replies, by name), ``scans.py`` (exclude's drop, stray
+leases).  This class is the Frontier protocol over them.
 """
 
 from __future__ import annotations
@@ -112,6 +120,7 @@ from . import protocol as wire
 from .budget import Budget
 from .caller import Caller, Elsewhere, seen_slot
 from .client import key_prefix
+from .content import RedisContentIndex
 from .hosts import fair_share, hosts_to_shed
 from .leases import LEASE_POLL
 from .link import Link
@@ -333,6 +342,10 @@ class RedisFrontier(Frontier):
             if t is not None
         ]
         return min(times) if times else None
+
+    def content_index(self) -> RedisContentIndex:
+        """The fingerprints of the crawl's pages, crawl-wide (in this partition's keys)."""
+        return RedisContentIndex(self.link, self.prefix)
 
     def report(self, figures: Mapping[str, Any]) -> None:
         """This node's figures (pages, errors, rate...), carried by its next heartbeat."""

@@ -1,7 +1,7 @@
 """Link: one node's connection to the Redis of a shared crawl, and its outages.
 
 Owned by a :class:`~mpcrawler.frontier.redis.frontier.RedisFrontier`.  It
-runs the frontier's two scripts (``step.lua``, ``drop.lua``) and says what
+runs the frontier's scripts (``step.lua``, ``drop.lua``, ``content.lua``) and says what
 their failures mean, in one place:
 
 - Redis cannot be reached, or is loading or busy: the link is *down*
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 BACKOFF_MAX = 5.0  # seconds between tries while Redis is down, at most
 _SCRIPT = resources.files(__package__).joinpath("step.lua").read_text(encoding="utf-8")
 _DROP_SCRIPT = resources.files(__package__).joinpath("drop.lua").read_text(encoding="utf-8")
+_CONTENT_SCRIPT = resources.files(__package__).joinpath("content.lua").read_text(encoding="utf-8")
 _REFUSALS = ("FENCED", "LOST", "TAKEN")
 
 
@@ -61,6 +62,7 @@ class Link:
         self._errors = redis.RedisError
         self._step = self.r.register_script(_SCRIPT)
         self._drop = self.r.register_script(_DROP_SCRIPT)
+        self._content = self.r.register_script(_CONTENT_SCRIPT)
         self.down_since: float | None = None  # monotonic; None while Redis answers
         self.reconcile = False  # an answer was lost to a fault: leases may be strays
         self.round_trips = 0
@@ -103,10 +105,21 @@ class Link:
 
     def drop(self, key: str, args: list[Any]) -> int:
         """One call of ``drop.lua``: how many queue members it dropped."""
+        return int(self._run(self._drop, key, args))
+
+    def content(self, key: str, args: list[Any]) -> list[bytes]:
+        """One call of ``content.lua``: per page, its first URL and near entries."""
+        return list(self._run(self._content, key, args))
+
+    def _run(self, script: Any, key: str, args: list[Any]) -> Any:
+        """A script other than the step: a fault is an outage as for a step."""
+        self.round_trips += 1
         try:
-            return int(self._drop(keys=[key], args=args))
+            reply = script(keys=[key], args=args)
         except self.faults as exc:
             raise self.fault(exc) from None
+        self._answered()
+        return reply
 
     def fault(self, exc: BaseException) -> FrontierUnavailable:
         """Redis failed a call: the link is down (or stays down, backing off

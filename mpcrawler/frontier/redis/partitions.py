@@ -60,6 +60,7 @@ from ...errors import FrontierError, FrontierUnavailable, UsageError
 from ...web.urls import host_key
 from ..base import Admission, Frontier, Revisit, UrlInfo
 from .client import PARTITIONS_KEY, connect, key_prefix, lost_message
+from .content import RedisContentIndex
 from .frontier import BATCH_WINDOW, LEASE_POLL, CrawlLost, RedisFrontier
 from .permits import Permits
 
@@ -237,6 +238,10 @@ class PartitionedFrontier(Frontier):
     @property
     def crawl_id(self) -> str:
         return self.parts[0].crawl_id
+
+    def content_index(self) -> RedisContentIndex:
+        """The fingerprints of the crawl's pages, crawl-wide: in partition 0."""
+        return self.parts[0].content_index()
 
     def report(self, figures: Mapping[str, Any]) -> None:
         for part in self.parts:

@@ -1,0 +1,61 @@
+"""RedisContentIndex: a shared crawl's ContentIndex, in Redis.
+
+The same contract as :class:`mpcrawler.frontier.content.LocalContentIndex`,
+crawl-wide: every node's settling asks it about its batch of pages in one
+call of ``content.lua`` (the keys it keeps are described there, under the
+crawl's prefix: partition 0's in a partitioned crawl).  The script answers
+with the first URL of each digest and the entries of each page's pieces;
+the closest within NEAR_BITS is picked here (Lua's numbers cannot hold 64
+bits).  A call that fails is an outage of the crawl's Redis
+(:class:`~mpcrawler.errors.FrontierUnavailable`): the settling tries the
+batch again, and a page met again under its own URL is not its own duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...web.fingerprint import bands
+from ..content import Met, Page, nearest
+from .link import Link
+
+__all__ = ["PIECE_KEEP", "RedisContentIndex"]
+
+PIECE_KEEP = 16  # entries a piece of a host keeps (the newest)
+
+
+class RedisContentIndex:
+    """The index of the crawl whose keys are under ``prefix``, through ``link``."""
+
+    def __init__(self, link: Link, prefix: str) -> None:
+        self.link, self.prefix = link, prefix
+
+    def check(self, pages: Sequence[Page]) -> list[Met]:
+        if not pages:
+            return []
+        self.link.check_up()
+        args: list[str | int] = [self.prefix, PIECE_KEEP]
+        for page in pages:
+            args += [
+                page.url,
+                page.digest,
+                page.host,
+                f"{page.simhash:016x}",
+                *(f"{v:04x}" for v in bands(page.simhash)),
+            ]
+        reply = self.link.content(self.prefix + "seq", args)
+        met = []
+        for k, page in enumerate(pages):
+            first, found = reply[2 * k].decode(), reply[2 * k + 1].decode()
+            if first:
+                met.append(Met(first if first != page.url else None))
+                continue
+            entries = (line.split(" ", 1) for line in found.split("\n") if line)
+            met.append(Met(None, nearest(page, ((int(s, 16), url) for s, url in entries))))
+        return met
+
+    def checkpoint(self) -> None:
+        """Nothing to do: Redis's own persistence (AOF) makes it durable."""
+
+    def close(self) -> None:
+        """Nothing to do: the frontier's link is closed with it."""

@@ -1,0 +1,79 @@
+"""Pages recognised by their text (--no-dedup turns it off): an exact copy
+under another URL is recorded with duplicate_of and its links are not
+followed, so a soft-404 part and an endless calendar end; a near copy is
+recorded with near_duplicate_of.  On the built-in site with its traps
+(TestSite(traps=True)), outcomes seen from the server's side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import crawl_records
+
+from mpcrawler.testing.site import TestSite, serve_site
+
+PAGES = 40
+
+
+def trap_fetches(hits: dict[str, int]) -> dict[str, int]:
+    """The server's requests, by part of the site."""
+    parts = {"soft": 0, "cal": 0, "copy": 0, "near": 0, "real": 0}
+    for path, count in hits.items():
+        part = path.split("/")[1] if path.count("/") > 1 else "real"
+        parts[part if part in parts else "real"] += count
+    return parts
+
+
+def crawl(tmp_path: Path, *args: str) -> tuple[list[dict[str, Any]], dict[str, int], Any]:
+    site = TestSite(pages=PAGES, size=2_000, traps=True)
+    with serve_site(site) as server:
+        job = tmp_path / "job"
+        records = crawl_records(server.url.rstrip("/") + "/", job, "--no-robots", *args)
+        hits = dict(server.hits)
+    stats = json.loads((job / "stats.json").read_text())
+    return records, hits, stats
+
+
+def test_copies_soft_404s_and_calendars_end_at_their_first_copy(tmp_path: Path) -> None:
+    records, hits, stats = crawl(tmp_path, "--max-pages", "300")
+    by_path = {r["url"].split(":", 2)[2].split("/", 1)[1]: r for r in records}
+    real = {"", *(f"page/{i}" for i in range(1, PAGES))}
+    assert real <= set(by_path)  # every real page, whatever came first
+    fetched = trap_fetches(hits)
+    assert fetched["soft"] == 4  # the not-found page, then its 3 links: copies of it
+    assert fetched["cal"] == 3  # a month, then the one before and the one after: copies
+    for i in (1, 2):  # one of the two is the other's duplicate
+        page, copy = by_path[f"page/{i}"], by_path[f"copy/{i}"]
+        assert [page.get("duplicate_of"), copy.get("duplicate_of")].count(None) == 1
+        dup = page if page.get("duplicate_of") else copy
+        assert dup["duplicate_of"] == (copy if dup is page else page)["url"]
+    page, near = by_path["page/3"], by_path["near/3"]
+    named = page.get("near_duplicate_of") or near.get("near_duplicate_of")
+    assert named in (page["url"], near["url"])
+    assert stats["duplicates"]["exact"] == 2 + 3 + 2 and stats["duplicates"]["near"] >= 1
+    assert stats["links_dropped"]["duplicate"] > 0
+    assert sum(1 for r in records if r.get("near_duplicate_of")) == stats["duplicates"]["near"]
+
+
+def test_without_dedup_the_traps_eat_the_budget(tmp_path: Path) -> None:
+    records, hits, stats = crawl(tmp_path, "--max-pages", "150", "--no-dedup")
+    fetched = trap_fetches(hits)
+    assert len(records) == 150  # spent: on copies, and on the soft-404 part (until
+    assert fetched["soft"] > 30 and fetched["cal"] > 3  # path_trap ends it), and months
+    assert not any("duplicate_of" in r or "near_duplicate_of" in r for r in records)
+    assert stats["duplicates"] == {"exact": 0, "near": 0}
+
+
+@pytest.mark.parametrize("skip", [False, True])
+def test_a_near_copys_links_are_followed_unless_asked(tmp_path: Path, skip: bool) -> None:
+    args = ["--max-pages", "300", *(["--skip-near-duplicates"] if skip else [])]
+    records, _, stats = crawl(tmp_path, *args)
+    assert stats["duplicates"]["near"] >= 1
+    near = [r for r in records if r.get("near_duplicate_of")]
+    # Relative links resolve under /near/: followed, they make near copies of
+    # the pages they name (of most of the site); not followed, a few at most.
+    assert (len(near) < 10) == skip, len(near)
+    assert (len(near) >= 20) != skip, len(near)

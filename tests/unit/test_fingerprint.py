@@ -1,0 +1,81 @@
+"""The fingerprints of a page's text (web/fingerprint.py) and the decision
+on a duplicate's links (master/outcome.follows)."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mpcrawler.frontier.content import Met
+from mpcrawler.master.outcome import follows
+from mpcrawler.web.fingerprint import MIN_WORDS, NEAR_BITS, bands, fingerprint, hamming
+
+WORDS = [f"{a}{b}" for a in "bcdfghjklmnpqrstvwz" for b in ("a", "e", "i", "o", "u", "ar", "en")]
+
+
+def text(seed: int, n: int = 400) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def test_the_digest_folds_case_digits_and_whitespace() -> None:
+    a = fingerprint("Calendar 2026-01\n\n Events this month: none. " + "day " * 20)
+    b = fingerprint("calendar   2027-12 events THIS month: none. " + "day " * 20)
+    c = fingerprint("Calendar 2026-01 events this month: one. " + "day " * 20)
+    assert a is not None and b is not None and c is not None
+    assert a.digest == b.digest != c.digest
+
+
+def test_a_text_too_short_has_no_fingerprint() -> None:
+    assert fingerprint(" ".join(["word"] * (MIN_WORDS - 1))) is None
+    assert fingerprint(" ".join(["word"] * MIN_WORDS)) is not None
+    assert fingerprint("") is None
+
+
+def test_a_few_words_changed_is_near_and_another_text_is_not() -> None:
+    base = text(1)
+    edited = base.replace(base.split()[100], "zzz", 1) + " one more"
+    a, b, other = fingerprint(base), fingerprint(edited), fingerprint(text(2))
+    assert a is not None and b is not None and other is not None
+    assert a.digest != b.digest
+    assert hamming(a.simhash, b.simhash) <= NEAR_BITS < hamming(a.simhash, other.simhash)
+
+
+def test_the_fingerprint_is_the_same_in_every_process() -> None:
+    """Stable across processes (no salted hash): workers fingerprint, the master compares."""
+    code = (
+        "from mpcrawler.web.fingerprint import fingerprint as f; import sys; print(*f(sys.argv[1]))"
+    )
+    sample = text(3)
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code, sample],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()[1]
+        for seed in ("1", "2")
+    }
+    assert outs == {str(fingerprint(sample).simhash)}  # type: ignore[union-attr]
+
+
+@given(st.integers(0, 2**64 - 1), st.sets(st.integers(0, 63), max_size=NEAR_BITS))
+def test_hashes_within_near_bits_share_a_band(value: int, flips: set[int]) -> None:
+    other = value
+    for bit in flips:
+        other ^= 1 << bit
+    assert hamming(value, other) == len(flips)
+    assert any(x == y for x, y in zip(bands(value), bands(other), strict=True))
+
+
+def test_a_duplicates_links_are_not_followed_a_near_ones_are_unless_asked() -> None:
+    assert follows(Met(), skip_near=True)
+    assert not follows(Met(duplicate_of="http://a/"), skip_near=False)
+    assert follows(Met(near_duplicate_of="http://a/"), skip_near=False)
+    assert not follows(Met(near_duplicate_of="http://a/"), skip_near=True)
