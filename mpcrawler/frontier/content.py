@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 CONTENT_FILE = "content.sqlite"
-WAL_PAGES = 64  # pages of write-ahead log (4 KiB each) folded into the file at most
+WAL_PAGES = 16  # pages of write-ahead log (4 KiB each) folded into the file at most
 
 
 class Page(NamedTuple):

@@ -7,15 +7,26 @@ recorded with near_duplicate_of.  On the built-in site with its traps
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import crawl_records
+import redis_server
+from many_nodes import Node, shared, wait_until
+from support import crawl_args, crawl_records, read_records, run_cli, start_cli
 
 from mpcrawler.testing.site import TestSite, serve_site
 
 PAGES = 40
+
+
+def count_lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
 
 
 def trap_fetches(hits: dict[str, int]) -> dict[str, int]:
@@ -77,3 +88,51 @@ def test_a_near_copys_links_are_followed_unless_asked(tmp_path: Path, skip: bool
     # the pages they name (of most of the site); not followed, a few at most.
     assert (len(near) < 10) == skip, len(near)
     assert (len(near) >= 20) != skip, len(near)
+
+
+def test_a_killed_crawl_still_knows_what_it_recorded_by_its_text(tmp_path: Path) -> None:
+    """SIGKILL mid-crawl, then the same command: the fingerprints recorded
+    before the kill are still known (a copy met after it is a duplicate), and
+    the traps end as in one run."""
+    site = TestSite(pages=PAGES, size=2_000, traps=True)
+    with serve_site(site) as server:
+        job, url = tmp_path / "job", server.url.rstrip("/") + "/"
+        args = [*crawl_args(url, job, "--no-robots", "--max-pages", "300")]
+        proc = start_cli(*args)
+        wait_until(lambda: count_lines(job / "pages.jsonl") >= 25, what="25 records")
+        server.gate.clear()  # what is asked from now on waits: the crawl is mid-way
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+        assert json.loads((job / "job.json").read_text())["job"]["state"] == "running"
+        server.gate.set()
+        again = run_cli(*args, timeout=90)
+        assert again.returncode == 0, again.stderr
+    records = read_records(job / "pages.jsonl")
+    paths = {r["url"][len(url) - 1 :] for r in records}
+    assert len({p for p in paths if p.startswith("/soft/")}) == 4
+    assert len({p for p in paths if p.startswith("/cal/")}) == 3
+    for i in (1, 2):
+        dups = {
+            r["url"][len(url) - 1 :]
+            for r in records
+            if r.get("duplicate_of") and r["url"].endswith(f"/{i}")
+        }
+        assert len(dups & {f"/page/{i}", f"/copy/{i}"}) == 1, dups
+
+
+def test_a_node_knows_the_pages_another_recorded_by_their_text(tmp_path: Path, crawl: str) -> None:
+    """One site served twice, on two hosts, crawled by two nodes of one
+    shared crawl, one after the other: the second node meets the copy's
+    root as a duplicate of what the first recorded, and does not follow it."""
+    site = TestSite(pages=PAGES, size=2_000)
+    with serve_site(site) as first, serve_site(site, host="127.0.0.2") as second:
+        seeds = [first.url.rstrip("/") + "/", second.url.rstrip("/") + "/"]
+        nodes = []
+        for name, seed in zip(("n1", "n2"), seeds, strict=True):
+            args = [seed, "--allow-private-networks", "--no-robots"]
+            node = Node(name, tmp_path / name, [*args, *shared(redis_server.url(), crawl)])
+            assert node.finish() == 0, node.err
+            nodes.append(node)
+    one, two = (node.records() for node in nodes)
+    assert len(one) == PAGES and not any(r.get("duplicate_of") for r in one)
+    assert [(r["url"], r["duplicate_of"], r["new_links"]) for r in two] == [(seeds[1], seeds[0], 0)]
