@@ -127,7 +127,7 @@ class Lanes:
         # readiness (not persisted)
         self.heap: list[tuple[int, int, HostQueue]] = []
         self.blocked = HostBlocks()
-        self._thawing: dict[str, None] = {}  # frozen hosts unblocked since the last lease
+        self.thawing: dict[str, None] = {}  # frozen hosts unblocked since the last lease
 
     # --------------------------------------------------------------- lease
     def ready(self, now: float | None) -> None:
@@ -135,7 +135,7 @@ class Lanes:
         block ran out, and frozen hosts unblocked since the last lease, are ready."""
         if self.blocked.timed:
             self.wake(time.monotonic() if now is None else now)
-        if self._thawing:
+        if self.thawing:
             self._thaw_unblocked()
 
     def pop_best(self) -> UrlInfo | None:
@@ -191,7 +191,7 @@ class Lanes:
         if host is not None:
             self.touch(host)
         elif self.cold.maybe(key):
-            self._thawing[key] = None
+            self.thawing[key] = None
 
     # ------------------------------------------------------ hosts and lanes
     def lane_of(
@@ -425,8 +425,8 @@ class Lanes:
     def _thaw_unblocked(self) -> None:
         """Thaw, together, the frozen hosts unblocked since the last lease
         (those blocked again since stay frozen)."""
-        keys = [key for key in self._thawing if key not in self.blocked]
-        self._thawing = {}
+        keys = [key for key in self.thawing if key not in self.blocked]
+        self.thawing = {}
         for key, lanes in self.cold.thaw_many(keys).items():
             host = self.hosts.get(key)
             if host is None:

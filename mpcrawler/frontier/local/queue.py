@@ -156,8 +156,9 @@ class UrlQueueManager:
         """The best URL of a host not blocked at ``now`` (default: the
         monotonic clock), or None.  Ack it (or release it) when done."""
         lanes, spill = self._lanes, self._spill
-        lanes.ready(now)
-        if spill.low():
+        if lanes.blocked.timed or lanes.thawing:  # (inline: the hot path)
+            lanes.ready(now)
+        if lanes.mem < spill.refill_below and self._log.count:
             spill.refill()
         while (item := lanes.pop_best()) is None:
             if not self._log.count:
