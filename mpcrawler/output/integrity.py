@@ -154,7 +154,9 @@ def damage(
     seen = _seen_count(job_dir / "seen")
     if isinstance(seen, str):
         reasons.append(f"the seen set: {seen}")
-    elif seen < (distinct := pages if distinct is None else distinct):  # flushed by then
+    # Flushed by then; each run ended by a kill may have left up to ``slack``
+    # pages recorded and not acked, recorded again (as new) by the next run.
+    elif seen + (runs - 1) * slack < (distinct := pages if distinct is None else distinct):
         reasons.append(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
