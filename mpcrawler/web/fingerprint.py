@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import itertools
+import operator
+import struct
 from typing import NamedTuple
 
 __all__ = [
@@ -39,8 +42,18 @@ MIN_WORDS = 10
 MAX_WEIGHT = 4  # a word counts at most this many times in the simhash
 NEAR_BITS = 3  # simhashes this close (or closer) are near duplicates
 BANDS = 4  # pieces of 16 bits
-_DIGITS = str.maketrans("0123456789", "0000000000")
-_BITS = [bytes((value >> bit) & 1 for value in range(256)) for bit in range(8)]
+_FOLD = bytes.maketrans(b"0123456789", b"0000000000")  # (no UTF-8 sequence holds them)
+# Each byte value spread to 8 fields of 16 bits, one bit each (low bit first):
+# a word's 64-bit hash spread so (``_spread``) is 64 fields, summed in one int.
+# A field holds the weight of MAX_WORDS words at most.
+_FIELD = 16
+MAX_WORDS = (1 << _FIELD) // MAX_WEIGHT - 1  # distinct words in a simhash: the most frequent
+_SPREAD = [
+    sum(((value >> bit) & 1) << (_FIELD * bit) for bit in range(8)).to_bytes(_FIELD, "little")
+    for value in range(256)
+]
+_CACHE_WORDS = 65_536  # words whose spread hash a process keeps (a site repeats its words)
+_spreads: dict[bytes, int] = {}
 
 
 class Fingerprint(NamedTuple):
@@ -50,31 +63,42 @@ class Fingerprint(NamedTuple):
 
 def fingerprint(text: str) -> Fingerprint | None:
     """The fingerprint of ``text`` (None: fewer than MIN_WORDS words)."""
-    words = text.lower().translate(_DIGITS).split()
+    data = text.lower().replace("\xa0", " ").encode("utf-8", "replace")
+    words = data.translate(_FOLD).split()
     if len(words) < MIN_WORDS:
         return None
-    normal = " ".join(words).encode("utf-8")
-    digest = hashlib.blake2b(normal, digest_size=16).hexdigest()
-    return Fingerprint(digest, _simhash(normal))
+    digest = hashlib.blake2b(b" ".join(words), digest_size=16).hexdigest()
+    return Fingerprint(digest, _simhash(words))
 
 
-def _simhash(normal: bytes) -> int:
-    """Each distinct word's 64-bit hash, repeated by its weight, counted bit
-    by bit: a bit is set where more than half the weight has it.  The bits
-    are counted a byte column at a time (``bytes.translate``, ``count``),
-    64 C calls whatever the page's length."""
-    counts = collections.Counter(normal.split())
-    blake2b = hashlib.blake2b
-    blob = b"".join(
-        [blake2b(w, digest_size=8).digest() * min(c, MAX_WEIGHT) for w, c in counts.items()]
-    )
-    half = len(blob) // 16  # half the hashes (8 bytes each)
+def _spread(word: bytes) -> int:
+    """``word``'s 64-bit hash, each bit in a field of its own."""
+    digest = hashlib.blake2b(word, digest_size=8).digest()
+    return int.from_bytes(b"".join([_SPREAD[b] for b in digest]), "little")
+
+
+def _simhash(words: list[bytes]) -> int:
+    """Each distinct word's 64-bit hash, weighted by how often it occurs (at
+    most MAX_WEIGHT): a bit is set where more than half the weight has it.
+    The 64 sums are fields of one integer: a multiply-add a word (in C)."""
+    counts = collections.Counter(words)
+    if len(counts) > MAX_WORDS:  # (a dictionary's page)
+        counts = collections.Counter(dict(counts.most_common(MAX_WORDS)))
+    spreads = _spreads
+    missing = [word for word in counts if word not in spreads]
+    if len(spreads) + len(missing) > _CACHE_WORDS:
+        spreads.clear()
+        missing = list(counts)
+    for word in missing:
+        spreads[word] = _spread(word)
+    weights = list(map(min, counts.values(), itertools.repeat(MAX_WEIGHT)))
+    total = sum(map(operator.mul, map(spreads.__getitem__, counts), weights))
+    fields = struct.unpack("<64H", total.to_bytes(64 * _FIELD // 8, "little"))
+    half = sum(weights) // 2
     value = 0
-    for column in range(8):
-        bytes_here = blob[column::8]
-        for bit in range(8):
-            if bytes_here.translate(_BITS[bit]).count(1) > half:
-                value |= 1 << (column * 8 + bit)
+    for bit, ones in enumerate(fields):
+        if ones > half:
+            value |= 1 << bit
     return value
 
 

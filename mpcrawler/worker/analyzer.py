@@ -81,8 +81,6 @@ class _StrainedBuilder(LXMLTreeBuilder):
     def start(self, tag: Any, attrib: Any, nsmap: Any = {}) -> None:  # noqa: B006 (lxml's)
         if tag in _HIDDEN_TAGS:
             self._hidden += 1
-        elif self.keep_text:
-            self.texts.append(" ")  # words part at an element, as lxml's text nodes do
         kept = tag in self.kept_tags or (self.keep_styled and "style" in attrib)
         self._open.append(kept)
         if kept:
@@ -98,8 +96,6 @@ class _StrainedBuilder(LXMLTreeBuilder):
     def end(self, tag: Any) -> None:
         if tag in _HIDDEN_TAGS and self._hidden:
             self._hidden -= 1
-        elif self.keep_text:
-            self.texts.append(" ")
         if self._open and self._open.pop():
             self._titles -= tag in self.text_tags
             self.soup.handle_endtag(tag)
@@ -143,7 +139,10 @@ class Analysis:
     nofollow: set[str] = field(default_factory=set)  # hrefs of links marked rel=nofollow
     canonical: str | None = None  # the href of <link rel=canonical>
     embeds: list[tuple[str, str]] = field(default_factory=list)  # requisites: (href, kind)
-    text: str | None = None  # the text a reader sees (when the analyzer was asked: ``texts``)
+    # The text a reader sees, its text nodes joined as they come (as lxml's
+    # text serialization: an element does not part words), when the
+    # analyzer was asked (``texts``).
+    text: str | None = None
 
 
 class Analyzer(Module):
@@ -318,7 +317,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
         text = None
         if self.texts:  # last: it strips the hidden elements from the tree
             etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
-            text = " ".join(root.itertext())
+            text = etree.tostring(root, method="text", encoding=str)
         return Analysis(
             base=base,
             links=links,
