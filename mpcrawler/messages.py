@@ -150,6 +150,13 @@ class NewRules(NamedTuple):
     exclude: list[str]
 
 
+class Unsent(NamedTuple):
+    """Links the master did not follow (a duplicate's): each worker sends
+    them again when another page has them (``SentLinks.forget``)."""
+
+    urls: list[str]
+
+
 # Worker -> master
 class Hello(NamedTuple):
     worker: int
@@ -166,6 +173,10 @@ class Results(NamedTuple):
     results: list[PageResult]
     downloaded: list[tuple[int, float]]
     summaries: list[dict[str, Any]] | None
+    # Links held back as sent before, that the master asked for again
+    # (``Unsent``): (url, priority, depth), for the frontier.
+    late: list[tuple[str, int, int]] | None = None
+    answers: int = 0  # the Unsent messages these late links answer
 
 
 class Bye(NamedTuple):

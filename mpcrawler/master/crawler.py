@@ -231,6 +231,7 @@ class Crawler:
             rejected=rejected,
             host_wait=scheduler.wait_before if shared is not None else None,
             content=frontier.content_index() if s.dedup else None,
+            unsend=pool.unsend,
         )
         engine = Engine(
             s,

@@ -43,7 +43,7 @@ from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
 from .counters import Counters, metrics_snapshot
-from .pool import Done, Downloaded, Event, Lost, WorkerPool
+from .pool import Done, Downloaded, Event, Late, Lost, WorkerPool
 from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
 from .robots import RobotsAnswers
@@ -192,6 +192,7 @@ class Engine:
         leased by other nodes.  A --continuous crawl is never done."""
         return (
             not self.pool.in_flight
+            and not self.pool.awaiting
             and not self.scheduler.queued
             and not self.settling
             and not self.can_lease()
@@ -232,6 +233,8 @@ class Engine:
                 self.on_done(event)
             elif isinstance(event, Lost):
                 self.on_lost(event.request)
+            elif isinstance(event, Late):
+                self.settling.add_late(event.links)
 
     def on_done(self, event: Done) -> None:
         request, result = event

@@ -46,13 +46,14 @@ from ..messages import (
     PageResult,
     Results,
     Stop,
+    Unsent,
 )
 from .request import Request
 
 if TYPE_CHECKING:
     from ..output.cdxj import CdxjIndex
 
-__all__ = ["Done", "Downloaded", "Event", "Lost", "PoolError", "WorkerPool"]
+__all__ = ["Done", "Downloaded", "Event", "Late", "Lost", "PoolError", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,14 @@ class Lost(NamedTuple):
     request: Request
 
 
-Event = Downloaded | Done | Lost
+class Late(NamedTuple):
+    """Links a worker held back as sent before, that the settling asked for
+    again (``unsend``): (url, priority, depth)."""
+
+    links: list[tuple[str, int, int]]
+
+
+Event = Downloaded | Done | Lost | Late
 
 
 @dataclass
@@ -118,6 +126,7 @@ class WorkerProcess:
     pid: int = 0
     requests: dict[int, Request] = field(default_factory=dict)  # by id
     poller: select.poll = field(default_factory=select.poll)
+    unsent: int = 0  # Unsent messages it has not answered
 
     def __post_init__(self) -> None:
         self.poller.register(self.conn.fileno(), select.POLLIN)
@@ -195,6 +204,20 @@ class WorkerPool:
             with contextlib.suppress(OSError):  # a dead one restarts with the new args
                 worker.conn.send(NewRules(scope, exclude))
 
+    def unsend(self, urls: list[str]) -> None:
+        """Every worker sends ``urls`` again when a page has them (the master
+        did not follow them from the page that had them first)."""
+        for worker in self.workers.values():
+            with contextlib.suppress(OSError):  # a dead one restarts knowing none
+                worker.conn.send(Unsent(urls))
+                worker.unsent += 1
+
+    @property
+    def awaiting(self) -> bool:
+        """A live worker has not answered an ``unsend`` yet (links it held
+        back may come: the crawl is not over)."""
+        return any(worker.unsent for worker in self.workers.values())
+
     def send(self, requests: list[Request], deadline: float = 0.0) -> None:
         """Send each request to a free slot (``free`` at least as many); one
         not started by ``deadline`` (monotonic, 0: none) comes back as
@@ -258,6 +281,9 @@ class WorkerPool:
             if not self.stopping:
                 self.slots.extend([worker.index] * message.slots)
         elif isinstance(message, Results):
+            worker.unsent = max(0, worker.unsent - message.answers)
+            if message.late:
+                self._events.append(Late(message.late))
             downloaded = message.downloaded
             for request_id, started in downloaded:
                 request = worker.requests.get(request_id)

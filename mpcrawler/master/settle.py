@@ -53,9 +53,13 @@ class Settling:
         rejected: RejectedLog | None = None,
         host_wait: Callable[[str], float] | None = None,
         content: ContentIndex | None = None,
+        unsend: Callable[[list[str]], None] | None = None,
     ) -> None:
         self.settings = settings
         self.content = content  # the pages' fingerprints met so far (None: --no-dedup)
+        # The workers send each link once: those not followed (a duplicate's)
+        # are handed back, for the next page that has them (the pool's).
+        self.unsend = unsend
         # The scheduler's wait before a host's next start: an ack carries it
         # (a shared frontier gives an idle host up with it, for its next owner).
         self.host_wait = host_wait
@@ -84,6 +88,18 @@ class Settling:
     def add_sitemaps(self, urls: list[str]) -> None:
         """Sitemaps a robots.txt named (once: the seen set), depth 0."""
         self.loose.extend((url, 0, 0, "sitemap", None) for url in urls)
+
+    def add_late(self, links: list[tuple[str, int, int]]) -> None:
+        """Links a worker held back, sent again (``unsend``): admitted with no
+        record, as the page that had them would have (within --max-depth)."""
+        max_depth = self.settings.max_depth
+        self.loose.extend(
+            (url, depth, priority, "page", None)
+            for url, priority, depth in links
+            if max_depth is None or depth <= max_depth
+        )
+        if not self.ended:
+            self.since = time.monotonic()
 
     def admit(self, items: list[Admission], want: int = 0) -> list[bool]:
         """Queue each URL unless it was seen or its host's page budget is
@@ -151,11 +167,13 @@ class Settling:
             return  # tried again next turn (a page met under its own URL is not its duplicate)
         links: list[Admission] = list(self.loose)
         spans: list[tuple[int, int, int]] = []
-        too_deep, duplicate, self._offered = 0, 0, 0
+        too_deep, self._offered = 0, 0
+        unfollowed: list[str] = []
         for finished, seen in zip(batch, met, strict=True):
             found, dropped = self._links_of(finished.request, finished.result)
             if seen is not None and not outcome.follows(seen, self.settings.skip_near_duplicates):
-                duplicate, found = duplicate + len(found), []
+                unfollowed += [url for url, *_ in found]
+                found = []
             embeds, skipped = self._embeds_of(finished.request, finished.result)
             spans.append((len(found), len(embeds), skipped))
             links.extend(found)
@@ -167,8 +185,10 @@ class Settling:
             return  # tried again next turn; nothing is dispatched meanwhile
         if too_deep:
             self.counters.links_dropped["sitemap_depth"] += too_deep
-        if duplicate:
-            self.counters.links_dropped["duplicate"] += duplicate
+        if unfollowed:
+            self.counters.links_dropped["duplicate"] += len(unfollowed)
+            if self.unsend is not None:
+                self.unsend(unfollowed)
         start, self.ended, self.loose = len(self.loose), [], []
         for finished, seen, (span, embeds, skipped) in zip(batch, met, spans, strict=True):
             if seen is not None:

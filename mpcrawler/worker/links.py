@@ -135,26 +135,47 @@ class SentLinks:
     Most links on a page were on the pages before it (navigation, index
     pages), and the master would only find them seen again; a link is sent
     again only from a shallower page (it may be within --max-depth there).
-    Only links of pages whose links the master admits are noted, so a link
-    left out was admitted, or refused for good (seen, or its host's budget
-    spent), at that depth or less.  Bounded: the oldest ``size`` entries go.
+    A link left out was admitted, or refused for good (seen, or its host's
+    budget spent), at that depth or less; unless the master did not follow
+    the page that sent it (a duplicate): it says so (``forget``), and the
+    links held back meanwhile (``held``) are sent again.  Bounded: the
+    oldest ``size`` entries go.
     """
 
     def __init__(self, size: int = SENT_LINKS) -> None:
         self.size = size
         self._depths: dict[str, int] = {}
+        self._held: dict[str, tuple[int, int]] = {}  # left out: url -> (priority, depth)
         self._lock = threading.Lock()  # the worker's threads parse at once
+
+    def forget(self, urls: list[str]) -> list[tuple[str, int, int]]:
+        """``urls`` were not followed from the page that sent them: sent again
+        from the next page that has them; those held back since, to send
+        now: (url, priority, depth)."""
+        late = []
+        with self._lock:
+            for url in urls:
+                self._depths.pop(url, None)
+                held = self._held.pop(url, None)
+                if held is not None:
+                    late.append((url, *held))
+        return late
 
     def first_times(self, links: list[tuple[str, int]], depth: int) -> list[tuple[str, int]]:
         """The links of a page at ``depth`` not sent before at this depth or less."""
         depths = self._depths
         fresh = []
         with self._lock:
+            held = self._held
             for link in links:
                 known = depths.get(link[0])
                 if known is None or depth < known:
                     depths[link[0]] = depth
                     fresh.append(link)
+                elif link[0] not in held:
+                    held[link[0]] = (link[1], depth)
             while len(depths) > self.size:
                 del depths[next(iter(depths))]
+            while len(held) > self.size:
+                del held[next(iter(held))]
         return fresh

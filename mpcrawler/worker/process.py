@@ -58,6 +58,7 @@ from ..messages import (
     PageResult,
     Results,
     Stop,
+    Unsent,
 )
 from ..modules import load_object, process_usage
 from ..settings import Settings
@@ -166,10 +167,14 @@ class Worker:
         )
         self._downloading = self.threads
         self._downloading_lock = threading.Lock()
-        # (result or None, id of a finished download or None); None: a thread ended
+        # (result or None, id of a finished download or None); None: a thread
+        # ended; (None, None): links held back wait to be sent (``_late``).
         self.outbox: queue.SimpleQueue[tuple[PageResult | None, int | None] | None] = (
             queue.SimpleQueue()
         )
+        self._late: list[tuple[str, int, int]] = []  # (url, priority, depth)
+        self._answers = 0  # Unsent messages to answer
+        self._late_lock = threading.Lock()
 
     # -------------------------------------------------------------- threads
     def receive(self) -> None:
@@ -181,6 +186,12 @@ class Worker:
                         self.inbox.put(fetch)
                 elif isinstance(message, NewRules):
                     self.set_rules(Scope.from_dict(message.scope), message.exclude)
+                elif isinstance(message, Unsent):  # answered, even with nothing
+                    late = self.sent.forget(message.urls)
+                    with self._late_lock:  # the sender thread sends them
+                        self._late += late
+                        self._answers += 1
+                    self.outbox.put((None, None))
                 elif isinstance(message, Stop):
                     break
         except (EOFError, OSError):
@@ -257,12 +268,16 @@ class Worker:
                     item = self.outbox.get_nowait()
                 except queue.Empty:
                     break
-            if batch or downloaded:
+            with self._late_lock:
+                late, self._late = self._late, []
+                answers, self._answers = self._answers, 0
+            if batch or downloaded or answers:
                 now = time.monotonic()
                 summaries = None
                 if now - last_summary >= _SUMMARY_INTERVAL:
                     summaries, last_summary = self.summaries(), now
-                self.conn.send(Results(self.index, batch, downloaded, summaries))
+                message = Results(self.index, batch, downloaded, summaries, late, answers)
+                self.conn.send(message)
         for downloader in self.downloaders:
             downloader.close()
         if self.warc is not None:

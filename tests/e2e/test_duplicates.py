@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import redis_server
+from hostile import Reply, html, serve
 from many_nodes import Node, shared, wait_until
 from support import crawl_args, crawl_records, read_records, run_cli, start_cli
 
@@ -136,3 +137,33 @@ def test_a_node_knows_the_pages_another_recorded_by_their_text(tmp_path: Path, c
     one, two = (node.records() for node in nodes)
     assert len(one) == PAGES and not any(r.get("duplicate_of") for r in one)
     assert [(r["url"], r["duplicate_of"], r["new_links"]) for r in two] == [(seeds[1], seeds[0], 0)]
+
+
+def test_a_link_a_duplicate_had_is_followed_from_the_next_page_that_has_it(
+    tmp_path: Path,
+) -> None:
+    """A worker sends each link once; the links of a duplicate are not
+    followed, so the master tells the workers to send them again when
+    another page has them: /only is first found on /copy (a duplicate of /)
+    and then on /next, and it is fetched."""
+    words = " ".join(f"word{chr(97 + n % 26)}{chr(97 + n // 26)}" for n in range(40))
+
+    def page(*hrefs: str, text: str = words) -> Reply:
+        anchors = "".join(f'<a href="{h}"></a>' for h in hrefs)  # no text: the same page
+        return html(f"<html><body><p>{text}</p>{anchors}</body></html>")
+
+    routes = {
+        "/": lambda h, n: page("/copy", "/next"),
+        "/copy": lambda h, n: page("/only"),
+        "/next": lambda h, n: page("/only", text="another page with words of its own " * 3),
+        "/only": lambda h, n: page(text="the page only the copy and the next page link to " * 2),
+    }
+    with serve(routes) as server:
+        job = tmp_path / "job"
+        args = ["--no-robots", "--workers", "1", "--threads", "1"]
+        records = crawl_records(server.url + "/", job, *args)
+        hits = server.log.counts()
+    by_path = {r["url"][len(server.url) :]: r for r in records}
+    assert by_path["/copy"]["duplicate_of"] == server.url + "/"
+    assert "/only" in by_path, sorted(by_path)
+    assert hits.get("/only") == 1

@@ -49,6 +49,7 @@ class FakePool:
         self.summaries: dict[str, dict[str, Any]] = {}
         self.sent: list[str] = []
         self.waits: list[float] = []
+        self.awaiting = False  # no worker holds links back here
 
     @property
     def free(self) -> int:
