@@ -97,8 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse(argv)
         return COMMANDS[args.command](args)
     except UsageError as exc:
-        print(f"mpcrawler: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         print("mpcrawler: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -107,19 +106,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # nothing more to flush at exit
         return EXIT_OK
     except MpcrawlerError as exc:  # the crawl cannot go on; the job stays resumable
-        print(f"mpcrawler: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return _fail(str(exc), EXIT_ERROR)
     except Exception as exc:
         from ..master.crawler import is_disk_full
 
-        if is_disk_full(exc):
-            print(
-                f"mpcrawler: error: out of disk space ({exc}); free some and rerun the same "
-                "command to resume",
-                file=sys.stderr,
-            )
-            return EXIT_ERROR
-        raise
+        if not is_disk_full(exc):
+            raise
+        return _fail(f"out of disk space ({exc}); free some and rerun the same command to resume")
+
+
+def _fail(message: str, code: int = EXIT_ERROR) -> int:
+    """Say ``message`` on one line of stderr; the exit code."""
+    print(f"mpcrawler: error: {message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover
