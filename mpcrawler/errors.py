@@ -93,6 +93,13 @@ class JobDamaged(MpcrawlerError):
     what would mend it.  Nothing is crawled from a damaged job (exit 1)."""
 
 
+def store_damaged(exc: BaseException, where: str | os.PathLike[str], why: str) -> Exception:
+    """What ``exc``, raised opening a store at ``where``, means: a full disk
+    (an ENOSPC OSError: not damage, no room to write it), else damage
+    (JobDamaged saying ``why``, and what would fix it)."""
+    return full_disk_error(exc, where) or JobDamaged(why)
+
+
 class InvalidURL(MpcrawlerError, ValueError):
     """The text is not a URL that can be fetched: a browser would refuse it,
     or it is not http(s).  ``reason`` is a short phrase for records."""

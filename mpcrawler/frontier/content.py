@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from ..errors import JobDamaged, full_disk_error
+from ..errors import store_damaged
 from ..web.fingerprint import NEAR_BITS, bands, hamming
 
 __all__ = [
@@ -115,12 +115,12 @@ class LocalContentIndex:
                 " simhash INTEGER NOT NULL, PRIMARY KEY (key, page)) WITHOUT ROWID;"
             )
         except sqlite3.DatabaseError as exc:
-            if full := full_disk_error(exc, self.path):
-                raise full from None  # not damage: no room to write it
-            raise JobDamaged(
+            raise store_damaged(
+                exc,
+                self.path,
                 f"the pages' fingerprints {self.path} are damaged ({exc}); move the file "
                 "away and rerun (or rerun with --no-dedup): the pages recorded so far are "
-                "then not known by their text"
+                "then not known by their text",
             ) from None
 
     def check(self, pages: Sequence[Page]) -> list[Met]:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from ...errors import JobDamaged, full_disk_error
+from ...errors import store_damaged
 
 __all__ = ["FILE", "RevisitStore", "Row"]
 
@@ -59,11 +59,11 @@ class RevisitStore:
             self.db.execute("CREATE INDEX IF NOT EXISTS waiting ON revisits (due) WHERE queued < 0")
             self.db.execute("BEGIN")
         except sqlite3.DatabaseError as exc:
-            if full := full_disk_error(exc, self.path):
-                raise full from None  # not damage: no room to write it
-            raise JobDamaged(
+            raise store_damaged(
+                exc,
+                self.path,
                 f"the revisit schedule {self.path} is damaged ({exc}); move it away and "
-                "rerun with --revisit-after to rebuild it from the records"
+                "rerun with --revisit-after to rebuild it from the records",
             ) from None
         self.next_due = self._first_due()
         # Rows are never deleted: the count only grows.  The job keeps it

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import diskcache
 
-from ...errors import JobDamaged, full_disk_error
+from ...errors import store_damaged
 
 __all__ = ["RECENT_SIZE", "SeenSet"]
 
@@ -50,11 +50,9 @@ class SeenSet:
                 tag_index=False,
             )
         except sqlite3.DatabaseError as exc:
-            if full := full_disk_error(exc, self.directory / "cache.db"):
-                raise full from None  # not damage: no room to write it
-            raise JobDamaged(
-                f"the seen set {self.directory / 'cache.db'} is damaged ({exc}); "
-                "nothing was crawled"
+            where = self.directory / "cache.db"
+            raise store_damaged(
+                exc, where, f"the seen set {where} is damaged ({exc}); nothing was crawled"
             ) from None
         self._pending: set[bytes] = set()
         self._flush_every = flush_every
