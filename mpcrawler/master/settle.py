@@ -10,6 +10,13 @@ that order.  So a record is never written for links that were not admitted,
 and an item is never acked before its record.  If a shared frontier cannot
 be reached, or its leases may have passed to another node (not
 ``available``), the chains wait for the next turn.
+
+Before the links, the pages' fingerprints are looked up in the crawl's
+content index (:mod:`mpcrawler.frontier.content`): a page whose text
+another URL had is recorded with ``duplicate_of`` and its links are not
+followed (``outcome.follows``); those links go back to the workers
+(``unsend``), which send them again when a later page has them
+(``add_late``).
 """
 
 from __future__ import annotations
