@@ -2,10 +2,11 @@
 --
 -- KEYS[1] is the crawl's `seq` key (the crawl's hash slot).  ARGV: prefix,
 -- how many entries a piece keeps, then per page: url, digest (32 hex),
--- host, simhash (16 hex) and its 4 pieces of 16 bits (4 hex each).  Keys:
+-- host, simhash (16 hex), its 4 pieces of 16 bits (4 hex each) and its URL
+-- less the host (its path).  Keys:
 --   dig:XXXX   HASH digest (its last 28 hex) -> the first URL whose page had
 --              it; 65,536 buckets by the digest's first 4 hex, as the seen set
---   near:HOST  HASH piece 'K:hhhh' -> entries 'SIMHASH URL', newest last,
+--   near:HOST  HASH piece 'K:hhhh' -> entries 'SIMHASH PATH', newest last,
 --              joined by a newline: the newest `keep` of them
 -- Returns, per page, the first URL that had its digest ('' if none: the page
 -- is added, and its pieces) and the entries of its pieces ('' if none).
@@ -22,7 +23,7 @@ while a <= #ARGV do
     out[#out + 1] = ''
   else
     redis.call('HSET', bucket, tail, url)
-    local near, found, entry = P .. 'near:' .. host, {}, sim .. ' ' .. url
+    local near, found, entry = P .. 'near:' .. host, {}, sim .. ' ' .. ARGV[a + 8]
     for k = 0, 3 do
       local piece = k .. ':' .. ARGV[a + 4 + k]
       local list = redis.call('HGET', near, piece)
@@ -41,6 +42,6 @@ while a <= #ARGV do
     out[#out + 1] = ''
     out[#out + 1] = table.concat(found, '\n')
   end
-  a = a + 8
+  a = a + 9
 end
 return out

@@ -24,6 +24,17 @@ __all__ = ["PIECE_KEEP", "RedisContentIndex"]
 PIECE_KEEP = 16  # entries a piece of a host keeps (the newest)
 
 
+def _path(page: Page) -> str:
+    """``page``'s URL less its host (a piece's key names the host): from its
+    ``/``; the whole URL if it does not begin with its host key."""
+    rest = page.url[len(page.host) :]
+    return rest if page.url.startswith(page.host) and rest.startswith("/") else page.url
+
+
+def _url(host: str, path: str) -> str:
+    return host + path if path.startswith("/") else path
+
+
 class RedisContentIndex:
     """The index of the crawl whose keys are under ``prefix``, through ``link``."""
 
@@ -42,6 +53,7 @@ class RedisContentIndex:
                 page.host,
                 f"{page.simhash:016x}",
                 *(f"{v:04x}" for v in bands(page.simhash)),
+                _path(page),
             ]
         reply = self.link.content(self.prefix + "seq", args)
         met = []
@@ -51,7 +63,8 @@ class RedisContentIndex:
                 met.append(Met(first if first != page.url else None))
                 continue
             entries = (line.split(" ", 1) for line in found.split("\n") if line)
-            met.append(Met(None, nearest(page, ((int(s, 16), url) for s, url in entries))))
+            near = nearest(page, ((int(s, 16), _url(page.host, path)) for s, path in entries))
+            met.append(Met(None, near))
         return met
 
     def checkpoint(self) -> None:
