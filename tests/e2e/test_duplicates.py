@@ -65,7 +65,10 @@ def test_copies_soft_404s_and_calendars_end_at_their_first_copy(tmp_path: Path) 
     page, near = by_path["page/3"], by_path["near/3"]
     named = page.get("near_duplicate_of") or near.get("near_duplicate_of")
     assert named in (page["url"], near["url"])
-    assert stats["duplicates"]["exact"] == 2 + 3 + 2 and stats["duplicates"]["near"] >= 1
+    # /page/1 and /copy/1 come in either order; a copy met first has its
+    # relative links followed (/copy/j: copies of more pages).
+    exact = sum(1 for r in records if r.get("duplicate_of"))
+    assert stats["duplicates"]["exact"] == exact >= 2 + 3 + 2 and stats["duplicates"]["near"] >= 1
     assert stats["links_dropped"]["duplicate"] > 0
     assert sum(1 for r in records if r.get("near_duplicate_of")) == stats["duplicates"]["near"]
 
