@@ -186,8 +186,5 @@ class LocalContentIndex:
         finally:
             os.close(fd)
 
-    def pages(self) -> int:
-        return int(self.db.execute("SELECT count(*) FROM pages").fetchone()[0])
-
     def close(self) -> None:
         self.db.close()

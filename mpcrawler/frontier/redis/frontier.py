@@ -325,7 +325,7 @@ class RedisFrontier(Frontier):
         return here + dropped
 
     def release(self, item: UrlInfo) -> None:
-        self.leases.held.pop(item.seq, None)
+        self.leases.pop(item)
         self._queue_op(wire.Release(item.seq))
         self.leases.dry_until = 0.0
 
