@@ -1,0 +1,422 @@
+"""Main-content extraction: a page's main text, as plain text and as Markdown.
+
+Pure functions over the lxml tree an analyzer parsed (``--extract``): the
+worker's analyzer calls ``extract(root, base)`` after it has read the links,
+and the fields go into the page's record.  No I/O, no state but caches of
+verdicts on class names.
+
+How the main content is found:
+
+1. **Boilerplate is cut** from the tree (``_prune``): what a reader never
+   reads (scripts, forms' controls, media), ``nav`` and ``aside`` anywhere, a
+   page-level ``header`` and any ``footer``, elements whose ARIA role is a
+   landmark of the page's chrome (navigation, banner, contentinfo...),
+   hidden elements, and elements whose class or id names boilerplate
+   (``nav``, ``sidebar``, ``cookie``, ``breadcrumb``... unless it also names
+   content: ``entry-header`` stays).  An element that holds most of the
+   page's text, or the page's ``main``, is never cut: a form around the
+   whole page (ASP.NET) stays.
+2. **The container** (``_container``): the page's ``<main>`` (or
+   ``role=main``) when it holds a fair share of the text; else its one
+   ``<article>`` likewise; else the deepest element that holds
+   ``_MOST`` of the text outside links.  Inside a container found that
+   way, blocks that are mostly links (a list of related posts, a pager)
+   are dropped too.
+3. **The writing** (``_Writer``): one walk of the container writes both the
+   Markdown (headings, lists, links made absolute, code blocks, tables,
+   emphasis) and the plain text (a line a block, a list item as ``- ``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+from urllib.parse import urljoin
+
+from lxml import etree
+
+__all__ = ["Extracted", "extract"]
+
+# Never text a reader reads as the page's content.
+_DROPPED_TAGS = (
+    "script", "style", "template", "noscript", "iframe", "svg", "canvas", "button",
+    "select", "input", "textarea", "option", "dialog", "object", "embed", "video",
+    "audio", "map", "nav", "aside", "img", "picture", "source", "link", "meta",
+)  # fmt: skip
+_CHROME_ROLES = frozenset(
+    {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar",
+     "dialog", "alertdialog", "toolbar", "tablist"}
+)  # fmt: skip
+# Class or id words that name boilerplate: cut, unless a content word is named too.
+_WEAK_WORDS = frozenset(
+    {"header", "masthead", "menu", "navbar", "nav", "navigation", "sidebar", "footer",
+     "breadcrumb", "breadcrumbs", "related", "comments", "comment", "pagination", "pager",
+     "widget", "widgets", "toolbar", "tags", "byline", "toc", "skip", "topbar", "bottombar",
+     "sitemap", "login", "search", "author", "dateline", "print", "prevnext"}
+)  # fmt: skip
+_WEAK_PREFIXES = ("nav", "menu", "sidebar", "footer", "breadcrumb", "comment", "related")
+_WEAK_SUFFIXES = ("sidebar", "footer", "menu", "navbar", "nav", "navigation", "toolbar")
+# ... cut whatever else they name.
+_STRONG_WORDS = frozenset(
+    {"cookie", "cookies", "consent", "gdpr", "advert", "advertisement", "ad", "ads",
+     "sponsor", "sponsored", "promo", "newsletter", "subscribe", "popup", "modal", "share",
+     "sharing", "social", "banner", "overlay", "outbrain", "taboola"}
+)  # fmt: skip
+_STRONG_PREFIXES = ("cookie", "consent", "advert", "sponsor", "newsletter", "social", "share")
+_CONTENT_WORDS = frozenset(
+    {"article", "body", "content", "entry", "main", "post", "story", "text", "blog",
+     "page", "prose", "document", "section", "chapter"}
+)  # fmt: skip
+_CHECKED_TAGS = (
+    "div", "section", "ul", "ol", "table", "p", "dl", "span", "header", "footer", "form",
+    "article", "li", "figure", "center", "details",
+)  # fmt: skip
+_HIDING_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_NAME_PARTS = re.compile(r"[^a-z0-9]+")
+_MOST = 0.8  # the container holds this share of the text outside links, at least
+_FAIR_SHARE = 0.25  # a <main> or an <article> holds this much of the text to be the container
+_KEEP_SHARE = 0.6  # boilerplate that holds this much of the page's text is not cut
+_LINK_DENSE = 0.5  # a block with more of its text in links than this is navigation
+_verdicts: dict[str, bool] = {}  # class + id -> names boilerplate (a process's cache)
+
+
+class Extracted(NamedTuple):
+    text: str  # the main content, a line a block
+    markdown: str
+
+
+def extract(root: Any, base: str) -> Extracted:
+    """The main content of the page whose lxml tree is ``root`` (changed:
+    boilerplate is cut from it), its links resolved against ``base``."""
+    body = _body(root)
+    if body is None:
+        return Extracted("", "")
+    _prune(body)
+    container, declared = _container(body)
+    if not declared:
+        _drop_link_dense(container)
+    writer = _Writer(base)
+    writer.block(container)
+    return writer.result()
+
+
+def _body(root: Any) -> Any:
+    if not isinstance(root.tag, str):
+        return None
+    if root.tag == "body":
+        return root
+    return next(root.iter("body"), root)
+
+
+def _text_length(element: Any) -> int:
+    return len("".join(element.itertext()).split())
+
+
+def _names_boilerplate(names: str) -> bool:
+    """Class and id values that name boilerplate (cached: a site repeats them)."""
+    verdict = _verdicts.get(names)
+    if verdict is None:
+        parts = set(_NAME_PARTS.split(names.lower()))
+        parts.discard("")
+        strong = any(p in _STRONG_WORDS or p.startswith(_STRONG_PREFIXES) for p in parts)
+        weak = any(
+            p in _WEAK_WORDS or p.startswith(_WEAK_PREFIXES) or p.endswith(_WEAK_SUFFIXES)
+            for p in parts
+        )
+        verdict = strong or (weak and not parts & _CONTENT_WORDS)
+        if len(_verdicts) < 65_536:
+            _verdicts[names] = verdict
+    return verdict
+
+
+def _is_chrome(element: Any, tag: str) -> bool:
+    """Boilerplate by its tag, role, hiding or names."""
+    get = element.get
+    if tag == "footer" or (tag == "header" and not _in_content(element)):
+        return True
+    role = get("role")
+    if role is not None and role.strip().lower() in _CHROME_ROLES:
+        return True
+    if get("hidden") is not None or get("aria-hidden") == "true":
+        return True
+    style = get("style")
+    if style is not None and _HIDING_STYLE.search(style):
+        return True
+    names = (get("class") or "") + " " + (get("id") or "")
+    return len(names) > 1 and _names_boilerplate(names)
+
+
+def _in_content(element: Any) -> bool:
+    return any(a.tag in ("article", "main") for a in element.iterancestors())
+
+
+def _prune(body: Any) -> None:
+    """Cut the boilerplate from ``body`` (see the module's docstring)."""
+    etree.strip_elements(body, *_DROPPED_TAGS, with_tail=False)
+    chrome = [e for e in body.iter(*_CHECKED_TAGS) if _is_chrome(e, e.tag)]
+    if not chrome:
+        return
+    total = _text_length(body)
+    for element in chrome:
+        parent = element.getparent()
+        if parent is None or element.get("role") == "main":
+            continue
+        if next(element.iter("main", "article"), None) is not None:
+            continue  # it holds the content, whatever it is named
+        if _text_length(element) > _KEEP_SHARE * total:
+            continue
+        _remove(element)
+
+
+def _remove(element: Any) -> None:
+    """Take ``element`` out of the tree, keeping its tail text."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    tail = element.tail
+    if tail and tail.strip():
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + tail
+        else:
+            parent.text = (parent.text or "") + tail
+    parent.remove(element)
+
+
+def _container(body: Any) -> tuple[Any, bool]:
+    """The element that holds the main content, and whether the page
+    declared it (``main``, ``role=main``, its one ``article``)."""
+    total = _text_length(body)
+    if total == 0:
+        return body, False
+    for declared in (
+        [e for e in body.iter("main", "div", "section") if e.tag == "main" or e.get("role") == "main"],
+        list(body.iter("article")),
+    ):  # fmt: skip
+        if len(declared) == 1 and _text_length(declared[0]) >= _FAIR_SHARE * total:
+            return declared[0], True
+    return _densest(body), False
+
+
+def _densest(body: Any) -> Any:
+    """The deepest element holding ``_MOST`` of the page's words outside links."""
+    elements = [e for e in body.iter() if isinstance(e.tag, str)]
+    totals: dict[Any, int] = {}
+    for element in reversed(elements):  # children before their parents
+        if element.tag == "a":
+            continue  # a link's words are not the content's
+        count = totals.get(element, 0)
+        if element.text:
+            count += len(element.text.split())
+        for child in element:
+            if child.tail:
+                count += len(child.tail.split())
+        if count:
+            totals[element] = count
+            parent = element.getparent()
+            if parent is not None and element is not body:
+                totals[parent] = totals.get(parent, 0) + count
+    whole = totals.get(body, 0)
+    best = body
+    while whole:  # down from the body, while one child still holds most of the words
+        child = max(best, key=lambda c: totals.get(c, 0), default=None)
+        if child is None or totals.get(child, 0) < _MOST * whole:
+            break
+        best = child
+    return best
+
+
+def _drop_link_dense(container: Any) -> None:
+    """Drop the blocks of ``container`` whose text is mostly links."""
+    for element in list(container.iter("ul", "ol", "div", "table", "p", "dl", "section")):
+        if element is container or element.getparent() is None:
+            continue
+        links = list(element.iter("a"))
+        if not links:
+            continue
+        words = _text_length(element)
+        if words == 0:
+            continue
+        linked = sum(_text_length(a) for a in links)
+        if linked > _LINK_DENSE * words:
+            _remove(element)
+
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCKS = frozenset(
+    {"p", "div", "section", "article", "main", "body", "header", "figure", "figcaption",
+     "caption", "address", "center", "details", "summary", "form", "fieldset", "legend",
+     "html", "hgroup", "dt", "dd", "li", "td", "th", "tr"}
+)  # fmt: skip
+_CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
+_EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class _Writer:
+    """One walk of the container: Markdown and plain text, block by block."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.md: list[str] = []  # finished blocks
+        self.text: list[str] = []
+        self.inline_md: list[str] = []  # the block being written
+        self.inline_text: list[str] = []
+        self.flushes = 0  # blocks finished: a wrapper around a block boundary is not written
+
+    def result(self) -> Extracted:
+        self.flush()
+        return Extracted("\n".join(self.text), "\n\n".join(self.md))
+
+    def flush(self, md_prefix: str = "", text_prefix: str = "") -> None:
+        md = _one_line("".join(self.inline_md))
+        text = _one_line("".join(self.inline_text))
+        self.inline_md, self.inline_text = [], []
+        self.flushes += 1
+        if text:
+            self.md.append(md_prefix + md)
+            self.text.append(text_prefix + text)
+
+    def add(self, text: str) -> None:
+        self.inline_md.append(_MD_SPECIAL.sub(r"\\\1", text))
+        self.inline_text.append(text)
+
+    def children(self, element: Any) -> None:
+        if element.text:
+            self.add(element.text)
+        for child in element:
+            if isinstance(child.tag, str):
+                self.node(child)
+            if child.tail:
+                self.add(child.tail)
+
+    def node(self, element: Any) -> None:
+        tag = element.tag
+        if tag in _BLOCKS:
+            self.block(element)
+        elif tag in _HEADINGS:
+            self.flush()
+            self.children(element)
+            self.flush("#" * _HEADINGS[tag] + " ")
+        elif tag == "pre":
+            self.pre(element)
+        elif tag in ("ul", "ol"):
+            self.list(element, ordered=tag == "ol")
+        elif tag == "table":
+            self.table(element)
+        elif tag == "blockquote":
+            self.quoted(element)
+        elif tag == "br":
+            self.inline_md.append("\n")
+            self.inline_text.append("\n")
+        elif tag == "hr":
+            self.flush()
+        elif tag == "a":
+            href = self.href(element)
+            if href:
+                self.wrapped(element, "[", f"]({href})")
+            else:
+                self.children(element)
+        elif tag in _CODE:
+            code = "".join(element.itertext())
+            if code.strip():
+                self.inline_md.append(f"`{_one_line(code)}`")
+                self.inline_text.append(code)
+        elif tag in _EMPHASIS:
+            self.wrapped(element, _EMPHASIS[tag], _EMPHASIS[tag])
+        else:
+            self.children(element)
+
+    def block(self, element: Any) -> None:
+        self.flush()
+        self.children(element)
+        self.flush()
+
+    def wrapped(self, element: Any, before: str, after: str) -> None:
+        """Inline content between ``before`` and ``after`` in the Markdown
+        (a link, emphasis), if it stays in one block and is not empty."""
+        start, flushes = len(self.inline_md), self.flushes
+        self.children(element)
+        inner = "".join(self.inline_md[start:])
+        if flushes == self.flushes and inner.strip():
+            lead = " " if inner[:1].isspace() else ""
+            trail = " " if inner[-1:].isspace() else ""
+            self.inline_md[start:] = [lead, before, inner.strip(), after, trail]
+
+    def href(self, element: Any) -> str:
+        href = (element.get("href") or "").strip()
+        if not href or href.startswith(("#", "javascript:")):
+            return ""
+        try:
+            return urljoin(self.base, href).replace(" ", "%20").replace(")", "%29")
+        except ValueError:
+            return ""
+
+    def pre(self, element: Any) -> None:
+        self.flush()
+        code = "".join(element.itertext()).strip("\n")
+        if code.strip():
+            self.md.append(f"```\n{code}\n```")
+            self.text.append(code)
+        self.flushes += 1
+
+    def list(self, element: Any, ordered: bool) -> None:
+        self.flush()
+        number = 0
+        for item in element:
+            if not isinstance(item.tag, str):
+                continue
+            number += 1
+            sub = _Writer(self.base)
+            if item.tag == "li":
+                sub.children(item)
+            else:
+                sub.node(item)
+            sub.flush()
+            if not sub.text:
+                continue
+            marker = f"{number}. " if ordered else "- "
+            indent = " " * len(marker)
+            md = "\n".join(sub.md).replace("\n", "\n" + indent)
+            self.md.append(marker + md)
+            self.text.append("- " + "\n".join(sub.text).replace("\n", "\n  "))
+        self.flushes += 1
+
+    def quoted(self, element: Any) -> None:
+        self.flush()
+        sub = _Writer(self.base)
+        sub.children(element)
+        sub.flush()
+        if sub.md:
+            self.md.append("> " + "\n\n".join(sub.md).replace("\n", "\n> "))
+            self.text.extend(sub.text)
+        self.flushes += 1
+
+    def table(self, element: Any) -> None:
+        self.flush()
+        rows: list[list[tuple[str, str]]] = []
+        for row in element.iter("tr"):
+            cells = []
+            for cell in row:
+                if cell.tag in ("td", "th"):
+                    sub = _Writer(self.base)
+                    sub.children(cell)
+                    sub.flush()
+                    cells.append((" ".join(sub.md).replace("|", "\\|"), " ".join(sub.text)))
+            if any(text for _, text in cells):
+                rows.append(cells)
+        if rows:
+            width = max(len(r) for r in rows)
+            lines = []
+            for index, row in enumerate(rows):
+                padded = [md for md, _ in row] + [""] * (width - len(row))
+                lines.append("| " + " | ".join(padded) + " |")
+                if index == 0:
+                    lines.append("|" + " --- |" * width)
+            self.md.append("\n".join(lines))
+            self.text.extend(" | ".join(t for _, t in row if t) for row in rows)
+        self.flushes += 1
