@@ -118,6 +118,8 @@ def _names_boilerplate(names: str) -> bool:
     if verdict is None:
         parts = set(_NAME_PARTS.split(names.lower()))
         parts.discard("")
+        if "section" in parts:
+            parts = {"section"}  # a part of the document, whatever its anchor says
         strong = any(p in _STRONG_WORDS or p.startswith(_STRONG_PREFIXES) for p in parts)
         weak = any(
             p in _WEAK_WORDS or p.startswith(_WEAK_PREFIXES) or p.endswith(_WEAK_SUFFIXES)
@@ -142,6 +144,8 @@ def _is_chrome(element: Any, tag: str) -> bool:
     style = get("style")
     if style is not None and _HIDING_STYLE.search(style):
         return True
+    if tag == "section":
+        return False  # a part of the document: its id is its heading's anchor
     names = (get("class") or "") + " " + (get("id") or "")
     return len(names) > 1 and _names_boilerplate(names)
 
@@ -227,19 +231,19 @@ def _densest(body: Any) -> Any:
 
 
 def _drop_link_dense(container: Any) -> None:
-    """Drop the blocks of ``container`` whose text is mostly links."""
-    for element in list(container.iter("ul", "ol", "div", "table", "p", "dl", "section")):
-        if element is container or element.getparent() is None:
-            continue
-        links = list(element.iter("a"))
-        if not links:
+    """Drop the blocks of ``container`` whose text is mostly links, unless
+    they are most of it (a table of contents, an index: the page is links)."""
+    dense = []
+    for element in container.iter("ul", "ol", "div", "table", "p", "dl", "section"):
+        if element is container or any(element in d.iterancestors() for d in dense[-1:]):
             continue
         words = _text_length(element)
-        if words == 0:
-            continue
-        linked = sum(_text_length(a) for a in links)
-        if linked > _LINK_DENSE * words:
-            _remove(element)
+        if words and sum(_text_length(a) for a in element.iter("a")) > _LINK_DENSE * words:
+            dense.append(element)
+    if sum(map(_text_length, dense)) > _LINK_DENSE * _text_length(container):
+        return
+    for element in dense:
+        _remove(element)
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}

@@ -1,0 +1,216 @@
+"""Main-content extraction against trafilatura, on the same pages, in one run.
+
+    python benchmarks/bench_extract.py [--pages 120] [--repeat 3]
+
+Three sets of pages nobody tuned the extractor on page by page:
+
+- Debian's ``python3.11-doc`` and ``postgresql-doc-15``, served by nginx
+  (``common.nginx_dir``) and fetched over HTTP: ``--pages`` of each, every
+  k-th page in name order.  Their gold is each page's own main content taken
+  from its markup: the Python docs' ``div[role=main]``; the PostgreSQL
+  docs' body without its ``navheader`` and ``navfooter``.
+- The gold set shipped in ``tests/data/extract/`` (``gold.json``): pages in
+  several templates and languages whose main text is known.
+
+For each page and extractor: token F1 of the extracted text against the
+gold (bags of lower-case word tokens), the share of the extracted tokens
+that are the page's boilerplate (tokens of the page outside the gold), and
+the CPU milliseconds (``time.process_time``, the median of ``--repeat``
+runs).  mpcrawler's cost is given twice: the extraction alone, on the tree
+its analyzer already parsed (what ``--extract`` adds to a crawl), and with
+the parse.  trafilatura (``pip install trafilatura``; the anchor is 2.3)
+runs with its defaults, given the page's bytes and URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import statistics
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import machine, nginx_dir
+from mpcrawler.web.extract import extract
+from mpcrawler.worker.analyzer import _lxml_tree
+
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")  # apt-get install python3.11-doc
+POSTGRES_DOCS = Path("/usr/share/doc/postgresql-doc-15/html")  # apt-get install postgresql-doc-15
+GOLD = Path(__file__).resolve().parent.parent / "tests" / "data" / "extract"
+_TOKEN = re.compile(r"\w+")
+
+
+def tokens(text: str) -> collections.Counter[str]:
+    return collections.Counter(_TOKEN.findall(text.lower()))
+
+
+def f1(found: collections.Counter[str], gold: collections.Counter[str]) -> float:
+    common = sum((found & gold).values())
+    if not common:
+        return 1.0 if not found and not gold else 0.0
+    precision, recall = common / sum(found.values()), common / sum(gold.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def boilerplate_share(
+    found: collections.Counter[str], gold: collections.Counter[str], page: collections.Counter[str]
+) -> float:
+    """The share of the extracted tokens that are the page's boilerplate."""
+    total = sum(found.values())
+    if not total:
+        return 0.0
+    return sum(((found - gold) & (page - gold)).values()) / total
+
+
+def page_text(body: bytes) -> str:
+    root, _ = _lxml_tree(body, None)
+    etree.strip_elements(root, "script", "style", "template", "noscript", with_tail=False)
+    return " ".join(root.itertext())
+
+
+def python_gold(body: bytes) -> str:
+    root, _ = _lxml_tree(body, None)
+    etree.strip_elements(root, "script", "style", with_tail=False)
+    main = root.xpath("//*[@role='main']")
+    return " ".join(main[0].itertext()) if main else ""
+
+
+def postgres_gold(body: bytes) -> str:
+    root, _ = _lxml_tree(body, None)
+    etree.strip_elements(root, "script", "style", with_tail=False)
+    for nav in root.xpath("//div[@class='navheader' or @class='navfooter']"):
+        nav.getparent().remove(nav)
+    body_element = root.find("body")
+    return " ".join(body_element.itertext()) if body_element is not None else ""
+
+
+def sample(docs: Path, pages: int) -> list[str]:
+    names = sorted(str(p.relative_to(docs)) for p in docs.rglob("*.html") if "_" not in p.parts[-2])
+    names = [n for n in names if not n.startswith(("_", "genindex"))]
+    step = max(1, len(names) // pages)
+    return names[::step][:pages]
+
+
+def fetch_all(docs: Path, names: list[str]) -> list[tuple[str, bytes]]:
+    with nginx_dir(docs) as url:
+        out = []
+        for name in names:
+            with urllib.request.urlopen(f"{url}/{name}") as answer:
+                out.append((f"{url}/{name}", answer.read()))
+        return out
+
+
+def ours_alone(url: str, body: bytes) -> tuple[str, float]:
+    root, _ = _lxml_tree(body, None)
+    start = time.process_time()
+    text = extract(root, url).text
+    return text, time.process_time() - start
+
+
+def ours_parsed(url: str, body: bytes) -> tuple[str, float]:
+    start = time.process_time()
+    root, _ = _lxml_tree(body, None)
+    text = extract(root, url).text
+    return text, time.process_time() - start
+
+
+def theirs(url: str, body: bytes) -> tuple[str, float]:
+    import trafilatura
+
+    start = time.process_time()
+    text = trafilatura.extract(body, url=url) or ""
+    return text, time.process_time() - start
+
+
+EXTRACTORS: dict[str, Callable[[str, bytes], tuple[str, float]]] = {
+    "mpcrawler": ours_alone,
+    "mpcrawler+parse": ours_parsed,
+    "trafilatura": theirs,
+}
+
+
+def measure(
+    pages: list[tuple[str, bytes, str]], repeat: int
+) -> dict[str, dict[str, float]]:
+    """Per extractor: median F1, share of pages with F1 >= 0.8, mean
+    boilerplate share, median CPU ms a page (of ``repeat`` alternated runs)."""
+    scores: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    cpu: dict[str, list[list[float]]] = collections.defaultdict(list)
+    for url, body, gold_text in pages:
+        gold, whole = tokens(gold_text), tokens(page_text(body))
+        times: dict[str, list[float]] = collections.defaultdict(list)
+        for _ in range(repeat):
+            for name, run in EXTRACTORS.items():
+                text, seconds = run(url, body)
+                times[name].append(seconds)
+        for name, run in EXTRACTORS.items():
+            found = tokens(run(url, body)[0])
+            scores[name].append((f1(found, gold), boilerplate_share(found, gold, whole)))
+            cpu[name].append(times[name])
+    out = {}
+    for name in EXTRACTORS:
+        f1s = [s for s, _ in scores[name]]
+        per_run = [sum(t[i] for t in cpu[name]) / len(pages) for i in range(repeat)]
+        out[name] = {
+            "f1": statistics.median(f1s),
+            "good": sum(s >= 0.8 for s in f1s) / len(f1s),
+            "boilerplate": statistics.mean(b for _, b in scores[name]),
+            "ms": 1000 * statistics.median(per_run),
+        }
+    return out
+
+
+def gold_pages() -> list[tuple[str, bytes, str]]:
+    index = json.loads((GOLD / "gold.json").read_text(encoding="utf-8"))
+    return [
+        (page["url"], (GOLD / page["file"]).read_bytes(), page["text"])
+        for page in index["pages"]
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=120, help="pages of each doc site")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each extractor a page")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    sets: dict[str, list[tuple[str, bytes, str]]] = {}
+    for name, docs, gold in (
+        ("Python 3.11 docs", PYTHON_DOCS, python_gold),
+        ("PostgreSQL 15 docs", POSTGRES_DOCS, postgres_gold),
+    ):
+        if not docs.is_dir():
+            raise SystemExit(f"{docs} is missing (apt-get install {docs.parts[3]})")
+        fetched = fetch_all(docs, sample(docs, args.pages))
+        sets[name] = [(url, body, gold(body)) for url, body in fetched]
+    if (GOLD / "gold.json").exists():
+        sets["gold set (tests/data/extract)"] = gold_pages()
+    print(f"machine: {machine()}")
+    figures: dict[str, Any] = {}
+    header = f"{'pages':<32}{'extractor':<17}{'median F1':>10}{'F1>=0.8':>9}{'boilerplate':>12}{'CPU ms':>9}"
+    print(header)
+    for name, pages in sets.items():
+        figures[name] = measure(pages, args.repeat)
+        for extractor, row in figures[name].items():
+            print(
+                f"{name + f' ({len(pages)})':<32}{extractor:<17}{row['f1']:>10.3f}"
+                f"{row['good']:>9.0%}{row['boilerplate']:>12.1%}{row['ms']:>9.2f}"
+            )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
