@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import re
 import statistics
 import sys
 import time
@@ -41,43 +40,13 @@ from lxml import etree
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import machine, nginx_dir
+from mpcrawler.testing.extraction import boilerplate_share, f1, gold_pages, html_text, tokens
 from mpcrawler.web.extract import extract
 from mpcrawler.worker.analyzer import _lxml_tree
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")  # apt-get install python3.11-doc
 POSTGRES_DOCS = Path("/usr/share/doc/postgresql-doc-15/html")  # apt-get install postgresql-doc-15
 GOLD = Path(__file__).resolve().parent.parent / "tests" / "data" / "extract"
-_TOKEN = re.compile(r"\w+")
-
-
-def tokens(text: str) -> collections.Counter[str]:
-    return collections.Counter(_TOKEN.findall(text.lower()))
-
-
-def f1(found: collections.Counter[str], gold: collections.Counter[str]) -> float:
-    common = sum((found & gold).values())
-    if not common:
-        return 1.0 if not found and not gold else 0.0
-    precision, recall = common / sum(found.values()), common / sum(gold.values())
-    return 2 * precision * recall / (precision + recall)
-
-
-def boilerplate_share(
-    found: collections.Counter[str], gold: collections.Counter[str], page: collections.Counter[str]
-) -> float:
-    """The share of the extracted tokens that are the page's boilerplate."""
-    total = sum(found.values())
-    if not total:
-        return 0.0
-    return sum(((found - gold) & (page - gold)).values()) / total
-
-
-def page_text(body: bytes) -> str:
-    root, _ = _lxml_tree(body, None)
-    etree.strip_elements(root, "script", "style", "template", "noscript", with_tail=False)
-    return " ".join(root.itertext())
-
-
 def python_gold(body: bytes) -> str:
     root, _ = _lxml_tree(body, None)
     etree.strip_elements(root, "script", "style", with_tail=False)
@@ -147,7 +116,7 @@ def measure(
     scores: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
     cpu: dict[str, list[list[float]]] = collections.defaultdict(list)
     for url, body, gold_text in pages:
-        gold, whole = tokens(gold_text), tokens(page_text(body))
+        gold, whole = tokens(gold_text), tokens(html_text(body))
         times: dict[str, list[float]] = collections.defaultdict(list)
         for _ in range(repeat):
             for name, run in EXTRACTORS.items():
@@ -170,12 +139,8 @@ def measure(
     return out
 
 
-def gold_pages() -> list[tuple[str, bytes, str]]:
-    index = json.loads((GOLD / "gold.json").read_text(encoding="utf-8"))
-    return [
-        (page["url"], (GOLD / page["file"]).read_bytes(), page["text"])
-        for page in index["pages"]
-    ]
+def gold_set() -> list[tuple[str, bytes, str]]:
+    return [(page.url, page.body, page.gold) for page in gold_pages(GOLD)]
 
 
 def main() -> None:
@@ -195,8 +160,7 @@ def main() -> None:
             raise SystemExit(f"{docs} is missing (apt-get install {docs.parts[3]})")
         fetched = fetch_all(docs, sample(docs, args.pages))
         sets[name] = [(url, body, gold(body)) for url, body in fetched]
-    if (GOLD / "gold.json").exists():
-        sets["gold set (tests/data/extract)"] = gold_pages()
+    sets["gold set (tests/data/extract)"] = gold_set()
     print(f"machine: {machine()}")
     figures: dict[str, Any] = {}
     header = f"{'pages':<32}{'extractor':<17}{'median F1':>10}{'F1>=0.8':>9}{'boilerplate':>12}{'CPU ms':>9}"

@@ -47,22 +47,29 @@ _CHROME_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar",
      "dialog", "alertdialog", "toolbar", "tablist"}
 )  # fmt: skip
-# Class or id words that name boilerplate: cut, unless a content word is named too.
+# Class or id words that name boilerplate: cut, unless a content word is named too
+# (``entry-header`` is the title of a post) ...
 _WEAK_WORDS = frozenset(
-    {"header", "masthead", "menu", "navbar", "nav", "navigation", "sidebar", "footer",
-     "breadcrumb", "breadcrumbs", "related", "comments", "comment", "pagination", "pager",
-     "widget", "widgets", "toolbar", "tags", "byline", "toc", "skip", "topbar", "bottombar",
-     "sitemap", "login", "search", "author", "dateline", "print", "prevnext"}
+    {"header", "masthead", "menu", "widget", "widgets", "toolbar", "tags", "byline", "toc",
+     "skip", "topbar", "bottombar", "sitemap", "login", "search", "author", "dateline",
+     "print", "meta", "info"}
 )  # fmt: skip
-_WEAK_PREFIXES = ("nav", "menu", "sidebar", "footer", "breadcrumb", "comment", "related")
-_WEAK_SUFFIXES = ("sidebar", "footer", "menu", "navbar", "nav", "navigation", "toolbar")
+_WEAK_PREFIXES = ("menu",)
+_WEAK_SUFFIXES = ("menu", "toolbar")
 # ... cut whatever else they name.
 _STRONG_WORDS = frozenset(
-    {"cookie", "cookies", "consent", "gdpr", "advert", "advertisement", "ad", "ads",
+    {"cookie", "cookies", "consent", "gdpr", "advert", "advertisement", "ad", "ads", "adv",
      "sponsor", "sponsored", "promo", "newsletter", "subscribe", "popup", "modal", "share",
-     "sharing", "social", "banner", "overlay", "outbrain", "taboola"}
+     "sharing", "social", "sns", "banner", "overlay", "outbrain", "taboola", "footer",
+     "comments", "comment", "related", "breadcrumb", "breadcrumbs", "pagination", "pager",
+     "sidebar", "nav", "navbar", "navigation", "prevnext", "catlinks", "noprint", "similar",
+     "sitenotice", "centralnotice"}
 )  # fmt: skip
-_STRONG_PREFIXES = ("cookie", "consent", "advert", "sponsor", "newsletter", "social", "share")
+_STRONG_PREFIXES = (
+    "cookie", "consent", "advert", "sponsor", "newsletter", "social", "share", "nav",
+    "sidebar", "footer", "breadcrumb", "comment", "related",
+)  # fmt: skip
+_STRONG_SUFFIXES = ("sidebar", "footer", "navbar", "nav", "navigation", "banner")
 _CONTENT_WORDS = frozenset(
     {"article", "body", "content", "entry", "main", "post", "story", "text", "blog",
      "page", "prose", "document", "section", "chapter"}
@@ -120,7 +127,10 @@ def _names_boilerplate(names: str) -> bool:
         parts.discard("")
         if "section" in parts:
             parts = {"section"}  # a part of the document, whatever its anchor says
-        strong = any(p in _STRONG_WORDS or p.startswith(_STRONG_PREFIXES) for p in parts)
+        strong = any(
+            p in _STRONG_WORDS or p.startswith(_STRONG_PREFIXES) or p.endswith(_STRONG_SUFFIXES)
+            for p in parts
+        )
         weak = any(
             p in _WEAK_WORDS or p.startswith(_WEAK_PREFIXES) or p.endswith(_WEAK_SUFFIXES)
             for p in parts
@@ -144,9 +154,9 @@ def _is_chrome(element: Any, tag: str) -> bool:
     style = get("style")
     if style is not None and _HIDING_STYLE.search(style):
         return True
-    if tag == "section":
-        return False  # a part of the document: its id is its heading's anchor
-    names = (get("class") or "") + " " + (get("id") or "")
+    names = get("class") or ""
+    if tag != "section":  # a section's id is its heading's anchor
+        names += " " + (get("id") or "")
     return len(names) > 1 and _names_boilerplate(names)
 
 
@@ -371,6 +381,8 @@ class _Writer:
     def list(self, element: Any, ordered: bool) -> None:
         self.flush()
         number = 0
+        md: list[str] = []
+        text: list[str] = []
         for item in element:
             if not isinstance(item.tag, str):
                 continue
@@ -385,9 +397,11 @@ class _Writer:
                 continue
             marker = f"{number}. " if ordered else "- "
             indent = " " * len(marker)
-            md = "\n".join(sub.md).replace("\n", "\n" + indent)
-            self.md.append(marker + md)
-            self.text.append("- " + "\n".join(sub.text).replace("\n", "\n  "))
+            md.append(marker + "\n".join(sub.md).replace("\n", "\n" + indent))
+            text.append("- " + "\n".join(sub.text).replace("\n", "\n  "))
+        if md:
+            self.md.append("\n".join(md))
+            self.text.append("\n".join(text))
         self.flushes += 1
 
     def quoted(self, element: Any) -> None:
