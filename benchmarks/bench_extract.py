@@ -47,6 +47,8 @@ from mpcrawler.worker.analyzer import _lxml_tree
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")  # apt-get install python3.11-doc
 POSTGRES_DOCS = Path("/usr/share/doc/postgresql-doc-15/html")  # apt-get install postgresql-doc-15
 GOLD = Path(__file__).resolve().parent.parent / "tests" / "data" / "extract"
+
+
 def python_gold(body: bytes) -> str:
     root, _ = _lxml_tree(body, None)
     etree.strip_elements(root, "script", "style", with_tail=False)
@@ -108,9 +110,7 @@ EXTRACTORS: dict[str, Callable[[str, bytes], tuple[str, float]]] = {
 }
 
 
-def measure(
-    pages: list[tuple[str, bytes, str]], repeat: int
-) -> dict[str, dict[str, float]]:
+def measure(pages: list[tuple[str, bytes, str]], repeat: int) -> dict[str, dict[str, float]]:
     """Per extractor: median F1, share of pages with F1 >= 0.8, mean
     boilerplate share, median CPU ms a page (of ``repeat`` alternated runs)."""
     scores: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
@@ -120,7 +120,7 @@ def measure(
         times: dict[str, list[float]] = collections.defaultdict(list)
         for _ in range(repeat):
             for name, run in EXTRACTORS.items():
-                text, seconds = run(url, body)
+                _, seconds = run(url, body)
                 times[name].append(seconds)
         for name, run in EXTRACTORS.items():
             found = tokens(run(url, body)[0])
@@ -163,13 +163,15 @@ def main() -> None:
     sets["gold set (tests/data/extract)"] = gold_set()
     print(f"machine: {machine()}")
     figures: dict[str, Any] = {}
-    header = f"{'pages':<32}{'extractor':<17}{'median F1':>10}{'F1>=0.8':>9}{'boilerplate':>12}{'CPU ms':>9}"
-    print(header)
+    print(
+        f"{'pages':<34}{'extractor':<17}{'median F1':>10}{'F1>=0.8':>9}{'boilerplate':>12}"
+        f"{'CPU ms':>9}"
+    )
     for name, pages in sets.items():
         figures[name] = measure(pages, args.repeat)
         for extractor, row in figures[name].items():
             print(
-                f"{name + f' ({len(pages)})':<32}{extractor:<17}{row['f1']:>10.3f}"
+                f"{name + f' ({len(pages)})':<34}{extractor:<17}{row['f1']:>10.3f}"
                 f"{row['good']:>9.0%}{row['boilerplate']:>12.1%}{row['ms']:>9.2f}"
             )
     if args.json:

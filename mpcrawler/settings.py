@@ -464,6 +464,12 @@ class Settings:
         group="filters",
         help="do not follow the links of a near duplicate either",
     )
+    extract: bool = option(
+        False,
+        help="record each page's main content: text, markdown, lang and text_digest (HTML, and "
+        "PDFs where --accept-type takes application/pdf: their text, pages and title); "
+        "with --warc, the text is archived as a conversion record",
+    )
     politeness_key: str = option(
         "host",
         choices=POLITENESS_KEYS,
@@ -520,7 +526,10 @@ class Settings:
                 return []
             from .web.filters import DEFAULT_REJECT_EXT
 
-            return sorted(DEFAULT_REJECT_EXT)
+            accepted = self.accepted_types()
+            return sorted(  # an extension of a type asked for (--accept-type) is not skipped
+                e for e in DEFAULT_REJECT_EXT if accepted is None or _type_of(e) not in accepted
+            )
         return [e.lstrip(".") for e in comma_list(self.reject_ext)]
 
     def accepted_types(self) -> frozenset[str] | None:
@@ -731,3 +740,10 @@ def out_of_bounds(how: Option, value: Any) -> str | None:
     if how.maximum is not None and not (math.isfinite(value) and value <= how.maximum):
         return f"must be at most {how.maximum:g}"
     return None
+
+
+def _type_of(extension: str) -> str | None:
+    """The content type a file name with ``extension`` usually has."""
+    import mimetypes
+
+    return mimetypes.guess_type(f"x.{extension}", strict=False)[0]

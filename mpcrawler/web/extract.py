@@ -75,8 +75,8 @@ _CONTENT_WORDS = frozenset(
      "page", "prose", "document", "section", "chapter"}
 )  # fmt: skip
 _CHECKED_TAGS = (
-    "div", "section", "ul", "ol", "table", "p", "dl", "span", "header", "footer", "form",
-    "article", "li", "figure", "center", "details",
+    "div", "section", "ul", "ol", "table", "p", "dl", "header", "footer", "form", "article",
+    "figure", "center", "details",
 )  # fmt: skip
 _HIDING_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _NAME_PARTS = re.compile(r"[^a-z0-9]+")
@@ -116,7 +116,8 @@ def _body(root: Any) -> Any:
 
 
 def _text_length(element: Any) -> int:
-    return len("".join(element.itertext()).split())
+    """The words of ``element``'s text."""
+    return len(etree.tostring(element, method="text", encoding=str, with_tail=False).split())
 
 
 def _names_boilerplate(names: str) -> bool:
@@ -203,13 +204,15 @@ def _container(body: Any) -> tuple[Any, bool]:
     total = _text_length(body)
     if total == 0:
         return body, False
-    for declared in (
-        [e for e in body.iter("main", "div", "section") if e.tag == "main" or e.get("role") == "main"],
-        list(body.iter("article")),
-    ):  # fmt: skip
+    mains = [e for e in body.iter("main", "div", "section") if _is_main(e)]
+    for declared in (mains, list(body.iter("article"))):
         if len(declared) == 1 and _text_length(declared[0]) >= _FAIR_SHARE * total:
             return declared[0], True
     return _densest(body), False
+
+
+def _is_main(element: Any) -> bool:
+    return bool(element.tag == "main" or element.get("role") == "main")
 
 
 def _densest(body: Any) -> Any:
@@ -264,7 +267,7 @@ _BLOCKS = frozenset(
 )  # fmt: skip
 _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]])")
+_MD_ESCAPES = str.maketrans({c: "\\" + c for c in "\\`*_[]"})
 
 
 def _one_line(text: str) -> str:
@@ -287,16 +290,18 @@ class _Writer:
         return Extracted("\n".join(self.text), "\n\n".join(self.md))
 
     def flush(self, md_prefix: str = "", text_prefix: str = "") -> None:
+        self.flushes += 1
+        if not self.inline_text:
+            return
         md = _one_line("".join(self.inline_md))
         text = _one_line("".join(self.inline_text))
         self.inline_md, self.inline_text = [], []
-        self.flushes += 1
         if text:
             self.md.append(md_prefix + md)
             self.text.append(text_prefix + text)
 
     def add(self, text: str) -> None:
-        self.inline_md.append(_MD_SPECIAL.sub(r"\\\1", text))
+        self.inline_md.append(text.translate(_MD_ESCAPES))
         self.inline_text.append(text)
 
     def children(self, element: Any) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "bands",
     "fingerprint",
     "hamming",
+    "text_digest",
 ]
 
 MIN_WORDS = 10
@@ -63,12 +64,25 @@ class Fingerprint(NamedTuple):
 
 def fingerprint(text: str) -> Fingerprint | None:
     """The fingerprint of ``text`` (None: fewer than MIN_WORDS words)."""
-    data = text.lower().replace("\xa0", " ").encode("utf-8", "replace")
-    words = data.translate(_FOLD).split()
+    words = _normalized(text)
     if len(words) < MIN_WORDS:
         return None
-    digest = hashlib.blake2b(b" ".join(words), digest_size=16).hexdigest()
-    return Fingerprint(digest, _simhash(words))
+    return Fingerprint(_digest(words), _simhash(words))
+
+
+def text_digest(text: str) -> str:
+    """The digest of ``text`` normalized, whatever its length (a record's
+    ``text_digest`` with --extract)."""
+    return _digest(_normalized(text))
+
+
+def _normalized(text: str) -> list[bytes]:
+    """The words of ``text``, lower case, digits folded."""
+    return text.lower().replace("\xa0", " ").encode("utf-8", "replace").translate(_FOLD).split()
+
+
+def _digest(words: list[bytes]) -> str:
+    return hashlib.blake2b(b" ".join(words), digest_size=16).hexdigest()
 
 
 def _spread(word: bytes) -> int:

@@ -28,7 +28,11 @@ from ..messages import Link
 from ..modules import BUILTIN_ANALYZERS, Module
 from ..settings import Settings
 from ..web import requisites
+from ..web.extract import extract
+from ..web.fingerprint import text_digest
+from ..web.language import page_language
 from ..web.pagerobots import agent_token, rel_tokens
+from ..web.pdf import PDF_TYPES, read_pdf
 from .downloader import Response
 
 __all__ = [
@@ -157,9 +161,45 @@ class Analyzer(Module):
         self.robots_names = frozenset({"robots", agent_token(settings.user_agent)})
         self.requisites = settings.page_requisites  # find each page's embeds too
         self.texts = settings.dedup  # and its text (Analysis.text)
+        self.extracts = settings.extract  # and its main content (the record's text...)
 
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
+
+    def main_content(self, root: Any, base: str, response: Response) -> dict[str, Any]:
+        """--extract: the record's fields of the main content of the page
+        whose lxml tree is ``root`` (cut down: call it last)."""
+        declarations = [root.get("lang"), root.get("xml:lang")] if isinstance(root.tag, str) else []
+        declarations += [
+            m.get("content")
+            for m in root.iter("meta")
+            if (m.get("http-equiv") or "").strip().lower() == "content-language"
+        ]
+        declarations.append(response.headers.get("content-language"))
+        content = extract(root, base)
+        return {
+            "text": content.text,
+            "markdown": content.markdown,
+            "lang": page_language(declarations, content.text),
+            "text_digest": text_digest(content.text),
+        }
+
+    def read_pdf(self, response: Response) -> Analysis:
+        """--extract: a PDF's links, and its text, pages and title for the
+        record (PdfError, the page's error, if it cannot be read)."""
+        content = read_pdf(response.body)
+        return Analysis(
+            base=response.url,
+            links=list(content.links),
+            item={
+                "title": content.title,
+                "text": content.text,
+                "pages": content.pages,
+                "lang": page_language([response.headers.get("content-language")], content.text),
+                "text_digest": text_digest(content.text),
+            },
+            text=content.text if self.texts else None,
+        )
 
 
 def is_html(response: Response) -> bool:
@@ -185,6 +225,8 @@ class HtmlAnalyzer(Analyzer):
     def analyze(self, response: Response) -> Analysis:
         with self.track():
             if not is_html(response):
+                if self.extracts and response.content_type in PDF_TYPES and response.body:
+                    return self.read_pdf(response)
                 return Analysis(base=response.url, item={"title": None})
             return self.parse(response)
 
@@ -238,10 +280,15 @@ class HtmlAnalyzer(Analyzer):
                     base = href.strip() if isinstance(href, str) else ""
             elif name == "title" and title is None:
                 title = tag.get_text(" ", strip=True)
+        item: dict[str, Any] = {"title": title or None, "encoding": encoding}
+        if self.extracts:  # the soup holds only what the links need: a tree of the whole
+            root, _ = _lxml_tree(response.body, response.charset)
+            if root is not None:
+                item.update(self.main_content(root, base or response.url, response))
         return Analysis(
             base=base or response.url,
             links=links,
-            item={"title": title or None, "encoding": encoding},
+            item=item,
             metas=metas,
             nofollow=nofollow,
             canonical=canonical,
@@ -315,13 +362,16 @@ class LxmlAnalyzer(HtmlAnalyzer):
                         tag, element.get, lambda e=element: "".join(e.itertext())
                     )
         text = None
-        if self.texts:  # last: it strips the hidden elements from the tree
+        if self.texts:  # late: it strips the hidden elements from the tree
             etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
             text = etree.tostring(root, method="text", encoding=str)
+        item: dict[str, Any] = {"title": title or None, "encoding": encoding}
+        if self.extracts:  # last: it cuts the boilerplate from the tree
+            item.update(self.main_content(root, base, response))
         return Analysis(
             base=base,
             links=links,
-            item={"title": title or None, "encoding": encoding},
+            item=item,
             metas=metas,
             nofollow=nofollow,
             canonical=canonical,

@@ -423,11 +423,20 @@ class Worker:
             if self.warc is not None and response.exchange is not None and not self.warc_failed:
                 try:
                     self.warc.write_outlinks(response.url, [url for url, _, _ in links])
+                    if result.item.get("text") and result.warc_id is not None:
+                        self.warc.write_conversion(
+                            response.url, result.warc_id, result.item["text"]
+                        )
                 except OSError as exc:
                     self._archive_failed(result, exc)
         except Exception as exc:
-            result.error = f"analyzer: {type(exc).__name__}: {exc}"
-            result.error_kind = "analyzer"
+            kind = getattr(exc, "error_kind", "analyzer")  # a PDF that cannot be read: "pdf"
+            result.error = (
+                f"{kind}: {exc}"
+                if kind != "analyzer"
+                else (f"analyzer: {type(exc).__name__}: {exc}")
+            )
+            result.error_kind = kind
             result.links, result.outlinks, result.embeds = 0, [], []
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)

@@ -176,6 +176,18 @@ class WarcFiles:
         )
         self._append(_member(record))
 
+    def write_conversion(self, url: str, refers_to: str, text: str) -> None:
+        """A ``conversion`` record of the page's main text (--extract), which
+        refers to its ``response`` record ``refers_to``."""
+        record = self._maker.create_warc_record(
+            url,
+            "conversion",
+            payload=io.BytesIO(text.encode("utf-8")),
+            warc_content_type="text/plain; charset=utf-8",
+            warc_headers_dict={"WARC-Refers-To": refers_to},
+        )
+        self._append(_member(record))
+
     def close(self) -> None:
         with self._lock:
             self._close_file()
