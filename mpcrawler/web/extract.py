@@ -18,10 +18,11 @@ How the main content is found:
    whole page (ASP.NET) stays.
 2. **The container** (``_container``): the page's ``<main>`` (or
    ``role=main``) when it holds a fair share of the text; else its one
-   ``<article>`` likewise; else the deepest element that holds
-   ``_MOST`` of the text outside links.  Inside a container found that
-   way, blocks that are mostly links (a list of related posts, a pager)
-   are dropped too.
+   ``<article>`` likewise; else the deepest element that holds ``_MOST``
+   of the page's words, a word in a link weighing a quarter of one outside.
+   Inside a container found that way, blocks that are mostly links (a list
+   of related posts, a pager) are dropped too, unless they are most of it
+   (a table of contents: the page is its links).
 3. **The writing** (``_Writer``): one walk of the container writes both the
    Markdown (headings, lists, links made absolute, code blocks, tables,
    emphasis) and the plain text (a line a block, a list item as ``- ``).
@@ -80,7 +81,8 @@ _CHECKED_TAGS = (
 )  # fmt: skip
 _HIDING_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _NAME_PARTS = re.compile(r"[^a-z0-9]+")
-_MOST = 0.8  # the container holds this share of the text outside links, at least
+_MOST = 0.8  # the container holds this share of the page's weighted words, at least
+_PLAIN_WEIGHT = 4  # a word outside links weighs this many words in links
 _FAIR_SHARE = 0.25  # a <main> or an <article> holds this much of the text to be the container
 _KEEP_SHARE = 0.6  # boilerplate that holds this much of the page's text is not cut
 _LINK_DENSE = 0.5  # a block with more of its text in links than this is navigation
@@ -103,7 +105,7 @@ def extract(root: Any, base: str) -> Extracted:
     if not declared:
         _drop_link_dense(container)
     writer = _Writer(base)
-    writer.block(container)
+    writer.node(container)
     return writer.result()
 
 
@@ -216,18 +218,18 @@ def _is_main(element: Any) -> bool:
 
 
 def _densest(body: Any) -> Any:
-    """The deepest element holding ``_MOST`` of the page's words outside links."""
+    """The deepest element holding ``_MOST`` of the page's words, those
+    outside links weighing ``_PLAIN_WEIGHT`` times those in links."""
     elements = [e for e in body.iter() if isinstance(e.tag, str)]
     totals: dict[Any, int] = {}
     for element in reversed(elements):  # children before their parents
-        if element.tag == "a":
-            continue  # a link's words are not the content's
-        count = totals.get(element, 0)
-        if element.text:
-            count += len(element.text.split())
+        own = len(element.text.split()) if element.text else 0
         for child in element:
             if child.tail:
-                count += len(child.tail.split())
+                own += len(child.tail.split())
+        count = totals.get(element, 0) + _PLAIN_WEIGHT * own
+        if element.tag == "a":
+            count //= _PLAIN_WEIGHT  # a link's words weigh less: a menu is not the content
         if count:
             totals[element] = count
             parent = element.getparent()

@@ -1,0 +1,198 @@
+"""Main-content extraction (web/extract.py), languages (web/language.py) and
+PDFs (web/pdf.py): on the gold set, on Markdown's shapes, on hostile input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fpdf import FPDF
+from lxml import etree
+
+from mpcrawler.settings import Settings
+from mpcrawler.testing.extraction import boilerplate_share, f1, gold_pages, html_text, tokens
+from mpcrawler.web.extract import extract
+from mpcrawler.web.language import declared, detect, page_language
+from mpcrawler.web.pdf import PdfError, read_pdf
+from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer, _lxml_tree
+from mpcrawler.worker.downloader import Response
+
+GOLD = gold_pages(Path(__file__).resolve().parent.parent / "data" / "extract")
+
+
+def tree(markup: str) -> object:
+    root, _ = _lxml_tree(markup.encode("utf-8"), "utf-8")
+    return root
+
+
+def markdown_of(markup: str, base: str = "https://site.example/a/b.html") -> str:
+    return extract(tree(markup), base).markdown
+
+
+@pytest.mark.parametrize("page", GOLD, ids=[p.file for p in GOLD])
+def test_gold_pages_main_text_and_language(page: object) -> None:
+    """Every page of the gold set: F1 >= 0.9 against its gold, at most 10%
+    of the text boilerplate, and the right language (declared or not)."""
+    response = Response(url=page.url, status=200, content_type="text/html", body=page.body)
+    item = LxmlAnalyzer(Settings(seeds=[page.url], extract=True)).analyze(response).item
+    gold, whole = tokens(page.gold), tokens(html_text(page.body))
+    found = tokens(item["text"])
+    assert f1(found, gold) >= 0.9, item["text"]
+    assert boilerplate_share(found, gold, whole) <= 0.1, item["text"]
+    assert item["lang"] == page.lang
+
+
+def test_both_analyzers_extract_the_same() -> None:
+    for page in GOLD:
+        response = Response(url=page.url, status=200, content_type="text/html", body=page.body)
+        settings = Settings(seeds=[page.url], extract=True)
+        ours = [cls(settings).analyze(response).item for cls in (HtmlAnalyzer, LxmlAnalyzer)]
+        keys = ("text", "markdown", "lang", "text_digest")
+        assert [{k: i[k] for k in keys} for i in ours][0] == {k: ours[1][k] for k in keys}
+
+
+def test_markdown_keeps_headings_lists_links_code_tables_and_emphasis() -> None:
+    md = markdown_of(
+        "<html><body><main><h1>Title</h1><h3>Small</h3>"
+        "<p>A <a href='../c.html'>link</a>, <em>stress</em>, <b>bold</b>, <code>x = 1</code>"
+        " and a star * and [brackets].</p>"
+        "<ul><li>one</li><li>two<ol><li>nested</li></ol></li></ul>"
+        "<pre>def f():\n    return 1\n</pre>"
+        "<table><tr><th>k</th><th>v</th></tr><tr><td>a|b</td><td>2</td></tr></table>"
+        "<blockquote><p>quoted</p></blockquote>"
+        "<a href='#top'>top</a> <a href='javascript:void(0)'>js</a></main></body></html>"
+    )
+    assert md.split("\n\n") == [
+        "# Title",
+        "### Small",
+        "A [link](https://site.example/c.html), *stress*, **bold**, `x = 1` and a star \\* and "
+        "\\[brackets\\].",
+        "- one\n- two\n  1. nested",
+        "```\ndef f():\n    return 1\n```",
+        "| k | v |\n| --- | --- |\n| a\\|b | 2 |",
+        "> quoted",
+        "top js",
+    ]
+
+
+def test_plain_text_is_a_line_a_block() -> None:
+    found = extract(
+        tree("<body><article><h2>Head</h2><p>One   two\nthree.</p><ul><li>item</li></ul>"
+             "<table><tr><td>a</td><td>b</td></tr></table></article></body>"),
+        "http://x/",
+    )  # fmt: skip
+    assert found.text == "Head\nOne two three.\n- item\na | b"
+
+
+def test_boilerplate_is_cut_but_never_the_content() -> None:
+    page = (
+        "<body><form id='aspnetForm'><div class='cookie-banner'>We use cookies here.</div>"
+        "<nav><a href='/'>Home</a></nav>"
+        "<div class='sidebar'><p>Other posts you may like</p></div>"
+        "<div id='content' class='has-sidebar'>"
+        + "<p>The long story of the content, told in many words. </p>"
+        * 20
+        + "</div><div hidden>secret</div><p style='display: none'>gone</p>"
+        "<footer>Copyright</footer></form></body>"
+    )
+    text = extract(tree(page), "http://x/").text
+    assert text.count("The long story of the content") == 20
+    for boilerplate in ("cookies", "Home", "Other posts", "secret", "gone", "Copyright"):
+        assert boilerplate not in text
+
+
+def test_a_page_of_links_keeps_its_links_and_a_page_of_text_drops_its_link_lists() -> None:
+    index = "<body><div><h1>Index</h1><ul>" + "".join(
+        f"<li><a href='/p{i}'>Chapter {i} of the manual</a></li>" for i in range(30)
+    ) + "</ul></div></body>"  # fmt: skip
+    assert extract(tree(index), "http://x/").text.count("Chapter") == 30
+    article = (
+        "<body><div><div>" + "<p>Plain words of the article, one after another. </p>" * 10
+        + "</div><ul><li><a href='/a'>Related one</a></li><li><a href='/b'>Related two</a></li>"
+        "</ul></div></body>"
+    )  # fmt: skip
+    assert "Related" not in extract(tree(article), "http://x/").text
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [
+        "",
+        "just text, no tags",
+        "<html><head><title>t</title></head></html>",
+        "<frameset><frame src='a.html'></frameset>",
+        "<div>" * 5000 + "deep" + "</div>" * 5000,
+        "<body><table><tr><td><table><tr><td>cell</td></tr></table></td></tr></table></body>",
+        "<body><a href='x'><div><p>a block in a link</p></div></a></body>",
+        "<body><pre></pre><ul></ul><table></table><h1></h1></body>",
+        "<body><a href='http://[::1'>bad link</a></body>",
+    ],
+)
+def test_hostile_pages_extract_without_error(markup: str) -> None:
+    root = tree(markup) if markup else etree.HTML("<p></p>")
+    if root is None:
+        return
+    found = extract(root, "http://x/")
+    assert isinstance(found.text, str) and isinstance(found.markdown, str)
+
+
+def test_declared_languages() -> None:
+    assert declared("en-GB") == "en" and declared("pt_BR") == "pt" and declared("DE") == "de"
+    assert declared("de, en") == "de"
+    assert declared("x-klingon") is None and declared("english") is None and declared("") is None
+    assert page_language([None, "bogus", "fr-CA"], "whatever the text") == "fr"
+
+
+def test_detected_languages() -> None:
+    assert detect("short") is None
+    assert detect("Численность нерпы оценивается примерно в сто тысяч особей.") == "ru"
+    assert detect("Een ketting is het onderdeel van je fiets dat het snelst slijt.") == "nl"
+    assert (
+        page_language([None], "La pasta e ceci è un piatto povero della tradizione romana") == "it"
+    )
+
+
+def _pdf(password: str | None = None, pages: int = 2) -> bytes:
+    document = FPDF()
+    document.set_title("Report")
+    document.set_font("helvetica", size=12)
+    for number in range(pages):
+        document.add_page()
+        document.write(8, f"Words of page {number + 1}. ")
+        document.write(8, "a link", link=f"https://site.example/{number}")
+    if password is not None:
+        document.set_encryption(owner_password="owner", user_password=password)
+    return bytes(document.output())
+
+
+def test_pdf_text_pages_title_and_links() -> None:
+    content = read_pdf(_pdf())
+    assert (content.pages, content.title) == (2, "Report")
+    assert content.text == "Words of page 1. a link\n\nWords of page 2. a link"
+    assert content.links == ["https://site.example/0", "https://site.example/1"]
+    assert read_pdf(_pdf(password="")).pages == 2  # only its permissions are restricted
+
+
+@pytest.mark.parametrize(
+    "body, error",
+    [
+        (_pdf(password="secret"), "the PDF is encrypted with a password"),
+        (_pdf()[:900], "damaged PDF"),
+        (b"%PDF-1.7\n%%EOF", "damaged PDF"),
+        (b"<html>not a pdf</html>", "damaged PDF"),
+        (b"", "damaged PDF"),
+    ],
+)
+def test_unreadable_pdfs_are_errors(body: bytes, error: str) -> None:
+    with pytest.raises(PdfError, match=error) as raised:
+        read_pdf(body)
+    assert raised.value.error_kind == "pdf"
+
+
+def test_a_pdf_error_is_the_pages_error_in_the_analyzer() -> None:
+    analyzer = LxmlAnalyzer(Settings(seeds=["http://x/"], extract=True))
+    response = Response(
+        url="http://x/a.pdf", status=200, content_type="application/pdf", body=b"%PDF-1.4 junk"
+    )
+    with pytest.raises(PdfError):
+        analyzer.analyze(response)
