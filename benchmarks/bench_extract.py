@@ -1,6 +1,6 @@
 """Main-content extraction against trafilatura, on the same pages, in one run.
 
-    python benchmarks/bench_extract.py [--pages 120] [--repeat 3]
+    python benchmarks/bench_extract.py [--pages 120] [--repeat 3] [--crawl]
 
 Three sets of pages nobody tuned the extractor on page by page:
 
@@ -19,7 +19,8 @@ the CPU milliseconds (``time.process_time``, the median of ``--repeat``
 runs).  mpcrawler's cost is given twice: the extraction alone, on the tree
 its analyzer already parsed (what ``--extract`` adds to a crawl), and with
 the parse.  trafilatura (``pip install trafilatura``; the anchor is 2.3)
-runs with its defaults, given the page's bytes and URL.
+runs with its defaults, given the page's bytes and URL.  With ``--crawl``,
+also what ``--extract`` costs a whole crawl of each doc site (``crawl_cost``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import machine, nginx_dir
+from benchmarks.common import crawl_figures, machine, nginx_dir
 from mpcrawler.testing.extraction import boilerplate_share, f1, gold_pages, html_text, tokens
 from mpcrawler.web.extract import extract
 from mpcrawler.worker.analyzer import _lxml_tree
@@ -150,6 +151,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=120, help="pages of each doc site")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each extractor a page")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--crawl", action="store_true", help="also crawl both doc sites with and without --extract"
+    )
     args = parser.parse_args()
     sets: dict[str, list[tuple[str, bytes, str]]] = {}
     for name, docs, gold in (
@@ -174,8 +178,34 @@ def main() -> None:
                 f"{name + f' ({len(pages)})':<34}{extractor:<17}{row['f1']:>10.3f}"
                 f"{row['good']:>9.0%}{row['boilerplate']:>12.1%}{row['ms']:>9.2f}"
             )
+    if args.crawl:
+        figures["crawl"] = crawl_cost(args.repeat)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+
+
+def crawl_cost(repeat: int) -> dict[str, dict[str, float]]:
+    """What --extract costs a crawl: each doc site served by nginx, crawled
+    whole with the lxml analyzer (2 workers x 4 slots) with and without
+    --extract, alternated ``repeat`` times; medians of the workers' CPU ms a
+    page and of pages/s."""
+    out: dict[str, dict[str, float]] = {}
+    print("\nwhat --extract costs a crawl (lxml analyzer, 2 x 4, nginx, medians)")
+    print(f"{'site':<22}{'variant':<12}{'pages':>7}{'pages/s':>9}{'workers ms/p':>14}")
+    for name, docs in (("Python 3.11 docs", PYTHON_DOCS), ("PostgreSQL 15 docs", POSTGRES_DOCS)):
+        with nginx_dir(docs) as url:
+            runs: dict[str, list[dict[str, float]]] = {"plain": [], "--extract": []}
+            for _ in range(repeat):
+                for variant, extra in (("plain", ()), ("--extract", ("--extract",))):
+                    runs[variant].append(crawl_figures(url + "/", 2, 4, "lxml", extra))
+        for variant, results in runs.items():
+            med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+            out[f"{name} {variant}"] = med
+            print(
+                f"{name:<22}{variant:<12}{med['pages']:>7.0f}{med['pages_per_s']:>9.1f}"
+                f"{med['workers_ms']:>14.3f}"
+            )
+    return out
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def test_both_analyzers_extract_the_same() -> None:
         settings = Settings(seeds=[page.url], extract=True)
         ours = [cls(settings).analyze(response).item for cls in (HtmlAnalyzer, LxmlAnalyzer)]
         keys = ("text", "markdown", "lang", "text_digest")
-        assert [{k: i[k] for k in keys} for i in ours][0] == {k: ours[1][k] for k in keys}
+        first, second = ({k: item[k] for k in keys} for item in ours)
+        assert first == second
 
 
 def test_markdown_keeps_headings_lists_links_code_tables_and_emphasis() -> None:
