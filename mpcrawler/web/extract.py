@@ -16,7 +16,7 @@ How the main content is found:
    content: ``entry-header`` stays).  An element that holds most of the
    page's text, or the page's ``main``, is never cut: a form around the
    whole page (ASP.NET) stays.
-2. **The container** (``_container``): the page's ``<main>`` (or
+2. **The container** (``_declared``, else ``_densest``): the page's ``<main>`` (or
    ``role=main``) when it holds a fair share of the text; else its one
    ``<article>`` likewise; else the deepest element that holds ``_MOST``
    of the page's words, a word in a link weighing a quarter of one outside.
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import re
 from typing import Any, NamedTuple
-from urllib.parse import urljoin
 
+from ada_url import join_url
 from lxml import etree
 
 __all__ = ["Extracted", "extract"]
@@ -101,9 +101,11 @@ def extract(root: Any, base: str) -> Extracted:
     if body is None:
         return Extracted("", "")
     _prune(body)
-    container, declared = _container(body)
-    if not declared:
-        _drop_link_dense(container)
+    container = _declared(body)
+    if container is None:
+        words = _count_words(body)
+        container = _densest(body, words)
+        _drop_link_dense(container, words)
     writer = _Writer(base)
     writer.node(container)
     return writer.result()
@@ -200,62 +202,83 @@ def _remove(element: Any) -> None:
     parent.remove(element)
 
 
-def _container(body: Any) -> tuple[Any, bool]:
-    """The element that holds the main content, and whether the page
-    declared it (``main``, ``role=main``, its one ``article``)."""
+def _declared(body: Any) -> Any:
+    """The element the page declares its main content (``main``,
+    ``role=main``, its one ``article``), if it holds a fair share of the text."""
     total = _text_length(body)
     if total == 0:
-        return body, False
+        return body
     mains = [e for e in body.iter("main", "div", "section") if _is_main(e)]
     for declared in (mains, list(body.iter("article"))):
         if len(declared) == 1 and _text_length(declared[0]) >= _FAIR_SHARE * total:
-            return declared[0], True
-    return _densest(body), False
+            return declared[0]
+    return None
 
 
 def _is_main(element: Any) -> bool:
     return bool(element.tag == "main" or element.get("role") == "main")
 
 
-def _densest(body: Any) -> Any:
-    """The deepest element holding ``_MOST`` of the page's words, those
-    outside links weighing ``_PLAIN_WEIGHT`` times those in links."""
-    elements = [e for e in body.iter() if isinstance(e.tag, str)]
-    totals: dict[Any, int] = {}
-    for element in reversed(elements):  # children before their parents
+class _Words(NamedTuple):
+    """The words under each element of a tree: all of them, and those in links."""
+
+    all: dict[Any, int]
+    linked: dict[Any, int]
+
+    def weighted(self, element: Any) -> int:
+        """Its words, those outside links weighing ``_PLAIN_WEIGHT`` times
+        those in links: a menu of many links is not the content."""
+        linked = self.linked.get(element, 0)
+        return _PLAIN_WEIGHT * (self.all.get(element, 0) - linked) + linked
+
+
+def _count_words(body: Any) -> _Words:
+    """One pass up the tree from its leaves."""
+    words: dict[Any, int] = {}
+    linked: dict[Any, int] = {}
+    for element in reversed([e for e in body.iter() if isinstance(e.tag, str)]):
         own = len(element.text.split()) if element.text else 0
         for child in element:
             if child.tail:
                 own += len(child.tail.split())
-        count = totals.get(element, 0) + _PLAIN_WEIGHT * own
-        if element.tag == "a":
-            count //= _PLAIN_WEIGHT  # a link's words weigh less: a menu is not the content
-        if count:
-            totals[element] = count
-            parent = element.getparent()
-            if parent is not None and element is not body:
-                totals[parent] = totals.get(parent, 0) + count
-    whole = totals.get(body, 0)
+        total = words.get(element, 0) + own
+        if not total:
+            continue
+        words[element] = total
+        in_links = total if element.tag == "a" else linked.get(element, 0)
+        if in_links:
+            linked[element] = in_links
+        parent = element.getparent()
+        if parent is not None and element is not body:
+            words[parent] = words.get(parent, 0) + total
+            if in_links:
+                linked[parent] = linked.get(parent, 0) + in_links
+    return _Words(words, linked)
+
+
+def _densest(body: Any, words: _Words) -> Any:
+    """The deepest element holding ``_MOST`` of the page's weighted words."""
+    whole = words.weighted(body)
     best = body
     while whole:  # down from the body, while one child still holds most of the words
-        child = max(best, key=lambda c: totals.get(c, 0), default=None)
-        if child is None or totals.get(child, 0) < _MOST * whole:
+        child = max(best, key=words.weighted, default=None)
+        if child is None or words.weighted(child) < _MOST * whole:
             break
         best = child
     return best
 
 
-def _drop_link_dense(container: Any) -> None:
+def _drop_link_dense(container: Any, words: _Words) -> None:
     """Drop the blocks of ``container`` whose text is mostly links, unless
     they are most of it (a table of contents, an index: the page is links)."""
-    dense = []
+    dense: list[Any] = []
     for element in container.iter("ul", "ol", "div", "table", "p", "dl", "section"):
-        if element is container or any(element in d.iterancestors() for d in dense[-1:]):
-            continue
-        words = _text_length(element)
-        if words and sum(_text_length(a) for a in element.iter("a")) > _LINK_DENSE * words:
+        if element is container or (dense and dense[-1] in element.iterancestors()):
+            continue  # (inside a block already dropped)
+        total = words.all.get(element, 0)
+        if total and words.linked.get(element, 0) > _LINK_DENSE * total:
             dense.append(element)
-    if sum(map(_text_length, dense)) > _LINK_DENSE * _text_length(container):
+    if sum(words.all.get(e, 0) for e in dense) > _LINK_DENSE * words.all.get(container, 0):
         return
     for element in dense:
         _remove(element)
@@ -266,6 +289,10 @@ _BLOCKS = frozenset(
     {"p", "div", "section", "article", "main", "body", "header", "figure", "figcaption",
      "caption", "address", "center", "details", "summary", "form", "fieldset", "legend",
      "html", "hgroup", "dt", "dd", "li", "td", "th", "tr"}
+)  # fmt: skip
+_PLAIN_INLINE = frozenset(
+    {"span", "font", "small", "big", "abbr", "acronym", "cite", "dfn", "label", "sup", "sub",
+     "u", "s", "strike", "del", "ins", "mark", "time", "q", "bdi", "bdo", "data", "nobr"}
 )  # fmt: skip
 _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
@@ -317,7 +344,9 @@ class _Writer:
 
     def node(self, element: Any) -> None:
         tag = element.tag
-        if tag in _BLOCKS:
+        if tag in _PLAIN_INLINE:  # the most common: only its text
+            self.children(element)
+        elif tag in _BLOCKS:
             self.block(element)
         elif tag in _HEADINGS:
             self.flush()
@@ -373,7 +402,7 @@ class _Writer:
         if not href or href.startswith(("#", "javascript:")):
             return ""
         try:
-            return urljoin(self.base, href).replace(" ", "%20").replace(")", "%29")
+            return join_url(self.base, href).replace(")", "%29")  # (WHATWG: spaces escaped)
         except ValueError:
             return ""
 

@@ -19,7 +19,7 @@ from typing import Any
 __all__ = ["MIN_CHARS", "declared", "detect", "page_language"]
 
 MIN_CHARS = 40  # a text shorter than this has no detected language
-_SAMPLE = 2000  # the characters of the text that are identified
+_SAMPLE = 1000  # the characters of the text that are identified (its cost is linear)
 _CODE = re.compile(r"^([a-zA-Z]{2})(?:[-_][a-zA-Z0-9]{1,8})*$")
 _lock = threading.Lock()
 _identifier: Any = None
