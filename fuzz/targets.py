@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import logging
 import math
@@ -27,6 +28,7 @@ from mpcrawler.output.pipelines import JsonLinesPipeline
 from mpcrawler.settings import Settings
 from mpcrawler.web import sitemaps
 from mpcrawler.web.filters import QueryRules, UrlRules
+from mpcrawler.web.pdf import PdfError, read_pdf
 from mpcrawler.web.robots import RobotsRules
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
 from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
@@ -131,6 +133,51 @@ def _check_analysis(analysis: Analysis, url: str) -> None:
     assert len(inside) <= found <= len(analysis.links)
     for link in inside:
         _check_canonical(link)
+
+
+_EXTRACTORS = [cls(Settings(extract=True)) for cls in (HtmlAnalyzer, LxmlAnalyzer)]
+
+
+def extract_target(data: bytes) -> None:
+    """--extract: both analyzers' main content, Markdown and language of fuzzed HTML."""
+    url = "http://h.test/dir/page.html"
+    response = Response(url=url, status=200, body=data, content_type="text/html")
+    for analyzer in _EXTRACTORS:
+        item = analyzer.analyze(response).item
+        if "text" in item:
+            assert isinstance(item["text"], str) and isinstance(item["markdown"], str)
+            assert item["lang"] is None or (
+                isinstance(item["lang"], str) and len(item["lang"]) <= 3
+            )
+            assert len(item["text_digest"]) == 32
+        json.dumps(item, ensure_ascii=False)
+
+
+def _pdf_template() -> bytes:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    writer.add_blank_page(200, 200)
+    writer.add_metadata({"/Title": "t"})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+_PDF = _pdf_template()
+
+
+def pdf_target(data: bytes) -> None:
+    """A PDF as --extract reads it: the fuzzed bytes written over a valid PDF
+    at a place the first byte picks; its content, or a PdfError at worst."""
+    at = (data[0] * len(_PDF)) // 256 if data else 0
+    body = _PDF[:at] + data[1:] + _PDF[at + max(len(data) - 1, 0) :]
+    try:
+        content = read_pdf(body)
+    except PdfError:
+        return
+    assert isinstance(content.text, str) and content.pages >= 0
+    assert all(isinstance(link, str) for link in content.links)
 
 
 _AGENTS = ["mpcrawler/0.1.0 (+https://pypi.org/project/mpcrawler/)", "*", ""]
@@ -270,4 +317,6 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "sitemap": sitemap_target,
     "frontier": frontier_target,
     "jsonl": jsonl_target,
+    "extract": extract_target,
+    "pdf": pdf_target,
 }

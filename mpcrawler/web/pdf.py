@@ -61,10 +61,10 @@ def read_pdf(body: bytes) -> PdfContent:
         title = str(info.title).strip() if info is not None and info.title else None
     except PdfError:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-        raise PdfError(f"damaged PDF: {type(exc).__name__}: {exc}") from exc
     except RecursionError as exc:
         raise PdfError("damaged PDF: its objects nest without end") from exc
+    except (PyPdfError, Exception) as exc:  # whatever the reader trips on is the file's fault
+        raise PdfError(f"damaged PDF: {type(exc).__name__}: {exc}") from exc
     return PdfContent("\n\n".join(t for t in texts if t), pages, title or None, links)
 
 
