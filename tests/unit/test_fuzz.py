@@ -37,6 +37,8 @@ EXAMPLES = {
     "sitemap": 2000,
     "frontier": 1000,
     "jsonl": 2000,
+    "extract": 1000,
+    "pdf": 1000,
 }
 
 _bytes = st.one_of(
@@ -75,6 +77,20 @@ _bytes = st.one_of(
                 b"*",
                 b"$",
                 b"\x00",
+                b"<main>",
+                b"<nav class='menu'>",
+                b"<p>",
+                b"<ul><li>",
+                b"<pre>",
+                b"<table><tr><td>",
+                b"obj <<",
+                b"/Type /Page",
+                b">> endobj",
+                b"stream\n",
+                b"endstream",
+                b"xref",
+                b"trailer",
+                b"/Annots [",
             ]
         ),
         max_size=40,
