@@ -42,7 +42,7 @@ __all__ = ["Extracted", "extract"]
 _DROPPED_TAGS = (
     "script", "style", "template", "noscript", "iframe", "svg", "canvas", "button",
     "select", "input", "textarea", "option", "dialog", "object", "embed", "video",
-    "audio", "map", "nav", "aside", "img", "picture", "source", "link", "meta",
+    "audio", "map", "nav", "aside", "img", "picture", "source", "link", "meta", "head",
 )  # fmt: skip
 _CHROME_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar",
@@ -296,6 +296,12 @@ _PLAIN_INLINE = frozenset(
 )  # fmt: skip
 _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _EMPHASIS = {"em": "*", "i": "*", "strong": "**", "b": "**"}
+_BACKTICKS = re.compile(r"`{3,}")
+_ROWS = etree.XPath("./tr | ./thead/tr | ./tbody/tr | ./tfoot/tr")
+_LAYOUT_CELL = etree.XPath(
+    "boolean(./tr/td[p or div or ul or ol or table or pre or h1 or h2 or h3] | "
+    "./*/tr/td[p or div or ul or ol or table or pre or h1 or h2 or h3])"
+)
 _MD_ESCAPES = str.maketrans({c: "\\" + c for c in "\\`*_[]"})
 
 
@@ -360,9 +366,8 @@ class _Writer:
             self.table(element)
         elif tag == "blockquote":
             self.quoted(element)
-        elif tag == "br":
-            self.inline_md.append("\n")
-            self.inline_text.append("\n")
+        elif tag == "br":  # (a block's whitespace is collapsed: a space)
+            self.add(" ")
         elif tag == "hr":
             self.flush()
         elif tag == "a":
@@ -410,7 +415,9 @@ class _Writer:
         self.flush()
         code = "".join(element.itertext()).strip("\n")
         if code.strip():
-            self.md.append(f"```\n{code}\n```")
+            runs = _BACKTICKS.findall(code)
+            fence = "`" * max(3, max(map(len, runs), default=0) + 1)  # longer than any in it
+            self.md.append(f"{fence}\n{code}\n{fence}")
             self.text.append(code)
         self.flushes += 1
 
@@ -451,9 +458,15 @@ class _Writer:
         self.flushes += 1
 
     def table(self, element: Any) -> None:
+        """A table of data as a Markdown table; a table that lays out
+        blocks (a cell holds paragraphs, lists, tables) as its blocks."""
         self.flush()
+        if _LAYOUT_CELL(element):
+            self.children(element)
+            self.flush()
+            return
         rows: list[list[tuple[str, str]]] = []
-        for row in element.iter("tr"):
+        for row in _ROWS(element):
             cells = []
             for cell in row:
                 if cell.tag in ("td", "th"):

@@ -197,3 +197,26 @@ def test_a_pdf_error_is_the_pages_error_in_the_analyzer() -> None:
     )
     with pytest.raises(PdfError):
         analyzer.analyze(response)
+
+
+def test_layout_tables_are_blocks_and_data_tables_are_tables() -> None:
+    layout = markdown_of(
+        "<body><table><tr><td><p>First paragraph of the page.</p><ul><li>a point</li></ul>"
+        "<table><tr><th>n</th></tr><tr><td>1</td></tr></table></td></tr></table></body>"
+    )
+    assert layout.split("\n\n") == [
+        "First paragraph of the page.",
+        "- a point",
+        "| n |\n| --- |\n| 1 |",
+    ]  # the inner table once, as a table; the outer one lays out blocks
+
+
+def test_a_code_block_holding_a_fence_gets_a_longer_fence() -> None:
+    md = markdown_of("<body><main><pre>text\n```\nmore</pre></main></body>")
+    assert md == "````\ntext\n```\nmore\n````"
+
+
+def test_a_document_without_body_gives_no_head_text() -> None:
+    root = tree("<frameset><frame src='a.html'></frameset>")
+    assert extract(root, "http://x/").text == ""
+    assert "Title" not in extract(tree("<title>Title</title>plain words"), "http://x/").text
