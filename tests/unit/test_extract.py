@@ -201,8 +201,9 @@ def test_a_pdf_error_is_the_pages_error_in_the_analyzer() -> None:
 
 def test_layout_tables_are_blocks_and_data_tables_are_tables() -> None:
     layout = markdown_of(
-        "<body><table><tr><td><p>First paragraph of the page.</p><ul><li>a point</li></ul>"
-        "<table><tr><th>n</th></tr><tr><td>1</td></tr></table></td></tr></table></body>"
+        "<body><main><table><tr><td><p>First paragraph of the page.</p><ul><li>a point</li>"
+        "</ul><table><tr><th>n</th></tr><tr><td>1</td></tr></table></td></tr></table></main>"
+        "</body>"
     )
     assert layout.split("\n\n") == [
         "First paragraph of the page.",
