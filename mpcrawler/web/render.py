@@ -73,9 +73,9 @@ def signals(root: Any) -> Signals:
             framework = framework or element.get("id") in _MARKER_SCRIPTS
         elif tag == "noscript":
             noscript_asks = noscript_asks or bool(_ASKS_FOR_JS.search(_all_text(element)))
-        if tag in _MOUNT_TAGS or element.get("id") in _MOUNT_IDS:
-            if len(element) == 0 and not (element.text or "").strip():
-                empty_mount = True
+        mount = tag in _MOUNT_TAGS or element.get("id") in _MOUNT_IDS
+        if mount and len(element) == 0 and not (element.text or "").strip():
+            empty_mount = True
         if not framework and any(element.get(a) is not None for a in _MARKER_ATTRIBUTES):
             framework = True
     words = _visible_words(root) if links < FEW_LINKS else None  # (only a sparse page's)

@@ -32,11 +32,11 @@ SHELL = "<html><body><div id='root'></div><script src='/main.js'></script></body
             "<body><noscript>You need to enable JavaScript to run this app.</noscript>"
             "<div id='content'>Loading</div><script src='a.js'></script></body>",
             "noscript asks for JavaScript",
-        ),  # fmt: skip
+        ),
         (
             "<body><div data-reactroot>Loading…</div><script src='a.js'></script></body>",
             "framework marker",
-        ),  # fmt: skip
+        ),
         ("<body><script>document.write('hi')</script></body>", "no links and no text but scripts"),
         # content in the HTML: not rendered, whatever built it
         (
@@ -44,7 +44,7 @@ SHELL = "<html><body><div id='root'></div><script src='/main.js'></script></body
             + "<p>words of a server-rendered page</p>" * 20
             + "<a href='/a'>a</a></div><script id='__NEXT_DATA__'>{}</script></body>",
             None,
-        ),  # fmt: skip
+        ),
         ("<body><div id='root'></div>" + "<a href='/x'>x</a>" * 5 + "</body>", None),
         ("<body><p>A short page, with no script at all.</p></body>", None),
         ("<body></body>", None),  # empty, and no script: nothing a browser would add
