@@ -42,6 +42,7 @@ from ..web.cookies import read_cookies_file
 from ..web.redact import redact_url
 from ..web.urls import host_key, hostname_of
 from ..web.validators import digest_text, new_digest
+from . import transport
 
 __all__ = [
     "BlockedAddress",
@@ -362,6 +363,7 @@ class HttpDownloader(Downloader):
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.guard = adapter.guard
+        self.adapter = adapter
 
     def download(
         self,
@@ -383,29 +385,33 @@ class HttpDownloader(Downloader):
                 raw = self._get(url, follow_redirects, headers)
             except _Refused as exc:
                 raise BlockedAddress(f"blocked address: {exc}") from None
-            except requests.exceptions.SSLError as exc:
-                raise TlsFailed(f"tls: {_tls_reason(exc)}") from None
-            except requests.Timeout as exc:
-                raise TimedOut(f"timeout: {exc}") from None
-            except requests.TooManyRedirects as exc:
-                raise DownloadError(f"too many redirects: {exc}") from None
-            except requests.exceptions.ProxyError as exc:  # not the site: the proxy
-                proxy = redact_url(self.settings.proxy) if self.settings.proxy else "the proxy"
-                raise ConnectFailed(
-                    f"connection failed: proxy {proxy} unreachable ({_connect_reason(exc)})"
-                ) from None
-            except requests.ConnectionError as exc:
-                if _name_not_found(exc):
-                    raise NameNotFound(f"dns: {hostname_of(url)} does not resolve") from None
-                raise ConnectFailed(
-                    f"connection failed: {_connect_reason(exc)} ({hostname_of(url)})"
-                ) from None
             except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError) as exc:
-                raise DownloadError(f"request failed: {exc}") from None
+                raise self._failure(exc, url) from None
             try:
                 return self._read(raw, url, limit, started, follow_redirects, accept)
             finally:
                 raw.close()
+
+    def _failure(self, exc: Exception, url: str) -> DownloadError:
+        """What a request that failed before its answer means, from requests'
+        exceptions (its full path) or urllib3's (``transport``'s)."""
+        if isinstance(exc, (requests.exceptions.SSLError, urllib3.exceptions.SSLError)):
+            return TlsFailed(f"tls: {_tls_reason(exc)}")
+        refused = isinstance(exc, urllib3.exceptions.NewConnectionError)  # (a "timeout" class)
+        if isinstance(exc, (requests.Timeout, urllib3.exceptions.TimeoutError)) and not refused:
+            return TimedOut(f"timeout: {exc}")
+        if isinstance(exc, requests.TooManyRedirects):
+            return DownloadError(f"too many redirects: {exc}")
+        if isinstance(exc, requests.exceptions.ProxyError):  # not the site: the proxy
+            proxy = redact_url(self.settings.proxy) if self.settings.proxy else "the proxy"
+            return ConnectFailed(
+                f"connection failed: proxy {proxy} unreachable ({_connect_reason(exc)})"
+            )
+        if refused or isinstance(exc, (requests.ConnectionError, urllib3.exceptions.ProtocolError)):
+            if _name_not_found(exc):
+                return NameNotFound(f"dns: {hostname_of(url)} does not resolve")
+            return ConnectFailed(f"connection failed: {_connect_reason(exc)} ({hostname_of(url)})")
+        return DownloadError(f"request failed: {exc}")
 
     def _proxied_refusal(self, url: str) -> str | None:
         """Through a proxy, which resolves and connects: the private-network
@@ -417,10 +423,12 @@ class HttpDownloader(Downloader):
         self, url: str, follow_redirects: bool, extra: dict[str, str] | None = None
     ) -> requests.Response:
         """``session.get(url)``, without what a crawler's GET does not need:
-        ``Session.request`` merges the session's settings into each request
-        (about a third of requests' cost a page, in Protocol isinstance
-        checks); here the request is prepared from the session's headers,
-        cookies and hooks directly, and sent.  With proxies from the
+        a page's request goes to urllib3 directly (:mod:`.transport`), with
+        the session's headers, cookies, pools and TLS settings.  A redirect
+        followed (robots.txt), a proxy, or a URL requests would quote take
+        requests' own path: prepared from the session's settings directly
+        (``Session.request`` merges them into each request, about a third of
+        its cost, in Protocol isinstance checks), or, with proxies from the
         environment, the full path (it finds them)."""
         session = self.session
         headers = dict(session.headers)
@@ -428,6 +436,8 @@ class HttpDownloader(Downloader):
             headers["Authorization"] = auth  # requests drops it on a redirect to another host
         if extra:
             headers.update(extra)
+        if not follow_redirects and transport.usable(url, session, self.proxies):
+            return transport.send(session, self.adapter, url, headers, self.timeout)  # type: ignore[return-value]
         if session.trust_env:
             return session.get(
                 url,

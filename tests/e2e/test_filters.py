@@ -469,3 +469,22 @@ def test_paths_that_loop_or_keep_growing_end_instead_of_eating_the_budget(
     assert stats(job)["links_dropped"]["path_trap"] == 2
     assert checked.returncode == 1
     assert "refused by path_trap: the path repeats a/ more than 2 times" in checked.stdout
+
+
+def test_a_cookie_the_site_sets_is_sent_back(tmp_path: Path) -> None:
+    """As a browser (and Scrapy, and wget in one run): a Set-Cookie answer's
+    cookie goes with the slot's next requests to that site, and only there."""
+    routes = {
+        "/": lambda h, n: html(
+            "<a href='/a'>a</a><a href='/b'>b</a>", **{"Set-Cookie": "visit=seen-1; Path=/"}
+        ),
+        "/a": lambda h, n: links(),
+        "/b": lambda h, n: html("", **{"Set-Cookie": "narrow=x; Path=/elsewhere"}),
+    }
+    with serve(routes, default=lambda h, n: links()) as server:
+        crawl_records(
+            server.url + "/", tmp_path / "job", "--workers", "1", "--threads", "1", "--no-robots"
+        )
+        hits = {h.path: h.headers.get("cookie") for h in server.log.hits}
+    assert hits["/"] is None
+    assert hits["/a"] == "visit=seen-1" and hits["/b"] == "visit=seen-1"

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import threading
+from typing import Any
 
 import pytest
-import requests
-import responses
+from hostile import Reply, html, redirect, serve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpcrawler.settings import Settings
+from mpcrawler.testing.redis import free_port
 from mpcrawler.testing.site import TestSite
 from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope
@@ -121,39 +123,49 @@ def test_parse_content_type() -> None:
     assert parse_content_type("") == ("", None)
 
 
-@responses.activate
 def test_downloader_does_not_follow_redirects() -> None:
-    responses.add(responses.GET, "http://site.test/a", status=301, headers={"Location": "/b"})
-    response = HttpDownloader(Settings()).download("http://site.test/a")
+    with serve({"/a": lambda h, n: redirect("/b", 301)}) as server:
+        downloader = HttpDownloader(Settings(allow_private_networks=True))
+        response = downloader.download(server.url + "/a")
+        assert server.log.paths() == ["/a"]
     assert response.status == 301 and response.headers["location"] == "/b"
 
 
-@responses.activate
 def test_downloader_caps_decoded_bytes() -> None:
     bomb = gzip.compress(b"\0" * (5 << 20))
-    responses.add(
-        responses.GET,
-        "http://site.test/bomb",
-        body=bomb,
-        headers={"Content-Encoding": "gzip", "Content-Type": "text/html"},
-    )
-    downloader = HttpDownloader(Settings(max_bytes=1 << 20))
-    with pytest.raises(BodyTooLarge) as info:
-        downloader.download("http://site.test/bomb")
+    headers = {"Content-Encoding": "gzip", "Content-Type": "text/html"}
+    with serve({"/bomb": lambda h, n: (200, headers, bomb)}) as server:
+        downloader = HttpDownloader(Settings(max_bytes=1 << 20, allow_private_networks=True))
+        with pytest.raises(BodyTooLarge) as info:
+            downloader.download(server.url + "/bomb")
     assert info.value.status == 200 and not info.value.transient
 
 
-@responses.activate
 def test_downloader_maps_failures() -> None:
-    responses.add(responses.GET, "http://site.test/t", body=requests.ReadTimeout("slow"))
-    responses.add(responses.GET, "http://site.test/c", body=requests.ConnectionError("down"))
-    downloader = HttpDownloader(Settings())
-    with pytest.raises(TimedOut):
-        downloader.download("http://site.test/t")
-    with pytest.raises(ConnectFailed):
-        downloader.download("http://site.test/c")
+    """A read that times out, a refused connection, a dropped one: each its kind."""
+    release = threading.Event()
+
+    def silent(handler: object, n: int) -> Reply:
+        release.wait(30)  # past the client's timeout: it gives up first
+        return html("late")
+
+    def dropped(handler: Any, n: int) -> Reply:
+        handler.close_connection = True
+        raise ConnectionResetError  # the server closes without an answer
+
+    with serve({"/t": silent, "/d": dropped}) as server:
+        downloader = HttpDownloader(Settings(timeout=0.5, allow_private_networks=True))
+        try:
+            with pytest.raises(TimedOut):
+                downloader.download(server.url + "/t")
+        finally:
+            release.set()
+        with pytest.raises(ConnectFailed, match="connection failed"):
+            downloader.download(server.url + "/d")
+    with pytest.raises(ConnectFailed, match="connection refused"):
+        downloader.download(f"http://127.0.0.1:{free_port()}/c")
     summary = downloader.summary()
-    assert summary["called"] == 2 and summary["completed"] == 0 and summary["handling"] == 0
+    assert summary["called"] == 3 and summary["completed"] == 0 and summary["handling"] == 0
 
 
 # ------------------------------------------------- the two analyzers agree
