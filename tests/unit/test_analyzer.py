@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import pytest
+import responses
 from hostile import Reply, html, redirect, serve
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -341,3 +342,18 @@ def test_a_worker_sends_each_link_once_unless_from_a_shallower_page() -> None:
     assert sent.first_times([("b", 1)], depth=2) == [("b", 1)]
     assert sent.first_times([("d", 0)], depth=1) == [("d", 0)]  # the oldest (a) goes
     assert sent.first_times([("a", 0)], depth=9) == [("a", 0)]  # forgotten: sent again
+
+
+@responses.activate
+def test_a_followed_redirect_takes_requests_own_path() -> None:
+    """robots.txt follows redirects: requests' path (mocked here), not the transport's."""
+    responses.add(
+        responses.GET, "http://site.test/robots.txt", status=301, headers={"Location": "/r2"}
+    )
+    responses.add(responses.GET, "http://site.test/r2", body="User-agent: *\nDisallow: /x\n")
+    downloader = HttpDownloader(Settings())
+    response = downloader.download(
+        "http://site.test/robots.txt", max_bytes=1000, follow_redirects=True
+    )
+    assert (response.status, response.url) == (200, "http://site.test/r2")
+    assert response.body == b"User-agent: *\nDisallow: /x\n"
