@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "BUILTIN_ANALYZERS",
+    "BUILTIN_DOWNLOADERS",
     "BUILTIN_MODULES",
     "MOVED_MODULES",
     "Module",
@@ -33,6 +34,11 @@ __all__ = [
 BUILTIN_ANALYZERS = {
     "bs4": "mpcrawler.worker.analyzer:HtmlAnalyzer",
     "lxml": "mpcrawler.worker.analyzer:LxmlAnalyzer",
+}
+# Short names for --downloader.
+BUILTIN_DOWNLOADERS = {
+    "http": "mpcrawler.worker.downloader:HttpDownloader",
+    "curl": "mpcrawler.worker.curl:CurlDownloader",  # pip install 'mpcrawler[curl]'
 }
 # The built-in modules: known to load, so the master need not import them
 # (and bs4 or requests with them) to check a crawl's settings.

@@ -152,8 +152,9 @@ class Settings:
     )
     downloader: str = option(
         "mpcrawler.worker.downloader:HttpDownloader",
-        metavar="PKG.MOD:CLASS",
-        help="the Downloader class (default %(default)s)",
+        metavar="NAME",
+        help="http (requests and urllib3, the default), curl (libcurl: the least CPU a "
+        "request; pip install 'mpcrawler[curl]'), or a plug-in as pkg.mod:Class",
     )
     analyzer: str = option(
         "bs4",

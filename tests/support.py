@@ -151,8 +151,18 @@ def crawl_args(url: str, job: Path, *args: str) -> list[str]:
         "2",
         "--retry-delay",
         "0.05",
+        *DOWNLOADER,
         *args,
     ]
+
+
+# The downloader the crawls of the tests use: the default, or another one
+# offered (MPCRAWLER_TEST_DOWNLOADER=curl), to run the same tests against it.
+DOWNLOADER = (
+    ("--downloader", os.environ["MPCRAWLER_TEST_DOWNLOADER"])
+    if os.environ.get("MPCRAWLER_TEST_DOWNLOADER")
+    else ()
+)
 
 
 def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:

@@ -45,7 +45,13 @@ from ..errors import (
 from ..frontier import Frontier, LocalFrontier
 from ..frontier.redis import PartitionedFrontier, RedisFrontier, open_shared
 from ..frontier.redis.commands import SharedInbox
-from ..modules import BUILTIN_ANALYZERS, BUILTIN_MODULES, load_object, object_path
+from ..modules import (
+    BUILTIN_ANALYZERS,
+    BUILTIN_DOWNLOADERS,
+    BUILTIN_MODULES,
+    load_object,
+    object_path,
+)
 from ..output.jobdir import JobDir, JobState
 from ..output.metrics import MetricsServer
 from ..output.pipelines import Pipeline, Pipelines
@@ -123,6 +129,7 @@ class Crawler:
         settings.analyzer = BUILTIN_ANALYZERS.get(settings.analyzer, settings.analyzer)
         if downloader is not None:
             settings.downloader = object_path(downloader)
+        settings.downloader = BUILTIN_DOWNLOADERS.get(settings.downloader, settings.downloader)
         self._pipeline_specs: list[Pipeline | type | str] = [
             *settings.pipelines,
             *(pipelines or []),

@@ -47,13 +47,18 @@ from . import transport
 __all__ = [
     "BlockedAddress",
     "BodyTooLarge",
+    "BrokenBody",
+    "ConnectFailed",
     "DownloadError",
     "Downloader",
     "Exchange",
     "HttpDownloader",
     "NameNotFound",
     "Response",
+    "TimedOut",
     "TlsFailed",
+    "basic_authorizations",
+    "connection_guard",
     "parse_content_type",
 ]
 
@@ -241,12 +246,26 @@ class _Adapter(requests.adapters.HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = classes
 
 
-def _connections(settings: Settings, pools: int, per_host: int) -> _Adapter:
-    """An adapter for ``settings``: its address guard and TLS context."""
-    guard = AddressGuard(
+def connection_guard(settings: Settings) -> AddressGuard:
+    """The private-network rule for the connections of a crawl of ``settings``."""
+    return AddressGuard(
         (hostname_of(seed) for seed in settings.seeds),
         allow_private=settings.allow_private_networks,
     )
+
+
+def basic_authorizations(settings: Settings) -> dict[str, str]:
+    """host -> its Basic Authorization header (--http-user, credentials in a
+    seed), as wget --user sends it."""
+    return {
+        host: "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        for host, (user, password) in settings.credentials.items()
+    }
+
+
+def _connections(settings: Settings, pools: int, per_host: int) -> _Adapter:
+    """An adapter for ``settings``: its address guard and TLS context."""
+    guard = connection_guard(settings)
     context = None
     if settings.ca_bundle and not settings.insecure:
         context = ssl.create_default_context()
@@ -318,10 +337,7 @@ class HttpDownloader(Downloader):
         self.session.headers["User-Agent"] = settings.user_agent
         self.session.headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
         self.session.headers["Accept-Encoding"] = ACCEPT_ENCODING  # the codings decoded here
-        self.authorization = {  # host -> its Basic Authorization header (as wget --user)
-            host: "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
-            for host, (user, password) in settings.credentials.items()
-        }
+        self.authorization = basic_authorizations(settings)
         self.session.headers.update(settings.header_pairs())  # --header wins
         if settings.cookies:
             for c in read_cookies_file(settings.cookies):

@@ -67,3 +67,20 @@ def test_status_into_a_closed_pipe_and_control_without_an_answer(tmp_path: Path)
     proc = run_cli("control", str(job), "pause", "--wait", "0.3")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "no answer within 0.3 s" in proc.stdout
+
+
+def test_the_curl_downloader_without_pycurl_is_a_usage_error(tmp_path: Path) -> None:
+    """--downloader curl where pycurl is not installed: exit 2, one line that
+    says how to install it, nothing written."""
+    job = tmp_path / "job"
+    code = (
+        "import sys; sys.modules['pycurl'] = None; from mpcrawler.cli import main; "
+        f"sys.exit(main(['crawl', 'http://127.0.0.1:9/', '--downloader', 'curl', "
+        f"'--job-dir', {str(job)!r}]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_cli_env(), timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "pip install 'mpcrawler[curl]'" in proc.stderr
+    assert not job.exists()

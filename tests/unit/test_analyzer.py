@@ -18,9 +18,11 @@ from mpcrawler.testing.site import TestSite
 from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope
 from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer
+from mpcrawler.worker.curl import CurlDownloader
 from mpcrawler.worker.downloader import (
     BodyTooLarge,
     ConnectFailed,
+    Downloader,
     HttpDownloader,
     Response,
     TimedOut,
@@ -124,25 +126,32 @@ def test_parse_content_type() -> None:
     assert parse_content_type("") == ("", None)
 
 
-def test_downloader_does_not_follow_redirects() -> None:
+# Every downloader offered keeps the same contract.
+DOWNLOADERS = [HttpDownloader, CurlDownloader]
+
+
+@pytest.mark.parametrize("downloader_class", DOWNLOADERS)
+def test_downloader_does_not_follow_redirects(downloader_class: type[Downloader]) -> None:
     with serve({"/a": lambda h, n: redirect("/b", 301)}) as server:
-        downloader = HttpDownloader(Settings(allow_private_networks=True))
+        downloader = downloader_class(Settings(allow_private_networks=True))
         response = downloader.download(server.url + "/a")
         assert server.log.paths() == ["/a"]
     assert response.status == 301 and response.headers["location"] == "/b"
 
 
-def test_downloader_caps_decoded_bytes() -> None:
+@pytest.mark.parametrize("downloader_class", DOWNLOADERS)
+def test_downloader_caps_decoded_bytes(downloader_class: type[Downloader]) -> None:
     bomb = gzip.compress(b"\0" * (5 << 20))
     headers = {"Content-Encoding": "gzip", "Content-Type": "text/html"}
     with serve({"/bomb": lambda h, n: (200, headers, bomb)}) as server:
-        downloader = HttpDownloader(Settings(max_bytes=1 << 20, allow_private_networks=True))
+        downloader = downloader_class(Settings(max_bytes=1 << 20, allow_private_networks=True))
         with pytest.raises(BodyTooLarge) as info:
             downloader.download(server.url + "/bomb")
     assert info.value.status == 200 and not info.value.transient
 
 
-def test_downloader_maps_failures() -> None:
+@pytest.mark.parametrize("downloader_class", DOWNLOADERS)
+def test_downloader_maps_failures(downloader_class: type[Downloader]) -> None:
     """A read that times out, a refused connection, a dropped one: each its kind."""
     release = threading.Event()
 
@@ -155,7 +164,7 @@ def test_downloader_maps_failures() -> None:
         raise ConnectionResetError  # the server closes without an answer
 
     with serve({"/t": silent, "/d": dropped}) as server:
-        downloader = HttpDownloader(Settings(timeout=0.5, allow_private_networks=True))
+        downloader = downloader_class(Settings(timeout=0.5, allow_private_networks=True))
         try:
             with pytest.raises(TimedOut):
                 downloader.download(server.url + "/t")

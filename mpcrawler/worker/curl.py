@@ -1,0 +1,361 @@
+"""CurlDownloader: the Downloader on libcurl (pycurl), for the least CPU a request.
+
+    python -m mpcrawler crawl URL --downloader curl     (pip install 'mpcrawler[curl]')
+
+The same contract as HttpDownloader (:mod:`mpcrawler.worker.downloader`), kept
+by the same tests: one ``pycurl.Curl`` handle a download slot (its own
+connections and cookie engine), never a redirect followed but robots.txt's,
+the body read raw and decoded here (``BoundedDecoder``: the byte cap and the
+decompression-bomb guard), the digest of the body as sent, and, with
+``--warc``, the exchange as it went over the wire: the request's bytes as
+curl sent them (its debug callback), the status line and headers as
+received, the body still content-coded.
+
+- **Timeouts**: ``--timeout`` bounds the connect, and the wait for each next
+  byte (a progress callback that aborts when nothing came for that long);
+  the whole download is cut off after 3 x ``--timeout``.
+- **Addresses**: curl's pre-request callback sees the address each
+  connection reached, after it connected and before the request is sent, and
+  refuses it by the private-network rule (:mod:`mpcrawler.web.addresses`).
+  Through a proxy, a host written as an address is checked instead.
+- **TLS**: verified against certifi's bundle (as requests does) or
+  ``--ca-bundle``; ``--insecure`` verifies nothing.  HTTP/1.1 only, so the
+  WARC records are HTTP/1.1 messages.
+- **Cookies**: curl's cookie engine, started from ``--cookies`` (a Netscape
+  file, as curl reads it), keeps what the sites set, a slot apiece.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+from ..settings import Settings
+from ..web.codings import ACCEPT_ENCODING, BoundedDecoder
+from ..web.redact import redact_url
+from ..web.urls import host_key, hostname_of
+from ..web.validators import digest_text, new_digest
+from .downloader import (
+    BlockedAddress,
+    BodyTooLarge,
+    BrokenBody,
+    ConnectFailed,
+    Downloader,
+    DownloadError,
+    Exchange,
+    NameNotFound,
+    Response,
+    TimedOut,
+    TlsFailed,
+    basic_authorizations,
+    connection_guard,
+    parse_content_type,
+)
+
+__all__ = ["CurlDownloader"]
+
+_MAX_REDIRECTS = 5  # robots.txt's redirects, as HttpDownloader
+
+
+try:
+    import pycurl
+except ImportError:  # the master says so before anything is written (load_object)
+    raise ImportError(
+        "--downloader curl needs pycurl: pip install 'mpcrawler[curl]' (or pip install pycurl)"
+    ) from None
+
+
+class _Transfer:
+    """What one transfer gathered, from curl's callbacks."""
+
+    def __init__(self, limit: int, accept: frozenset[str] | None, keep: bool, timeout: float):
+        self.limit, self.accept, self.keep, self.timeout = limit, accept, keep, timeout
+        self.request = b""  # the request's bytes, as sent (the last one's)
+        self.status_line = ""
+        self.headers: list[tuple[str, str]] = []
+        self.started = self.last_byte = time.monotonic()
+        self.received = 0.0
+        self.decoder: BoundedDecoder | None = None
+        self.chunks: list[bytes] = []
+        self.sent: list[bytes] = []
+        self.size = 0
+        self.payload = new_digest()
+        self.why: DownloadError | None = None  # why a callback aborted the transfer
+        self.skipped: str | None = None
+        self.truncated: str | None = None
+        self.content_type = ""
+        self.refused: str | None = None
+
+    def header(self, line: bytes) -> None:
+        text = line.decode("latin-1").rstrip("\r\n")
+        if text.startswith("HTTP/"):  # a new response (a redirect's next, an interim 100)
+            self.status_line, self.headers, self.decoder = text, [], None
+        elif ":" in text:
+            name, _, value = text.partition(":")
+            self.headers.append((name, value.strip()))
+
+    def debug(self, kind: int, data: bytes) -> None:
+        if kind == 2:  # CURLINFO_HEADER_OUT: a request's head, as sent
+            self.request = data
+
+    def body(self, chunk: bytes) -> int | None:
+        """A piece of the body, as sent: -1 stops the transfer."""
+        if self.decoder is None:
+            headers = {name.lower(): value for name, value in self.headers}
+            self.content_type = parse_content_type(headers.get("content-type", ""))[0]
+            accepted = self.accept is None or not self.content_type
+            if not accepted and self.content_type not in self.accept:  # type: ignore[operator]
+                self.skipped = f"content type {self.content_type} not accepted (--accept-type)"
+                self.truncated = "unspecified"
+                return -1
+            self.decoder = BoundedDecoder(headers.get("content-encoding", ""))
+        self.last_byte = time.monotonic()
+        self.payload.update(chunk)
+        if self.keep:
+            self.sent.append(chunk)
+        try:
+            out, more = self.decoder.feed(chunk, self.limit - self.size)
+        except Exception as exc:  # zlib.error, brotli's: the body cannot be decoded
+            self.why = BrokenBody(f"broken body: {exc}", self.status, self.content_type, self.size)
+            self.truncated = "disconnect"
+            return -1
+        self.size += len(out)
+        self.chunks.append(out)
+        if more:
+            self.why = BodyTooLarge(
+                f"body larger than {self.limit} bytes",
+                self.status,
+                self.content_type,
+                self.size + 1,
+            )
+            self.truncated = "length"
+            return -1
+        return None
+
+    def progress(self, dltotal: int, dlnow: int, ultotal: int, ulnow: int) -> int:
+        """Curl's progress callback: 1 aborts (a stalled read, the deadline)."""
+        now = time.monotonic()
+        if dlnow != self.received:
+            self.received, self.last_byte = dlnow, now
+        if now - self.started > 3 * self.timeout:
+            message = f"download took over {3 * self.timeout:g} s (3 x --timeout)"
+            self.why, self.truncated = TimedOut(message, self.status or None), "time"
+            return 1
+        if now - self.last_byte > self.timeout:
+            what = "reading body" if self.status_line else "waiting for the answer"
+            self.why = TimedOut(f"timeout {what}: no byte for {self.timeout:g} s", self.status)
+            self.truncated = "time"
+            return 1
+        return 0
+
+    @property
+    def status(self) -> int | None:
+        parts = self.status_line.split(" ", 2)
+        return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+    def exchange(self) -> Exchange:
+        return Exchange(
+            request=self.request,
+            status_line=self.status_line,
+            headers=list(self.headers),
+            body=b"".join(self.sent),
+            truncated=self.truncated,
+        )
+
+
+class CurlDownloader(Downloader):
+    """A download slot on libcurl; see the module's docstring."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.pycurl = pycurl
+        self.guard = connection_guard(settings)
+        self.authorization = basic_authorizations(settings)
+        self.accept_types = settings.accepted_types()
+        self.keep_exchange = bool(settings.warc_dir)
+        headers = {
+            "User-Agent": settings.user_agent,
+            "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
+        headers.update(settings.header_pairs())  # --header wins
+        self.headers = headers
+        curl = self.curl = pycurl.Curl()
+        curl.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        curl.setopt(pycurl.NOSIGNAL, 1)
+        curl.setopt(pycurl.NOPROGRESS, 0)
+        curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(settings.timeout * 1000)))
+        curl.setopt(pycurl.MAXCONNECTS, 32)
+        curl.setopt(pycurl.COOKIEFILE, settings.cookies or "")  # "" starts the engine empty
+        if settings.insecure:
+            curl.setopt(pycurl.SSL_VERIFYPEER, 0)
+            curl.setopt(pycurl.SSL_VERIFYHOST, 0)
+        else:
+            import certifi  # requests' dependency: the same roots as HttpDownloader
+
+            curl.setopt(pycurl.CAINFO, settings.ca_bundle or certifi.where())
+        if settings.proxy:
+            curl.setopt(pycurl.PROXY, settings.proxy)
+        else:
+            curl.setopt(pycurl.PROXY, "")  # not the environment's either: as --proxy says
+            curl.setopt(pycurl.NOPROXY, "*")
+
+    def download(
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        follow_redirects: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        limit = self.settings.max_bytes if max_bytes is None else max_bytes
+        accept = self.accept_types if max_bytes is None else None
+        with self.track():
+            started = time.perf_counter()
+            if self.settings.proxy and (reason := self._proxied_refusal(url)):
+                raise BlockedAddress(f"blocked address: {reason}")
+            transfer = _Transfer(limit, accept, self.keep_exchange, self.settings.timeout)
+            self._perform(url, transfer, follow_redirects, headers)
+            response_headers: dict[str, str] = {}
+            for name, value in transfer.headers:
+                key = name.lower()
+                response_headers[key] = (
+                    f"{response_headers[key]}, {value}" if key in response_headers else value
+                )
+            content_type, charset = parse_content_type(response_headers.get("content-type", ""))
+            final = self.curl.getinfo(self.pycurl.EFFECTIVE_URL) if follow_redirects else url
+            exchange = transfer.exchange() if self.keep_exchange else None
+            return Response(
+                url=final,
+                status=transfer.status or 0,
+                headers=response_headers,
+                body=b"" if transfer.skipped else b"".join(transfer.chunks),
+                content_type=content_type,
+                charset=charset,
+                elapsed_ms=(time.perf_counter() - started) * 1000.0,
+                exchange=exchange,
+                digest=None if transfer.skipped else digest_text(transfer.payload),
+                skipped=transfer.skipped,
+            )
+
+    def _perform(
+        self,
+        url: str,
+        transfer: _Transfer,
+        follow_redirects: bool,
+        extra: dict[str, str] | None,
+    ) -> None:
+        pycurl, curl = self.pycurl, self.curl
+        headers = dict(self.headers)
+        if self.authorization and (auth := self.authorization.get(host_key(url))):
+            headers["Authorization"] = auth  # (curl sends it to this host only)
+        if extra:
+            headers.update(extra)
+        host = hostname_of(url)
+        curl.setopt(pycurl.URL, url)
+        curl.setopt(pycurl.HTTPHEADER, [f"{name}: {value}" for name, value in headers.items()])
+        curl.setopt(pycurl.FOLLOWLOCATION, 1 if follow_redirects else 0)
+        curl.setopt(pycurl.MAXREDIRS, _MAX_REDIRECTS)
+        curl.setopt(pycurl.HEADERFUNCTION, transfer.header)
+        curl.setopt(pycurl.WRITEFUNCTION, transfer.body)
+        curl.setopt(pycurl.XFERINFOFUNCTION, transfer.progress)
+        if self.keep_exchange:
+            curl.setopt(pycurl.VERBOSE, 1)
+            curl.setopt(pycurl.DEBUGFUNCTION, transfer.debug)
+        if not self.settings.proxy:
+
+            def check(primary: str, local: str, primary_port: int, local_port: int) -> int:
+                transfer.refused = self.guard.refusal(host, primary)
+                return pycurl.PREREQFUNC_ABORT if transfer.refused else pycurl.PREREQFUNC_OK
+
+            curl.setopt(pycurl.PREREQFUNCTION, check)
+        try:
+            curl.perform()
+        except pycurl.error as exc:
+            code, message = exc.args[0], str(exc.args[1])
+            if (
+                transfer.skipped is not None
+                and code == pycurl.E_WRITE_ERROR
+                and not transfer.refused
+            ):
+                return  # a body not read for its type: the transfer stopped on purpose
+            raise self._failure(code, message, transfer, url) from None
+
+    def _failure(self, code: int, message: str, transfer: _Transfer, url: str) -> DownloadError:
+        """What curl's error ``code`` means, as HttpDownloader's errors."""
+        if transfer.refused:
+            return BlockedAddress(f"blocked address: {transfer.refused}")
+        error = transfer.why
+        if error is None:
+            error = self._curl_error(code, message, transfer, url)
+        if self.keep_exchange and transfer.status_line:
+            error.exchange = transfer.exchange()
+        return error
+
+    def _curl_error(self, code: int, message: str, transfer: _Transfer, url: str) -> DownloadError:
+        pycurl, host = self.pycurl, hostname_of(url)
+        status = transfer.status
+        if code == pycurl.E_COULDNT_RESOLVE_HOST:
+            return NameNotFound(f"dns: {host} does not resolve")
+        if code in _TLS_ERRORS:
+            return TlsFailed(f"tls: {_tls_reason(message)}")
+        if code == pycurl.E_OPERATION_TIMEDOUT:
+            return TimedOut(f"timeout: {message}", status)
+        if code == pycurl.E_TOO_MANY_REDIRECTS:
+            return DownloadError(f"too many redirects: {message}")
+        if self.settings.proxy and code in (pycurl.E_COULDNT_CONNECT, 5, 97):
+            reason = _errno_reason(self.curl, message)
+            return ConnectFailed(
+                f"connection failed: proxy {redact_url(self.settings.proxy)} unreachable ({reason})"
+            )
+        if status is not None and code in _BODY_ERRORS:
+            transfer.truncated = "disconnect"
+            return BrokenBody(
+                f"broken body: {message}", status, transfer.content_type, transfer.size
+            )
+        if code in _CONNECT_ERRORS:
+            return ConnectFailed(f"connection failed: {_errno_reason(self.curl, message)} ({host})")
+        return DownloadError(f"request failed: {message}")
+
+    def _proxied_refusal(self, url: str) -> str | None:
+        host = hostname_of(url)
+        return self.guard.refusal(host, host) if _is_address(host) else None
+
+    def close(self) -> None:
+        self.curl.close()
+
+
+def _errno_reason(curl: Any, message: str) -> str:
+    """``connection refused`` and the like, from the OS error, else curl's message."""
+    errno = curl.getinfo(pycurl.OS_ERRNO)
+    return os.strerror(errno).lower() if errno else message
+
+
+def _tls_reason(message: str) -> str:
+    """curl's TLS message as HttpDownloader words it where they agree."""
+    lowered = message.lower()
+    for marker in ("verify result:", "certificate problem:"):
+        if marker in lowered:
+            reason = message[lowered.index(marker) + len(marker) :].strip()
+            return "certificate verify failed: " + _CODE_SUFFIX.sub("", reason)
+    if "no alternative certificate subject name matches" in lowered or "does not match" in lowered:
+        return f"certificate verify failed: {message}"
+    return message
+
+
+def _is_address(host: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+_CODE_SUFFIX = re.compile(r"\s*\(\d+\)$")  # OpenSSL's verify code, after its words
+_TLS_ERRORS = frozenset({35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98})
+_BODY_ERRORS = frozenset({18, 23, 56, 61, 92})  # partial file, write, recv, bad encoding, http2
+_CONNECT_ERRORS = frozenset({7, 52, 55, 56, 8, 95})  # connect, got nothing, send, recv...
