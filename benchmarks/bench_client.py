@@ -12,7 +12,8 @@ median CPU (``time.process_time``) a request:
 - ``urllib3``: ``urllib3.PoolManager().request``;
 - ``HttpDownloader``: mpcrawler's built-in downloader, as a worker's slot
   calls it (``download(url)``: streaming, the byte cap, decoding, the
-  digest, the connected-address check), with and without WARC capture.
+  digest, the connected-address check), with and without WARC capture;
+- ``CurlDownloader``: the same on libcurl (``--downloader curl``).
 
 The crawl's other costs (parsing, the master) are not in these figures.
 """
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import DOCS, machine, nginx_dir
 from mpcrawler.settings import Settings
+from mpcrawler.worker.curl import CurlDownloader
 from mpcrawler.worker.downloader import HttpDownloader
 
 
@@ -44,11 +46,17 @@ def clients(base: str, warc: Path) -> dict[str, Callable[[str], int]]:
     archiving = HttpDownloader(
         Settings(seeds=[base], allow_private_networks=True, warc_dir=str(warc))
     )
+    curl = CurlDownloader(Settings(seeds=[base], allow_private_networks=True))
+    curl_archiving = CurlDownloader(
+        Settings(seeds=[base], allow_private_networks=True, warc_dir=str(warc))
+    )
     return {
         "requests": lambda url: len(session.get(url).content),
         "urllib3": lambda url: len(pool.request("GET", url).data),
         "HttpDownloader": lambda url: len(plain.download(url).body),
         "HttpDownloader, WARC capture": lambda url: len(archiving.download(url).body),
+        "CurlDownloader": lambda url: len(curl.download(url).body),
+        "CurlDownloader, WARC capture": lambda url: len(curl_archiving.download(url).body),
     }
 
 

@@ -1,7 +1,8 @@
 """mpcrawler against Scrapy on the same site, runs alternated.
 
     python benchmarks/bench_vs_scrapy.py --server nginx --concurrency 16 --pages 2000 \\
-        --latency 0 --analyzers bs4,lxml --repeat 3 [--docs DIR] [--base REV]
+        --latency 0 --analyzers bs4,lxml --repeat 3 [--docs DIR] [--base REV] \\
+        [--downloaders http,curl]
 
 Serves the built-in test site (``--server builtin``: its own Python server,
 in a child process) or a static copy of it (``--server nginx``: Debian's
@@ -87,12 +88,21 @@ def main() -> None:
     parser.add_argument(
         "--base", help="also crawl with this git revision (each analyzer), alternated with the rest"
     )
+    parser.add_argument(
+        "--downloaders",
+        default="http",
+        help="mpcrawler's downloaders, e.g. http,curl (each with each analyzer; the base: http)",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.docs is not None and not (args.docs / "index.html").is_file():
         parser.error(f"--docs {args.docs}: no index.html there")
     analyzers = args.analyzers.split(",")
-    names = [f"mpcrawler {a}" for a in analyzers]
+    names = [
+        f"mpcrawler {a}" + ("" if d == "http" else f"/{d}")
+        for d in args.downloaders.split(",")
+        for a in analyzers
+    ]
     if args.base:
         names += [f"base {a}" for a in analyzers]
     names.append("scrapy")
@@ -110,13 +120,15 @@ def main() -> None:
                 if name == "scrapy":
                     runs[name].append(run_scrapy(url, args.concurrency))
                     continue
-                tree, analyzer = name.split(" ", 1)
+                tree, variant = name.split(" ", 1)
+                analyzer, _, downloader = variant.partition("/")
                 runs[name].append(
                     crawl_figures(
                         url,
                         args.workers,
                         max(1, args.concurrency // args.workers),
                         analyzer,
+                        ("--downloader", downloader) if downloader else (),
                         root=trees[tree],
                     )
                 )
@@ -132,7 +144,7 @@ def main() -> None:
         f"{args.latency} s; concurrency {args.concurrency} (mpcrawler: {args.workers} "
         f"workers); medians of {args.repeat} alternated runs\n"
     )
-    head = f"{'crawler':<16}{'pages':>7}{'pages/s':>9}{'x scrapy':>9}"
+    head = f"{'crawler':<21}{'pages':>7}{'pages/s':>9}{'x scrapy':>9}"
     head += f"{'master ms/p':>12}{'workers ms/p':>13}{'download ms':>12}"
     print(head + (f"{'efficiency':>11}" if ideal else ""))
     result: dict[str, Any] = {"args": vars(args), "machine": machine(), "ideal": ideal}
@@ -143,7 +155,7 @@ def main() -> None:
     for name in names:
         m = medians[name]
         line = (
-            f"{name:<16}{int(m['pages']):>7}{m['pages_per_s']:>9.1f}"
+            f"{name:<21}{int(m['pages']):>7}{m['pages_per_s']:>9.1f}"
             f"{m['pages_per_s'] / scrapy_rate:>9.2f}{m['master_ms']:>12.3f}"
             f"{m['workers_ms']:>13.3f}{m['download_ms']:>12.2f}"
         )
