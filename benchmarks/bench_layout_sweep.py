@@ -150,6 +150,12 @@ def main() -> None:
         action="store_true",
         help="first, the aiohttp site cold and warm under a plain urllib client, no crawler",
     )
+    parser.add_argument(
+        "--capped",
+        action="store_true",
+        help="also crawl each layout without latency (builtin, nginx), and rate each against "
+        "the lesser of the ideal and that rate: the CPU bounds what latency cannot",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.probe:
@@ -180,9 +186,13 @@ def main() -> None:
                 urls[server] = stack.enter_context(
                     serve(server, args.max_pages + 1, args.latency, args.size)
                 )
+                if args.capped:
+                    urls[server + "@0"] = stack.enter_context(
+                        serve(server, args.max_pages + 1, 0.0, args.size)
+                    )
         for round_ in range(args.repeat):
             order = [(tree, w, t) for tree in trees for w, t in grid]
-            for server in servers:
+            for server in servers + [u for u in urls if u.endswith("@0")]:
                 for tree, w, t in order if round_ % 2 == 0 else order[::-1]:
                     pages = min(args.max_pages, max(args.min_pages, args.per_slot * w * t))
                     with (
@@ -207,23 +217,33 @@ def main() -> None:
         f"{100 * (FINDING - 1):.0f}% above the latency\n"
     )
     head = "| server | layout | pages | median ms | p90 ms | pages/s | ideal | efficiency |"
+    if args.capped:
+        head += " pages/s at 0 ms | capped efficiency |"
     print(("| tree " if args.base else "") + head)
-    print("|---" * (8 + bool(args.base)) + "|")
+    print("|---" * (8 + 2 * args.capped + bool(args.base)) + "|")
     rows = []
-    for tree, server, w, t in sorted(runs, key=lambda k: (servers.index(k[1]), k[2], k[3], k[0])):
+    measured = [k for k in runs if not k[1].endswith("@0")]
+    for tree, server, w, t in sorted(
+        measured, key=lambda k: (servers.index(k[1]), k[2], k[3], k[0])
+    ):
         rs = runs[tree, server, w, t]
         m = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
         ideal = w * t / args.latency
         flag = " *" if m["median_ms"] > FINDING * latency_ms else ""
-        rows.append(
-            {"tree": tree, "server": server, "workers": w, "threads": t, **m, "ideal": ideal}
-        )
-        print(
+        row = {"tree": tree, "server": server, "workers": w, "threads": t, **m, "ideal": ideal}
+        line = (
             (f"| {tree} " if args.base else "")
             + f"| {server} | {w} x {t} | {m['pages']:.0f} | {m['median_ms']:.1f}{flag} "
             f"| {m['p90_ms']:.1f} | {m['pages_per_s']:.1f} | {ideal:.0f} "
             f"| {m['pages_per_s'] / ideal:.2f} |"
         )
+        if (tree, server + "@0", w, t) in runs:
+            rate0 = statistics.median(r["pages_per_s"] for r in runs[tree, server + "@0", w, t])
+            capped = m["pages_per_s"] / min(ideal, rate0)
+            row.update(rate_at_0=rate0, capped_efficiency=capped)
+            line += f" {rate0:.1f} | {capped:.2f} |"
+        rows.append(row)
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
 
