@@ -89,6 +89,7 @@ class _Transfer:
         self.refused: str | None = None
 
     def header(self, line: bytes) -> None:
+        self.last_byte = time.monotonic()  # (a header line is a read too)
         text = line.decode("latin-1").rstrip("\r\n")
         if text.startswith("HTTP/"):  # a new response (a redirect's next, an interim 100)
             self.status_line, self.headers, self.decoder = text, [], None
@@ -100,17 +101,22 @@ class _Transfer:
         if kind == 2:  # CURLINFO_HEADER_OUT: a request's head, as sent
             self.request = data
 
+    def accepted(self) -> bool:
+        """The answer's type is read (--accept-type); if not, ``skipped`` says so."""
+        headers = {name.lower(): value for name, value in self.headers}
+        self.content_type = parse_content_type(headers.get("content-type", ""))[0]
+        if self.accept is not None and self.content_type and self.content_type not in self.accept:
+            self.skipped = f"content type {self.content_type} not accepted (--accept-type)"
+            self.truncated = "unspecified"
+            return False
+        self.decoder = BoundedDecoder(headers.get("content-encoding", ""))
+        return True
+
     def body(self, chunk: bytes) -> int | None:
         """A piece of the body, as sent: -1 stops the transfer."""
-        if self.decoder is None:
-            headers = {name.lower(): value for name, value in self.headers}
-            self.content_type = parse_content_type(headers.get("content-type", ""))[0]
-            accepted = self.accept is None or not self.content_type
-            if not accepted and self.content_type not in self.accept:  # type: ignore[operator]
-                self.skipped = f"content type {self.content_type} not accepted (--accept-type)"
-                self.truncated = "unspecified"
-                return -1
-            self.decoder = BoundedDecoder(headers.get("content-encoding", ""))
+        if self.decoder is None and not self.accepted():
+            return -1
+        assert self.decoder is not None
         self.last_byte = time.monotonic()
         self.payload.update(chunk)
         if self.keep:
@@ -218,6 +224,8 @@ class CurlDownloader(Downloader):
                 raise BlockedAddress(f"blocked address: {reason}")
             transfer = _Transfer(limit, accept, self.keep_exchange, self.settings.timeout)
             self._perform(url, transfer, follow_redirects, headers)
+            if transfer.decoder is None and transfer.skipped is None:
+                transfer.accepted()  # an empty body: its type still says whether it was read
             response_headers: dict[str, str] = {}
             for name, value in transfer.headers:
                 key = name.lower()
