@@ -52,6 +52,7 @@ from .downloader import (
     basic_authorizations,
     connection_guard,
     parse_content_type,
+    proxied_refusal,
 )
 
 __all__ = ["CurlDownloader"]
@@ -220,7 +221,7 @@ class CurlDownloader(Downloader):
         accept = self.accept_types if max_bytes is None else None
         with self.track():
             started = time.perf_counter()
-            if self.settings.proxy and (reason := self._proxied_refusal(url)):
+            if self.settings.proxy and (reason := proxied_refusal(self.guard, url)):
                 raise BlockedAddress(f"blocked address: {reason}")
             transfer = _Transfer(limit, accept, self.keep_exchange, self.settings.timeout)
             self._perform(url, transfer, follow_redirects, headers)
@@ -327,10 +328,6 @@ class CurlDownloader(Downloader):
             return ConnectFailed(f"connection failed: {_errno_reason(self.curl, message)} ({host})")
         return DownloadError(f"request failed: {message}")
 
-    def _proxied_refusal(self, url: str) -> str | None:
-        host = hostname_of(url)
-        return self.guard.refusal(host, host) if _is_address(host) else None
-
     def close(self) -> None:
         self.curl.close()
 
@@ -351,16 +348,6 @@ def _tls_reason(message: str) -> str:
     if "no alternative certificate subject name matches" in lowered or "does not match" in lowered:
         return f"certificate verify failed: {message}"
     return message
-
-
-def _is_address(host: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 _CODE_SUFFIX = re.compile(r"\s*\(\d+\)$")  # OpenSSL's verify code, after its words

@@ -60,6 +60,7 @@ __all__ = [
     "basic_authorizations",
     "connection_guard",
     "parse_content_type",
+    "proxied_refusal",
 ]
 
 _CHUNK = 64 * 1024
@@ -263,6 +264,13 @@ def basic_authorizations(settings: Settings) -> dict[str, str]:
     }
 
 
+def proxied_refusal(guard: AddressGuard, url: str) -> str | None:
+    """Through a proxy, which resolves and connects: the private-network rule
+    for a host written as an address (the only one that can be checked)."""
+    host = hostname_of(url)
+    return guard.refusal(host, host) if _is_address(host) else None
+
+
 def _connections(settings: Settings, pools: int, per_host: int) -> _Adapter:
     """An adapter for ``settings``: its address guard and TLS context."""
     guard = connection_guard(settings)
@@ -395,7 +403,7 @@ class HttpDownloader(Downloader):
         accept = self.accept_types if max_bytes is None else None
         with self.track():
             started = time.perf_counter()
-            if self.proxies and (reason := self._proxied_refusal(url)):
+            if self.proxies and (reason := proxied_refusal(self.guard, url)):
                 raise BlockedAddress(f"blocked address: {reason}")
             try:
                 raw = self._get(url, follow_redirects, headers)
@@ -428,12 +436,6 @@ class HttpDownloader(Downloader):
                 return NameNotFound(f"dns: {hostname_of(url)} does not resolve")
             return ConnectFailed(f"connection failed: {_connect_reason(exc)} ({hostname_of(url)})")
         return DownloadError(f"request failed: {exc}")
-
-    def _proxied_refusal(self, url: str) -> str | None:
-        """Through a proxy, which resolves and connects: the private-network
-        rule for a host written as an address."""
-        host = hostname_of(url)
-        return self.guard.refusal(host, host) if _is_address(host) else None
 
     def _get(
         self, url: str, follow_redirects: bool, extra: dict[str, str] | None = None
