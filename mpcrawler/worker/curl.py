@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from ..settings import Settings
-from ..web.codings import ACCEPT_ENCODING, BoundedDecoder
+from ..web.codings import BoundedDecoder
 from ..web.redact import redact_url
 from ..web.urls import host_key, hostname_of
 from ..web.validators import digest_text, new_digest
@@ -53,6 +53,7 @@ from .downloader import (
     connection_guard,
     parse_content_type,
     proxied_refusal,
+    request_headers,
 )
 
 __all__ = ["CurlDownloader"]
@@ -182,13 +183,7 @@ class CurlDownloader(Downloader):
         self.authorization = basic_authorizations(settings)
         self.accept_types = settings.accepted_types()
         self.keep_exchange = bool(settings.warc_dir)
-        headers = {
-            "User-Agent": settings.user_agent,
-            "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8",
-            "Accept-Encoding": ACCEPT_ENCODING,
-        }
-        headers.update(settings.header_pairs())  # --header wins
-        self.headers = headers
+        self.headers = request_headers(settings)
         curl = self.curl = pycurl.Curl()
         curl.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
         curl.setopt(pycurl.NOSIGNAL, 1)

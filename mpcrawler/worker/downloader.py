@@ -61,6 +61,7 @@ __all__ = [
     "connection_guard",
     "parse_content_type",
     "proxied_refusal",
+    "request_headers",
 ]
 
 _CHUNK = 64 * 1024
@@ -255,6 +256,21 @@ def connection_guard(settings: Settings) -> AddressGuard:
     )
 
 
+def request_headers(settings: Settings) -> dict[str, str]:
+    """The headers every request of a crawl of ``settings`` sends (--header
+    wins, whatever the case of its name)."""
+    headers = {
+        "User-Agent": settings.user_agent,
+        "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8",
+        "Accept-Encoding": ACCEPT_ENCODING,  # the codings decoded here
+    }
+    for name, value in settings.header_pairs():
+        for same in [key for key in headers if key.lower() == name.lower()]:
+            del headers[same]
+        headers[name] = value
+    return headers
+
+
 def basic_authorizations(settings: Settings) -> dict[str, str]:
     """host -> its Basic Authorization header (--http-user, credentials in a
     seed), as wget --user sends it."""
@@ -342,11 +358,8 @@ class HttpDownloader(Downloader):
         if settings.insecure:
             self.session.verify = False
             urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # logged once
-        self.session.headers["User-Agent"] = settings.user_agent
-        self.session.headers["Accept"] = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
-        self.session.headers["Accept-Encoding"] = ACCEPT_ENCODING  # the codings decoded here
+        self.session.headers.update(request_headers(settings))
         self.authorization = basic_authorizations(settings)
-        self.session.headers.update(settings.header_pairs())  # --header wins
         if settings.cookies:
             for c in read_cookies_file(settings.cookies):
                 self.session.cookies.set_cookie(
