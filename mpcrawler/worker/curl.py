@@ -178,7 +178,6 @@ class CurlDownloader(Downloader):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.pycurl = pycurl
         self.guard = connection_guard(settings)
         self.authorization = basic_authorizations(settings)
         self.accept_types = settings.accepted_types()
@@ -229,7 +228,7 @@ class CurlDownloader(Downloader):
                     f"{response_headers[key]}, {value}" if key in response_headers else value
                 )
             content_type, charset = parse_content_type(response_headers.get("content-type", ""))
-            final = self.curl.getinfo(self.pycurl.EFFECTIVE_URL) if follow_redirects else url
+            final = self.curl.getinfo(pycurl.EFFECTIVE_URL) if follow_redirects else url
             exchange = transfer.exchange() if self.keep_exchange else None
             return Response(
                 url=final,
@@ -251,7 +250,7 @@ class CurlDownloader(Downloader):
         follow_redirects: bool,
         extra: dict[str, str] | None,
     ) -> None:
-        pycurl, curl = self.pycurl, self.curl
+        curl = self.curl
         headers = dict(self.headers)
         if self.authorization and (auth := self.authorization.get(host_key(url))):
             headers["Authorization"] = auth  # (curl sends it to this host only)
@@ -299,7 +298,7 @@ class CurlDownloader(Downloader):
         return error
 
     def _curl_error(self, code: int, message: str, transfer: _Transfer, url: str) -> DownloadError:
-        pycurl, host = self.pycurl, hostname_of(url)
+        host = hostname_of(url)
         status = transfer.status
         if code == pycurl.E_COULDNT_RESOLVE_HOST:
             return NameNotFound(f"dns: {host} does not resolve")
@@ -309,7 +308,7 @@ class CurlDownloader(Downloader):
             return TimedOut(f"timeout: {message}", status)
         if code == pycurl.E_TOO_MANY_REDIRECTS:
             return DownloadError(f"too many redirects: {message}")
-        if self.settings.proxy and code in (pycurl.E_COULDNT_CONNECT, 5, 97):
+        if self.settings.proxy and code in _PROXY_ERRORS:
             reason = _errno_reason(self.curl, message)
             return ConnectFailed(
                 f"connection failed: proxy {redact_url(self.settings.proxy)} unreachable ({reason})"
@@ -346,6 +345,40 @@ def _tls_reason(message: str) -> str:
 
 
 _CODE_SUFFIX = re.compile(r"\s*\(\d+\)$")  # OpenSSL's verify code, after its words
-_TLS_ERRORS = frozenset({35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98})
-_BODY_ERRORS = frozenset({18, 23, 56, 61, 92})  # partial file, write, recv, bad encoding, http2
-_CONNECT_ERRORS = frozenset({7, 52, 55, 56, 8, 95})  # connect, got nothing, send, recv...
+# libcurl's error codes, by what they mean here (pycurl names most; CURLE_PROXY 97,
+# CURLE_SSL_CLIENTCERT 98, CURLE_HTTP2_STREAM 92 and CURLE_HTTP3 95 it does not).
+_TLS_ERRORS = frozenset(
+    {
+        pycurl.E_SSL_CONNECT_ERROR,
+        51,
+        pycurl.E_SSL_ENGINE_NOTFOUND,
+        pycurl.E_SSL_ENGINE_SETFAILED,
+        pycurl.E_SSL_CERTPROBLEM,
+        pycurl.E_SSL_CIPHER,
+        pycurl.E_PEER_FAILED_VERIFICATION,
+        pycurl.E_FTP_SSL_FAILED,
+        pycurl.E_SSL_ENGINE_INITFAILED,
+        pycurl.E_SSL_CACERT_BADFILE,
+        pycurl.E_SSL_SHUTDOWN_FAILED,
+        pycurl.E_SSL_CRL_BADFILE,
+        pycurl.E_SSL_ISSUER_ERROR,
+        pycurl.E_SSL_PINNEDPUBKEYNOTMATCH,
+        pycurl.E_SSL_INVALIDCERTSTATUS,
+        98,
+    }
+)  # fmt: skip  (51: the old CURLE_PEER_FAILED_VERIFICATION)
+_BODY_ERRORS = frozenset(
+    {pycurl.E_PARTIAL_FILE, pycurl.E_WRITE_ERROR, pycurl.E_RECV_ERROR,
+     pycurl.E_BAD_CONTENT_ENCODING, 92}
+)  # fmt: skip
+_CONNECT_ERRORS = frozenset(
+    {
+        pycurl.E_COULDNT_CONNECT,
+        pycurl.E_GOT_NOTHING,
+        pycurl.E_SEND_ERROR,
+        pycurl.E_RECV_ERROR,
+        8,
+        95,
+    }
+)  # fmt: skip  (8: CURLE_WEIRD_SERVER_REPLY)
+_PROXY_ERRORS = frozenset({pycurl.E_COULDNT_CONNECT, pycurl.E_COULDNT_RESOLVE_PROXY, 97})
