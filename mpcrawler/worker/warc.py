@@ -168,23 +168,30 @@ class WarcFiles:
     def write_outlinks(self, url: str, links: list[str]) -> None:
         """A ``metadata`` record listing the page's outlinks, one ``outlink:`` field each."""
         body = "".join(f"outlink: {link}\r\n" for link in links).encode("utf-8")
-        record = self._maker.create_warc_record(
-            url,
-            "metadata",
-            payload=io.BytesIO(body),
-            warc_content_type="application/warc-fields",
-        )
-        self._append(_member(record))
+        self._write_about(url, "metadata", body, "application/warc-fields")
 
     def write_conversion(self, url: str, refers_to: str, text: str) -> None:
         """A ``conversion`` record of the page's main text (--extract), which
         refers to its ``response`` record ``refers_to``."""
+        body = text.encode("utf-8")
+        headers = {"WARC-Refers-To": refers_to}
+        self._write_about(url, "conversion", body, "text/plain; charset=utf-8", headers)
+
+    def _write_about(
+        self,
+        url: str,
+        kind: str,
+        body: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """One record of ``kind`` about ``url`` (not an HTTP message)."""
         record = self._maker.create_warc_record(
             url,
-            "conversion",
-            payload=io.BytesIO(text.encode("utf-8")),
-            warc_content_type="text/plain; charset=utf-8",
-            warc_headers_dict={"WARC-Refers-To": refers_to},
+            kind,
+            payload=io.BytesIO(body),
+            warc_content_type=content_type,
+            warc_headers_dict=headers or {},
         )
         self._append(_member(record))
 
