@@ -4,8 +4,13 @@ types of plain data (picklable by value, no behaviour beyond validation).
 Between the master (:mod:`mpcrawler.master.pool`) and a worker (:mod:`mpcrawler.worker.process`),
 over one pipe each way::
 
-    master --FetchBatch([Fetch, ...]) / Stop--> worker
-    master <--Hello / Results([PageResult, ...]) / Bye / Failed-- worker
+    master --FetchBatch([Fetch, ...]) / Grants / Stop--> worker
+    master <--Hello / Results([PageResult, ...], asks, subs) / Bye / Failed-- worker
+
+A browser rendering a page (--render) asks the master for a permit for each
+request the page makes (``Results.asks``); the master holds it as a request
+of kind ``sub`` under its host's politeness and robots.txt and answers with
+``Grants``; the worker fetches it and reports it done (``Results.subs``).
 
 ``Link`` is what an Analyzer may return in ``Analysis.links`` instead of a
 plain ``href`` string, to give the URL a priority (higher is fetched first;
@@ -25,6 +30,7 @@ __all__ = [
     "Fetch",
     "FetchBatch",
     "FromWorker",
+    "Grants",
     "Hello",
     "Link",
     "NewRules",
@@ -32,6 +38,7 @@ __all__ = [
     "Prior",
     "Results",
     "Stop",
+    "SubDone",
     "ToWorker",
     "link_parts",
 ]
@@ -138,6 +145,26 @@ class FetchBatch(NamedTuple):
     requests: list[Fetch]
 
 
+class Grants(NamedTuple):
+    """Answers to a worker's permits (``Results.asks``): each granted one,
+    (token, request id), may start now; each refused one, (token, why), may not."""
+
+    granted: list[tuple[int, int]]
+    refused: list[tuple[int, str]]
+
+
+class SubDone(NamedTuple):
+    """A browser's request the master granted is over (``Results.subs``):
+    when its download started (None: it was not made, the page no longer
+    wanted it) and how the host answered."""
+
+    request: int  # the id the master granted it with
+    started: float | None
+    status: int | None = None
+    error_kind: str | None = None
+    retry_after: str | None = None
+
+
 class Stop(NamedTuple):
     """Finish what you hold, say Bye, exit."""
 
@@ -177,6 +204,8 @@ class Results(NamedTuple):
     # (``Unsent``): (url, priority, depth), for the frontier.
     late: list[tuple[str, int, int]] | None = None
     answers: int = 0  # the Unsent messages these late links answer
+    asks: list[tuple[int, str]] | None = None  # a browser's permits wanted: (token, url)
+    subs: list[SubDone] | None = None  # granted browser requests that are over
 
 
 class Bye(NamedTuple):
@@ -192,5 +221,5 @@ class Failed(NamedTuple):
     error: str
 
 
-ToWorker = FetchBatch | Stop | NewRules
+ToWorker = FetchBatch | Grants | Stop | NewRules
 FromWorker = Hello | Results | Bye | Failed

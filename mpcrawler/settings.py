@@ -45,6 +45,10 @@ SCOPES = ("hosts", "domains", "any")
 POLITENESS_KEYS = ("host", "domain", "ip")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+RENDER_MODES = ("never", "auto", "always")
+# The browser's resource types (Playwright's request.resource_type) that --render-block takes.
+RENDER_BLOCKABLE = ("image", "font", "media", "stylesheet", "script", "xhr", "fetch", "other")
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 MAX_SLOTS = 4096  # workers x threads
 EMBED_HOPS_LIMIT = 8  # --max-embed-hops at most (the embed band of priorities in the frontier)
 
@@ -94,7 +98,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     size: bool = False  # bytes, with K, M or G
     duration: bool = False  # seconds, with s, m, h or d
-    group: str = "crawl"  # or "filters", "requests", "shared": the --help section
+    group: str = "crawl"  # or "filters", "requests", "shared", "render": the --help section
 
 
 def option(default: Any = dataclasses.MISSING, **how: Any) -> Any:
@@ -471,6 +475,53 @@ class Settings:
         "PDFs where --accept-type takes application/pdf: their text, pages and title); "
         "with --warc, the text is archived as a conversion record",
     )
+    render: str = option(
+        "never",
+        choices=RENDER_MODES,
+        group="render",
+        help="run pages' JavaScript in headless Chromium (Playwright) before reading them: "
+        "never, always (every HTML page), or auto (only pages whose HTML looks like an "
+        "application's empty shell); the browser's own requests go through the crawl's "
+        "politeness, robots.txt, address rules and WARC (default %(default)s)",
+    )
+    browser_path: str | None = option(
+        None,
+        metavar="PATH",
+        group="render",
+        help="the Chromium or Chrome to render with (default: chromium, chromium-browser, "
+        "google-chrome or google-chrome-stable on the PATH)",
+    )
+    render_block: str = option(
+        "image,font,media",
+        metavar="TYPES",
+        group="render",
+        help="the browser's requests not fetched, by resource type (comma-separated: "
+        f"{', '.join(RENDER_BLOCKABLE)}; none); with --page-requisites nothing is blocked "
+        "(default %(default)s)",
+    )
+    render_timeout: float = option(
+        30.0,
+        above=0,
+        maximum=3600,
+        group="render",
+        help="seconds a page may take to render, its requests included; one that takes "
+        "longer keeps what its HTML had, with render_error (default %(default)s)",
+    )
+    render_restart: int = option(
+        100,
+        minimum=1,
+        maximum=1_000_000,
+        group="render",
+        help="start a new browser after this many renders (default %(default)s)",
+    )
+    render_memory: int = option(
+        1024 * MIB,
+        minimum=64 * MIB,
+        size=True,
+        group="render",
+        help="start a new browser when its processes hold more memory than this, in "
+        "bytes, with K, M or G (default 1G)",
+    )
     politeness_key: str = option(
         "host",
         choices=POLITENESS_KEYS,
@@ -602,6 +653,7 @@ class Settings:
             raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
         self._validate_filters()
         self._validate_requests()
+        self._validate_render()
         if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
         if self.ca_bundle is not None:
@@ -623,6 +675,46 @@ class Settings:
         for kind in comma_list(self.accept_type or ""):
             if kind != "*" and not re.fullmatch(r"[\w.+-]+/[\w.+*-]+", kind):
                 raise ValueError(f"--accept-type {kind!r}: not a content type like text/html")
+
+    def _validate_render(self) -> None:
+        for kind in self.render_blocked():
+            if kind not in RENDER_BLOCKABLE:
+                raise ValueError(
+                    f"--render-block {kind!r}: not one of {', '.join(RENDER_BLOCKABLE)} (or none)"
+                )
+        if self.render == "never":
+            return
+        import importlib.util
+
+        if importlib.util.find_spec("playwright") is None:
+            raise ValueError(
+                f"--render {self.render}: the playwright package is not installed "
+                "(pip install 'mpcrawler[render]', and Chromium: apt-get install chromium)"
+            )
+        self.browser()  # ValueError if there is none
+
+    def render_blocked(self) -> frozenset[str]:
+        """The resource types the browser does not fetch (--render-block)."""
+        kinds = frozenset(comma_list(self.render_block)) - {"none"}
+        return frozenset() if self.page_requisites else kinds
+
+    def browser(self) -> str:
+        """The browser's executable: --browser-path, else the first Chromium
+        on the PATH.  ValueError (one line, how to get one) if there is none."""
+        import shutil
+
+        if self.browser_path is not None:
+            if not (os.path.isfile(self.browser_path) and os.access(self.browser_path, os.X_OK)):
+                raise ValueError(f"--browser-path {self.browser_path}: not an executable file")
+            return self.browser_path
+        for name in BROWSERS:
+            found = shutil.which(name)
+            if found is not None:
+                return found
+        raise ValueError(
+            f"--render {self.render}: no Chromium found on the PATH (apt-get install chromium, "
+            "or give one with --browser-path)"
+        )
 
     def _validate_requests(self) -> None:
         for text in self.headers:

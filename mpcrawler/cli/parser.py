@@ -66,6 +66,7 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
         "filters": p.add_argument_group("what to crawl (see 'Choosing what to crawl')"),
         "requests": p.add_argument_group("what every request carries"),
         "shared": p.add_argument_group(SHARED_GROUP),
+        "render": p.add_argument_group("pages that need JavaScript (see the README)"),
     }
     p.add_argument(
         "--config",

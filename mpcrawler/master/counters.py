@@ -64,6 +64,8 @@ class Counters:
     run_bytes: int = 0
     fetch_counts: list[int] = field(default_factory=lambda: [0] * (len(FETCH_BUCKETS) + 1))
     fetch_sum: float = 0.0
+    # This run's browsers' requests (--render): granted, refused (robots.txt).
+    browser_requests: collections.Counter[str] = field(default_factory=collections.Counter)
 
     @classmethod
     def from_job(cls, job: JobState) -> Counters:
@@ -226,10 +228,17 @@ def crawl_stats(
         "duplicates": {kind: counters.duplicates[kind] for kind in ("exact", "near")},
         **{k: v for k, v in extra.items() if k not in ("modules", "out")},
         "discarded": counters.discarded,
+        **_browser_stats(counters),
         "modules": [m for m in summaries if m["type"] != "Worker"] + modules,
         "processes": processes,
         "out": extra["out"],
     }
+
+
+def _browser_stats(counters: Counters) -> dict[str, Any]:
+    """stats.json's figures of --render: the browsers' requests of this run."""
+    found = counters.browser_requests
+    return {"browser_requests": dict(found)} if found else {}
 
 
 def _embed_stats(counters: Counters) -> dict[str, Any]:

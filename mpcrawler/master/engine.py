@@ -19,6 +19,11 @@ for another node applied an add-seeds first); hand the metrics server
 a snapshot (``counters.metrics_snapshot``); once a second, kill a hung
 worker and report this node's figures to the frontier; checkpoint when due.
 
+A browser's request (--render) arrives as ``Asked``: it is held in the
+scheduler under its host's politeness, and dispatched even while paused or
+stopping (the page being rendered is in flight), without a slot; when it is
+over (``SubOver``) its host is free of it and its answer paces the host.
+
 One failure rule for leases (``Settling.lease_lost``): a request whose
 lease passed to another node (a shared frontier's node that was declared
 dead; ``Frontier.holds``) is dropped wherever it is met, counted as
@@ -36,18 +41,18 @@ import time
 from collections.abc import Callable
 
 from ..frontier import Frontier
-from ..messages import EXPIRED
+from ..messages import EXPIRED, PageResult
 from ..output.metrics import INTERVAL as METRICS_INTERVAL
 from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
 from .counters import Counters, metrics_snapshot
-from .pool import Done, Downloaded, Event, Late, Lost, WorkerPool
+from .pool import Asked, Done, Downloaded, Event, Late, Lost, SubOver, WorkerPool
 from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
 from .robots import RobotsAnswers
-from .scheduler import Scheduler
+from .scheduler import Refusal, Scheduler
 from .settle import Settling
 from .steering import POLL_INTERVAL, Steering
 
@@ -56,6 +61,16 @@ __all__ = ["Engine"]
 log = logging.getLogger(__name__)
 
 IDLE_WAIT = 0.5  # seconds a turn waits at most when nothing is due
+
+
+def default_hang_limit(settings: Settings) -> float:
+    """How long a worker may hold one request before it is killed: 4
+    timeouts and 10 s; with --render, as many render times more as pages
+    can wait for its one browser (its slots, and the page being rendered)."""
+    limit = 4 * settings.timeout + 10
+    if settings.render != "never":
+        limit += (settings.threads + 1) * settings.render_timeout
+    return limit
 
 
 class Engine:
@@ -94,7 +109,7 @@ class Engine:
         self._metrics_due = 0.0
         self._at_start: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self.stop_requested = self.abort = self.finished = False
-        self.hang_limit = settings.hang_timeout or 4 * settings.timeout + 10
+        self.hang_limit = settings.hang_timeout or default_hang_limit(settings)
         self.slots = settings.workers * settings.threads
 
     # ----------------------------------------------------------------- run
@@ -119,8 +134,9 @@ class Engine:
                     )
                 if not self.pool.in_flight or now >= grace_deadline:
                     return
+                self.dispatch_subs()  # the pages being rendered finish
             elif self.paused:
-                pass  # in-flight requests finish; nothing new starts
+                self.dispatch_subs()  # in-flight requests finish; nothing new starts
             elif self.frontier.available():  # a shared frontier's Redis may be down
                 self.dispatch(now)
                 if self.all_done():
@@ -152,9 +168,19 @@ class Engine:
         """Settle first (its step of the frontier also leases for the free
         slots), then fill the free slots and send."""
         self.settle(now)
-        assigned, refused = self.scheduler.dispatch(self.pool.free)
+        self._send(*self.scheduler.dispatch(self.pool.free), now)
+
+    def dispatch_subs(self) -> None:
+        """Start the browsers' requests that may start, and nothing else."""
+        if self.scheduler.subs_held:
+            self._send(*self.scheduler.dispatch(0), self.clock())
+
+    def _send(self, assigned: list[Request], refused: list[Refusal], now: float) -> None:
         for request, reason, kind in refused:
-            if not self.settling.lease_lost(request):
+            if request.kind == "sub":
+                self.counters.browser_requests["refused"] += 1
+                self.pool.refuse(request, reason)
+            elif not self.settling.lease_lost(request):
                 self.settling.finish(Finish(request, failure(request, reason, kind)))
         kept = []
         for request in assigned:
@@ -235,6 +261,22 @@ class Engine:
                 self.on_lost(event.request)
             elif isinstance(event, Late):
                 self.settling.add_late(event.links)
+            elif isinstance(event, Asked):
+                self.counters.browser_requests["asked"] += 1
+                self.scheduler.submit(event.request)
+            elif isinstance(event, SubOver):
+                self.on_sub_over(event)
+
+    def on_sub_over(self, event: SubOver) -> None:
+        """A browser's request is over: its host is free of it, and paced by its answer."""
+        request, done = event
+        self.scheduler.finished(request, done.started)
+        if done.started is None:
+            return  # not made: the page no longer wanted it
+        self.counters.browser_requests["fetched"] += 1
+        answer = PageResult(request.id, request.url, "sub", status=done.status)
+        answer.error_kind, answer.retry_after = done.error_kind, done.retry_after
+        self.scheduler.answered(request, answer)
 
     def on_done(self, event: Done) -> None:
         request, result = event
@@ -251,6 +293,8 @@ class Engine:
     def on_lost(self, request: Request) -> None:
         if not request.downloaded:
             self.scheduler.finished(request)
+        if request.kind == "sub":
+            return  # the browser that wanted it is gone with its worker
         request.downloaded = False
         if not self.settling.lease_lost(request):
             self.carry_out(self.results.on_lost(request))
@@ -282,6 +326,7 @@ class Engine:
         self.pool.stop()
         deadline = self.clock() + wait
         while self.pool.workers and self.clock() < deadline:
+            self.dispatch_subs()  # pages being rendered finish
             self.route(self.pool.wait(min(0.2, max(0.0, deadline - self.clock()))))
         self.settle()
 

@@ -2,8 +2,8 @@
 
 Data flow::
 
-    engine --send([Request])--> pool --FetchBatch--> worker (slots: threads)
-    engine <--wait(): [Downloaded | Done | Lost]-- pool <--Hello/Results/Bye-- worker
+    engine --send([Request])--> pool --FetchBatch / Grants--> worker (slots: threads)
+    engine <--wait(): [Downloaded | Done | Lost | Asked | SubOver]-- pool <--Hello/Results/Bye--
 
 The pool owns the free slots: a worker's ``Hello`` announces its slots, and
 each download that ends frees one (see :mod:`mpcrawler.messages`).
@@ -14,7 +14,10 @@ what happened as events, in order.  One rule for failure: a worker that
 exits, or is killed for holding a request past the hang limit, loses its
 slots, its requests come back as ``Lost`` events, and a replacement starts
 (unless the pool is stopping; three in a row that die before their Hello
-are a PoolError).  Workers start through the ``forkserver`` method, so they
+are a PoolError).  A browser's request (kind ``sub``) is the worker's that
+asked for it (``Asked``): ``send`` grants it to that worker without a slot,
+and it comes back as ``SubOver`` (or ``Lost`` with its worker).  Workers
+start through the ``forkserver`` method, so they
 never inherit the master's threads or open files.
 """
 
@@ -41,11 +44,13 @@ from ..messages import (
     Fetch,
     FetchBatch,
     FromWorker,
+    Grants,
     Hello,
     NewRules,
     PageResult,
     Results,
     Stop,
+    SubDone,
     Unsent,
 )
 from .request import Request
@@ -53,7 +58,17 @@ from .request import Request
 if TYPE_CHECKING:
     from ..output.cdxj import CdxjIndex
 
-__all__ = ["Done", "Downloaded", "Event", "Late", "Lost", "PoolError", "WorkerPool"]
+__all__ = [
+    "Asked",
+    "Done",
+    "Downloaded",
+    "Event",
+    "Late",
+    "Lost",
+    "PoolError",
+    "SubOver",
+    "WorkerPool",
+]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +128,22 @@ class Late(NamedTuple):
     links: list[tuple[str, int, int]]
 
 
-Event = Downloaded | Done | Lost | Late
+class Asked(NamedTuple):
+    """A worker's browser wants to make ``request`` (kind ``sub``, its
+    ``worker`` and ``permit`` set): it may once its host's politeness allows."""
+
+    request: Request
+
+
+class SubOver(NamedTuple):
+    """The browser's ``request`` granted earlier is over: ``done`` says when
+    it started and how its host answered."""
+
+    request: Request
+    done: SubDone
+
+
+Event = Downloaded | Done | Lost | Late | Asked | SubOver
 
 
 @dataclass
@@ -223,7 +253,17 @@ class WorkerPool:
         not started by ``deadline`` (monotonic, 0: none) comes back as
         ``expired``, not fetched."""
         batches: dict[int, list[Fetch]] = defaultdict(list)
+        grants: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for request in requests:
+            if request.kind == "sub":  # its own worker's, without a slot
+                worker = self.workers.get(request.worker)
+                if worker is None:  # gone since it asked: its host is free of it
+                    self._events.append(Lost(request))
+                    continue
+                self.in_flight[request.id] = request
+                worker.requests[request.id] = request
+                grants[request.worker].append((request.permit, request.id))
+                continue
             index = request.worker = self.slots.popleft()
             self.in_flight[request.id] = request
             self.workers[index].requests[request.id] = request
@@ -234,6 +274,16 @@ class WorkerPool:
             # A dead worker's sentinel fires next, and its requests are lost then.
             with contextlib.suppress(OSError):
                 self.workers[index].conn.send(FetchBatch(batch))
+        for index, granted in grants.items():
+            with contextlib.suppress(OSError):
+                self.workers[index].conn.send(Grants(granted, []))
+
+    def refuse(self, request: Request, reason: str) -> None:
+        """The browser's ``request`` may not be made (robots.txt): its worker is told."""
+        worker = self.workers.get(request.worker)
+        if worker is not None:
+            with contextlib.suppress(OSError):
+                worker.conn.send(Grants([], [(request.permit, reason)]))
 
     def wait(self, timeout: float) -> list[Event]:
         """What happened within ``timeout`` seconds, in order: block on every
@@ -292,6 +342,14 @@ class WorkerPool:
                     self._events.append(Downloaded(request, started))
             if downloaded and not self.stopping:
                 self.slots.extend([worker.index] * len(downloaded))
+            for token, url in message.asks or ():
+                sub = Request.new(url, kind="sub", worker=worker.index, permit=token)
+                self._events.append(Asked(sub))
+            for done in message.subs or ():
+                request = worker.requests.pop(done.request, None)
+                if request is not None:
+                    self.in_flight.pop(request.id, None)
+                    self._events.append(SubOver(request, done))
             for result in message.results:
                 if result.cdxj and self.index is not None and result.warc_file:
                     self.index.add(result.warc_file, result.cdxj)

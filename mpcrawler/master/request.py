@@ -30,7 +30,7 @@ class Request:
     host: str  # scheme://host[:port], the unit of politeness
     depth: int = 0
     priority: int = 0
-    kind: str = "page"  # "page", "sitemap" or "robots"
+    kind: str = "page"  # "page", "sitemap", "embed", "robots" or "sub" (a browser's request)
     lastmod: str | None = None  # what a sitemap said of it
     info: UrlInfo | None = None  # the frontier item to ack when the chain ends
     origin: str | None = None  # the first URL of a redirect chain
@@ -41,6 +41,7 @@ class Request:
     crashes: int = 0
     downloaded: bool = False  # its download is over (the host is free of it)
     known: RevisitState | None = None  # a revisit: what was kept of the page's last fetch
+    permit: int = 0  # a "sub": the asking worker's token (its worker is ``worker``)
 
     @property
     def prior(self) -> Prior | None:

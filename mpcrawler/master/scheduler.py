@@ -16,6 +16,11 @@ wait in one FIFO per host, ahead of the frontier's URLs of that host (the
 host stays blocked in the frontier while its FIFO holds any), and a heap
 orders those hosts by the time each may be hit next.
 
+A browser's request (kind ``sub``, --render) is held like any other, in
+its host's FIFO, so it waits for the same robots.txt, delay and concurrency;
+but it takes no slot (its worker's renderer makes it), so ``dispatch``
+starts it even when no slot is free.
+
 robots.txt is fetched once per host, before any other request to that host,
 as a request of kind ``robots`` that goes through the same slots.  The master
 feeds the answer back through :mod:`mpcrawler.master.robots` (``take_answer``);
@@ -183,6 +188,7 @@ class Scheduler:
         self._delayed: list[tuple[float, int, Request]] = []
         self._order = itertools.count()
         self.queued = 0  # requests in host queues and the retry heap
+        self.subs_held = 0  # of those, browsers' requests (kind "sub")
 
     @classmethod
     def from_settings(
@@ -219,6 +225,7 @@ class Scheduler:
         host = self._host(request.host)
         host.queue.append(request)
         self.queued += 1
+        self.subs_held += request.kind == "sub"
         now = self.clock() if now is None else now
         self._schedule(host, now)
         self._sync(host, now)
@@ -259,7 +266,8 @@ class Scheduler:
     def dispatch(self, free: int) -> tuple[list[Request], list[Refusal]]:
         """Up to ``free`` requests to start now: those held here first, then
         new ones leased from the frontier (its best URL of a host not
-        blocked).
+        blocked); and, beyond ``free``, the browsers' requests that may start
+        (they take no slot).
 
         Returns ``(assigned, refused)``: the requests to send, and requests
         that will never be fetched, with the reason and its error kind.
@@ -269,14 +277,21 @@ class Scheduler:
         assigned: list[Request] = []
         refused: list[Refusal] = []
         ready = self._ready
-        while len(assigned) < free and len(refused) < MAX_REFUSED_PER_DISPATCH:
+        subs = 0  # of ``assigned``, those that take no slot
+        deferred: list[str] = []  # hosts whose next request needs a slot, none being free
+        while len(refused) < MAX_REFUSED_PER_DISPATCH:
+            room = len(assigned) - subs < free
             if ready and ready[0][0] <= now:
+                if not room and self._needs_slot(self.hosts[ready[0][2]], now):
+                    deferred.append(heapq.heappop(ready)[2])
+                    continue
                 held = self._next_held(now, assigned, refused)
                 if held is None:
                     continue
                 host, request = held
-            else:
-                leased = self._lease(now, 2 * (free - len(assigned)))  # and for the next turn
+                subs += request.kind == "sub"
+            elif room:
+                leased = self._lease(now, 2 * (free - len(assigned) + subs))  # and the next turn
                 if leased is None:
                     break
                 host, request = self._host(leased.host), leased
@@ -284,13 +299,29 @@ class Scheduler:
                     self.submit(leased, now)  # it waits here, ahead of the host's other URLs
                     continue
                 # the common case: straight out, never held nor blocked in the frontier
+            else:
+                break
             if host.robots is not None and not host.robots.allows(request.url):
                 refused.append((request, "disallowed by robots.txt", "robots"))
+                subs -= request.kind == "sub"
                 self._schedule(host, now)
                 self._sync(host, now)
                 continue
             self._start(host, request, now, assigned)
+        for key in deferred:  # first on the heap at the next turn
+            host = self.hosts[key]
+            host.scheduled = False
+            self._schedule(host, now)
         return assigned, refused
+
+    def _needs_slot(self, host: Host, now: float) -> bool:
+        """Would ``host``'s turn now take a slot: its next request is not a
+        browser's, or its robots.txt must be fetched first?"""
+        if not host.queue:
+            return False
+        if self.use_robots and not self._robots_fresh(host, now):
+            return host.robots_state != "failed" and host.robots_state != "fetching"
+        return host.queue[0].kind != "sub"
 
     def _next_held(
         self, now: float, assigned: list[Request], refused: list[Refusal]
@@ -313,6 +344,7 @@ class Scheduler:
                 reason = f"robots.txt unavailable: {host.robots_error}"
                 refused.extend((r, reason, host.robots_error_kind) for r in host.queue)
                 self.queued -= len(host.queue)
+                self.subs_held -= sum(r.kind == "sub" for r in host.queue)
                 host.queue.clear()
                 self._sync(host, now)  # its URLs come out of the frontier to be refused
             elif host.robots_state == "unknown":
@@ -331,7 +363,9 @@ class Scheduler:
             self._schedule(host, group.next_start)
             return None
         self.queued -= 1
-        return host, host.queue.popleft()
+        request = host.queue.popleft()
+        self.subs_held -= request.kind == "sub"
+        return host, request
 
     def _may_start(self, host: Host, now: float) -> bool:
         """May a request of ``host`` start now, none being held for it?"""
@@ -470,10 +504,19 @@ class Scheduler:
 
     def next_event(self, free: int) -> float | None:
         """Seconds until a request may become dispatchable (None: nothing waits
-        for a time).  With no ``free`` slot nothing can be dispatched before a
-        worker frees one, which the master hears as a message: None."""
+        for a time).  With no ``free`` slot nothing but a browser's request
+        can be dispatched before a worker frees one, which the master hears
+        as a message."""
         if not free:
-            return None
+            if not self.subs_held:
+                return None
+            now = self.clock()
+            due = [
+                when
+                for when, _, key in self._ready
+                if key in self.hosts and not self._needs_slot(self.hosts[key], now)
+            ]
+            return max(0.0, min(due) - now) if due else None
         times = []
         if self._ready:
             times.append(self._ready[0][0])

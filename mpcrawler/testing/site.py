@@ -34,6 +34,14 @@ content, linked from ``/``: ``/copy/i`` (page
 part (``/soft/``: every path under it answers 200 with one "not found" page,
 whose relative links grow the path) and an endless calendar
 (``/cal/YYYY/MM``, each month linking the next and the last).
+
+With ``app=N`` the site also has a single-page application of N pages,
+linked from ``/``: ``/app/`` and ``/app/i`` all answer the same empty shell
+(``<div id="root">`` and a script), and its script fetches the page's data
+(``/app/api/i.json``) and only then builds the page: its title, text, an
+image (``/app/pic.png``) and its links (its children ``/app/2i+1`` and
+``/app/2i+2``, and the static page ``/page/i``).  A crawler that does not
+run scripts finds no link in it.
 """
 
 from __future__ import annotations
@@ -109,6 +117,7 @@ class TestSite:
         embeds: bool = False,
         images: int = 10,
         traps: bool = False,
+        app: int = 0,
     ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
@@ -134,6 +143,7 @@ class TestSite:
         self.images = images  # embeds=True: the site's own images, shared by its pages in turn
         self.assets = _assets(images) if embeds else {}  # path -> (content type, body)
         self.traps = traps
+        self.app = app  # pages of the single-page application under /app/
 
     def edit(self, i: int) -> None:
         """Page ``i`` gets a new edition (other bytes, newer validators)."""
@@ -196,6 +206,8 @@ class TestSite:
         if session is not None:
             hrefs = [_with_session(h, session) for h in hrefs]
         nav = "\n".join(f'<li><a href="{h}">link {n}</a></li>' for n, h in enumerate(hrefs))
+        if self.app and i == 0:
+            nav += '\n<li><a href="/app/">the application</a></li>'
         if self.traps and i == 0:
             nav += "\n" + "\n".join(
                 f'<li><a href="{h}">{h}</a></li>'
@@ -292,6 +304,32 @@ class TestSite:
             return (head.format(title) + text + nav + "</body></html>").encode()
         return None
 
+    def app_answer(self, path: str) -> tuple[bytes, str] | None:
+        """The answer (body, content type) of a path of the application
+        (None: not one of its paths)."""
+        if not self.app or not path.startswith("/app/"):
+            return None
+        rest = path[5:]
+        if rest == "" or (rest.isdigit() and rest == str(int(rest)) and int(rest) < self.app):
+            return _APP_SHELL, "text/html; charset=utf-8"
+        if rest == "app.js":
+            return _APP_SCRIPT, "text/javascript"
+        if rest == "pic.png":
+            return _png(8, 8, (40, 120, 200)), "image/png"
+        number = rest.removeprefix("api/").removesuffix(".json")
+        if rest.startswith("api/") and number.isdigit() and int(number) < self.app:
+            i = int(number)
+            children = [f"/app/{c}" for c in (2 * i + 1, 2 * i + 2) if c < self.app]
+            data = {
+                "title": f"App page {i}",
+                "text": f"App page {i}: {self.name(i % self.pages)}. " + self._text(i, 400),
+                "links": [*children, self.path(i % self.pages)],
+            }
+            import json
+
+            return json.dumps(data).encode(), "application/json"
+        return None
+
     def page_index(self, path: str) -> int | None:
         """The page at ``path``, or None (not a page, or deleted)."""
         index = None
@@ -303,6 +341,31 @@ class TestSite:
                 number = int(rest)
                 index = number if number < self.pages + len(self.added) else None
         return None if index in self.deleted else index
+
+
+_APP_SHELL = b"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>App</title>
+<script src="/app/app.js" defer></script></head>
+<body><div id="root"></div>
+<noscript>You need to enable JavaScript to run this app.</noscript></body></html>
+"""
+_APP_SCRIPT = b"""(function () {
+  var page = location.pathname.replace(/^\/app\/?/, "") || "0";
+  fetch("/app/api/" + page + ".json").then(function (r) { return r.json(); }).then(function (d) {
+    document.title = d.title;
+    var root = document.getElementById("root");
+    var h1 = document.createElement("h1"); h1.textContent = d.title; root.appendChild(h1);
+    var p = document.createElement("p"); p.textContent = d.text; root.appendChild(p);
+    var img = document.createElement("img"); img.src = "/app/pic.png"; root.appendChild(img);
+    var ul = document.createElement("ul");
+    d.links.forEach(function (href) {
+      var li = document.createElement("li"), a = document.createElement("a");
+      a.href = href; a.textContent = href; li.appendChild(a); ul.appendChild(li);
+    });
+    root.appendChild(ul);
+  });
+})();
+"""
 
 
 def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
@@ -452,6 +515,10 @@ class _Handler(BaseHTTPRequestHandler):
         asset = server.site.assets.get(path)
         if asset is not None:
             self._send(200, asset[1], asset[0])
+            return
+        app = server.site.app_answer(path)
+        if app is not None:
+            self._send(200, *app)
             return
         trap = server.site.trap_body(path, server.port)
         if trap is not None:

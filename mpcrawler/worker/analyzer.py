@@ -33,6 +33,7 @@ from ..web.fingerprint import text_digest
 from ..web.language import page_language
 from ..web.pagerobots import agent_token, rel_tokens
 from ..web.pdf import PDF_TYPES, read_pdf
+from ..web.render import Signals, signals
 from .downloader import Response
 
 __all__ = [
@@ -147,6 +148,8 @@ class Analysis:
     # text serialization: an element does not part words), when the
     # analyzer was asked (``texts``).
     text: str | None = None
+    # What the page's HTML says of needing a browser (--render auto), when asked.
+    signals: Signals | None = None
 
 
 class Analyzer(Module):
@@ -162,6 +165,7 @@ class Analyzer(Module):
         self.requisites = settings.page_requisites  # find each page's embeds too
         self.texts = settings.dedup  # and its text (Analysis.text)
         self.extracts = settings.extract  # and its main content (the record's text...)
+        self.signals = settings.render == "auto"  # and whether it needs a browser
 
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
@@ -281,9 +285,12 @@ class HtmlAnalyzer(Analyzer):
             elif name == "title" and title is None:
                 title = tag.get_text(" ", strip=True)
         item: dict[str, Any] = {"title": title or None, "encoding": encoding}
-        if self.extracts:  # the soup holds only what the links need: a tree of the whole
+        found = None
+        if self.extracts or self.signals:  # the soup holds only what the links need
             root, _ = _lxml_tree(response.body, response.charset)
-            if root is not None:
+            if root is not None and self.signals:
+                found = signals(root)
+            if root is not None and self.extracts:
                 item.update(self.main_content(root, base or response.url, response))
         return Analysis(
             base=base or response.url,
@@ -294,6 +301,7 @@ class HtmlAnalyzer(Analyzer):
             canonical=canonical,
             embeds=embeds,
             text="".join(builder.texts) if self.texts else None,
+            signals=found,
         )
 
 
@@ -361,6 +369,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
                     embeds += requisites.of_element(
                         tag, element.get, lambda e=element: "".join(e.itertext())
                     )
+        found = signals(root) if self.signals else None  # before anything is cut
         text = None
         if self.texts:  # late: it strips the hidden elements from the tree
             etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
@@ -377,6 +386,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
             canonical=canonical,
             embeds=embeds,
             text=text,
+            signals=found,
         )
 
 

@@ -7,10 +7,11 @@ types of :mod:`mpcrawler.messages`::
 
     master -> worker   FetchBatch([Fetch(id, url, kind, depth, deadline), ...])
                        NewRules(scope, exclude)                 control add-seeds, exclude
+                       Grants(granted, refused)                 --render: the browser's permits
                        Stop()
     worker -> master   Hello(worker, pid, slots)                slots free at start
                        Results(worker, [PageResult, ...], [(downloaded id, started), ...],
-                               summaries | None)
+                               summaries | None, ..., asks, subs)
                        Bye(worker, summaries)
                        Failed(worker, error)                    it cannot start
 
@@ -24,6 +25,11 @@ never holds a download slot; at most ``threads`` pages wait for the parser
 (then downloads wait), so at most ``2 x threads + 1`` responses are in
 memory.  One parser, not one per slot: parsing holds the GIL, so parsers
 would only take turns, and each thread more that wants the GIL costs CPU.
+
+With --render, a parsed page that needs a browser goes to the render
+thread instead (:mod:`mpcrawler.worker.rendering`), whose browser's
+requests each wait for the master's permit; the parser and the render
+thread analyze one page at a time (``parse_lock``).
 
 A receiver thread reads the pipe at all times, so a send from the master
 never blocks on a busy worker; the main thread batches what is finished into
@@ -53,6 +59,7 @@ from ..messages import (
     Failed,
     Fetch,
     FetchBatch,
+    Grants,
     Hello,
     NewRules,
     PageResult,
@@ -80,6 +87,7 @@ from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
 from .revisit import Revisit, revisit_of
 
 if TYPE_CHECKING:
+    from .rendering import Rendering
     from .warc import WarcFiles
 
 __all__ = ["response_action", "run_worker"]
@@ -175,6 +183,12 @@ class Worker:
         self._late: list[tuple[str, int, int]] = []  # (url, priority, depth)
         self._answers = 0  # Unsent messages to answer
         self._late_lock = threading.Lock()
+        self.parse_lock = threading.Lock()  # one analysis at a time: the parser's or the render's
+        self.rendering: Rendering | None = None
+        if settings.render != "never":
+            from .rendering import Rendering  # playwright only when rendering
+
+            self.rendering = Rendering(self)
 
     # -------------------------------------------------------------- threads
     def receive(self) -> None:
@@ -184,6 +198,8 @@ class Worker:
                 if isinstance(message, FetchBatch):
                     for fetch in message.requests:
                         self.inbox.put(fetch)
+                elif isinstance(message, Grants) and self.rendering is not None:
+                    self.rendering.answer(message)
                 elif isinstance(message, NewRules):
                     self.set_rules(Scope.from_dict(message.scope), message.exclude)
                 elif isinstance(message, Unsent):  # answered, even with nothing
@@ -232,8 +248,14 @@ class Worker:
         """The parser thread: analyze each downloaded page, report it."""
         while (job := self.to_parse.get()) is not None:
             result, response, depth = job
-            self.analyze(result, response, depth)
-            self.outbox.put((result, None))
+            with self.parse_lock:
+                reason = self.analyze(result, response, depth)
+            if reason is not None and self.rendering is not None:
+                self.rendering.put((result, response, depth, reason))  # it reports the page
+            else:
+                self.outbox.put((result, None))
+        if self.rendering is not None:
+            self.rendering.put(None)  # the render thread ends after the parser
         self.outbox.put(None)
 
     def summaries(self) -> list[dict[str, Any]]:
@@ -241,6 +263,7 @@ class Worker:
         return [
             *(d.summary() for d in self.downloaders),
             self.analyzer.summary(),
+            *([self.rendering.summary()] if self.rendering is not None else []),
             {"id": f"W{self.index}|pid-{os.getpid()}", "type": "Worker", **process_usage()},
         ]
 
@@ -249,8 +272,11 @@ class Worker:
         for n in range(self.threads):
             threading.Thread(target=self.work, name=f"download-{n}", daemon=True).start()
         threading.Thread(target=self.parse, name="parser", daemon=True).start()
-        self.conn.send(Hello(self.index, os.getpid(), self.slots))
         running = self.threads + 1
+        if self.rendering is not None:
+            threading.Thread(target=self.rendering.run, name="render", daemon=True).start()
+            running += 1
+        self.conn.send(Hello(self.index, os.getpid(), self.slots))
         last_summary = 0.0
         while running:
             batch: list[PageResult] = []
@@ -271,12 +297,22 @@ class Worker:
             with self._late_lock:
                 late, self._late = self._late, []
                 answers, self._answers = self._answers, 0
-            if batch or downloaded or answers:
+            asks, subs = self.rendering.permits.take() if self.rendering else ([], [])
+            if batch or downloaded or answers or asks or subs:
                 now = time.monotonic()
                 summaries = None
                 if now - last_summary >= _SUMMARY_INTERVAL:
                     summaries, last_summary = self.summaries(), now
-                message = Results(self.index, batch, downloaded, summaries, late, answers)
+                message = Results(
+                    self.index,
+                    batch,
+                    downloaded,
+                    summaries,
+                    late,
+                    answers,
+                    asks=asks or None,
+                    subs=subs or None,
+                )
                 self.conn.send(message)
         for downloader in self.downloaders:
             downloader.close()
@@ -360,19 +396,19 @@ class Worker:
         if self.warc is None or exchange is None:
             return
         if self.warc_failed is not None:  # after a failure nothing more is written
-            self._archive_failed(result, self.warc_failed)
+            self.archive_failed(result, self.warc_failed)
             return
         try:
             written = self.warc.write_fetch(url, exchange, revisit)
         except OSError as exc:
-            self._archive_failed(result, exc)
+            self.archive_failed(result, exc)
             return
         result.warc_file, result.warc_offset = written.file, written.offset
         result.cdxj = written.cdxj
         result.warc_id, result.warc_date = written.record_id, written.date
         result.revisit = revisit.profile if revisit is not None else None
 
-    def _archive_failed(self, result: PageResult, exc: OSError) -> None:
+    def archive_failed(self, result: PageResult, exc: OSError) -> None:
         """The archive cannot be written (a full disk, an I/O error): the
         page's result says so, and the master stops the crawl without
         recording it (a page recorded without its archive would be lost for
@@ -383,19 +419,33 @@ class Worker:
         result.warc_errno = exc.errno
         result.warc_file = result.warc_offset = None
 
-    def analyze(self, result: PageResult, response: Response, depth: int) -> None:
+    def analyze(
+        self,
+        result: PageResult,
+        response: Response,
+        depth: int,
+        rendered: bool = False,
+        navigations: Sequence[str] = (),
+    ) -> str | None:
         """Add the Analyzer's links (those of ``depth``) and item to
-        ``result`` (its error, if it raises)."""
+        ``result`` (its error, if it raises).  Returns why the page is to be
+        rendered first (--render; nothing is added then), unless it is
+        ``rendered`` already (``navigations``: where its scripts tried to go,
+        links too)."""
         if result.kind == "sitemap":
             self.read_sitemap(result, response)
-            return
+            return None
         if self.settings.page_requisites and response.content_type == "text/css":
             self.read_stylesheet(result, response)
-            return
+            return None
         try:
             analysis = self.analyzer.analyze(response)
+            if self.rendering is not None and not rendered:
+                reason = self.rendering.reason(result, response, analysis)
+                if reason is not None:
+                    return reason
             base = document_base(analysis.base, response.url)
-            links = self.resolver.resolve_all(analysis.links, base)
+            links = self.resolver.resolve_all([*analysis.links, *navigations], base)
             result.links = len(links)
             directives = page_directives(
                 analysis.metas, _header_values(response, "x-robots-tag"), self.agent
@@ -428,7 +478,7 @@ class Worker:
                             response.url, result.warc_id, result.item["text"]
                         )
                 except OSError as exc:
-                    self._archive_failed(result, exc)
+                    self.archive_failed(result, exc)
         except Exception as exc:
             kind = getattr(exc, "error_kind", "analyzer")  # a PDF that cannot be read: "pdf"
             result.error = (
@@ -440,6 +490,7 @@ class Worker:
             result.links, result.outlinks, result.embeds = 0, [], []
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)
+        return None
 
     def read_stylesheet(self, result: PageResult, response: Response) -> None:
         """--page-requisites: what a stylesheet needs (its imports, fonts and
