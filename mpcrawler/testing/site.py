@@ -349,7 +349,7 @@ _APP_SHELL = b"""<!DOCTYPE html>
 <body><div id="root"></div>
 <noscript>You need to enable JavaScript to run this app.</noscript></body></html>
 """
-_APP_SCRIPT = b"""(function () {
+_APP_SCRIPT = rb"""(function () {
   var page = location.pathname.replace(/^\/app\/?/, "") || "0";
   fetch("/app/api/" + page + ".json").then(function (r) { return r.json(); }).then(function (d) {
     document.title = d.title;

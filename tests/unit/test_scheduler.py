@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mpcrawler.master.robots import Verdict, robots_verdict, take_answer
+from mpcrawler.master.request import Request
 from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
 from mpcrawler.messages import PageResult
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
@@ -384,3 +385,49 @@ def test_the_robots_verdict_of_each_kind_of_answer() -> None:
     assert verdict(None, "connection", failures=2) == Verdict("failed")  # past --retries
     assert verdict(None, "tls", refresh=True) == Verdict("kept", 30.0)  # its copy stands
     assert verdict(503, "http_5xx", failures=8, refresh=True) == Verdict("kept", 3600.0)
+
+
+def sub(scheduler: Scheduler, url: str) -> Request:
+    """A browser's request for ``url`` (--render), as the pool makes it."""
+    return scheduler.new_request(url, kind="sub", worker=0, permit=1)
+
+
+def test_a_browsers_request_starts_with_no_slot_free_and_waits_for_robots_and_delay() -> None:
+    """A browser's request takes no slot (its worker's renderer makes it),
+    but it waits for the host's robots.txt (which needs a slot), its delay
+    and its concurrency like any other; a page held behind it still needs
+    a slot."""
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], delay=1.0, host_concurrency=1)
+    scheduler.submit(sub(scheduler, "http://h.test/app.js"))
+    assert scheduler.dispatch(0) == ([], [])  # robots.txt first, and it needs a slot
+    assert scheduler.next_event(0) is None  # nothing starts before a slot is free
+    [robots], _ = scheduler.dispatch(1)
+    assert robots.kind == "robots"
+    scheduler.finished(robots)
+    take_answer(scheduler, robots, 200, "User-agent: *\nDisallow: /private/\n", False)
+    [script], _ = scheduler.dispatch(0)  # no slot free: it starts all the same
+    assert script.kind == "sub" and scheduler.subs_held == 0
+    scheduler.submit(sub(scheduler, "http://h.test/api.json"))
+    scheduler.submit(scheduler.new_request("http://h.test/page"))
+    assert scheduler.dispatch(0) == ([], [])  # one at a time: the script is in flight
+    scheduler.finished(script, started=0.0)
+    assert scheduler.next_event(0) == 1.0  # the delay, even with no slot free
+    now[0] = 1.0
+    [api], _ = scheduler.dispatch(0)
+    assert api.url == "http://h.test/api.json"
+    scheduler.finished(api, started=1.0)
+    now[0] = 2.0
+    assert scheduler.dispatch(0) == ([], [])  # the page behind them needs a slot
+    assert scheduler.next_event(0) is None  # and none is free: the master waits for one
+    [page], _ = scheduler.dispatch(1)
+    assert page.url == "http://h.test/page"
+    scheduler.finished(page, started=2.0)
+    now[0] = 3.0
+    scheduler.submit(sub(scheduler, "http://h.test/private/x.js"))
+    assigned, [(refused, reason, kind)] = scheduler.dispatch(0)
+    assert not assigned and refused.kind == "sub" and (reason, kind) == (
+        "disallowed by robots.txt",
+        "robots",
+    )
+    assert scheduler.subs_held == 0 and scheduler.queued == 0
