@@ -6,6 +6,7 @@ script that never ends and a page that opens popups cost."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile import Reply, Server, html, links, serve
+from hostile import Reply, html, links, serve
 from support import Lines, crawl_args, crawl_records, read_records, run_cli, start_cli
 from test_warc import records_of, warc_files, warcio_check
 
@@ -139,7 +140,7 @@ def test_the_browsers_requests_obey_robots_txt_the_delay_and_the_concurrency(
     assert paths.count("/a.json") == paths.count("/b.json") == paths.count("/d.json") == 1
     assert max_open == 1
     starts = sorted(h.start for h in hits if h.path != "/robots.txt")
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= delay - 0.05, gaps
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mpcrawler.master.robots import Verdict, robots_verdict, take_answer
 from mpcrawler.master.request import Request
+from mpcrawler.master.robots import Verdict, robots_verdict, take_answer
 from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
 from mpcrawler.messages import PageResult
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
@@ -426,8 +426,13 @@ def test_a_browsers_request_starts_with_no_slot_free_and_waits_for_robots_and_de
     now[0] = 3.0
     scheduler.submit(sub(scheduler, "http://h.test/private/x.js"))
     assigned, [(refused, reason, kind)] = scheduler.dispatch(0)
-    assert not assigned and refused.kind == "sub" and (reason, kind) == (
-        "disallowed by robots.txt",
-        "robots",
+    assert (
+        not assigned
+        and refused.kind == "sub"
+        and (reason, kind)
+        == (
+            "disallowed by robots.txt",
+            "robots",
+        )
     )
     assert scheduler.subs_held == 0 and scheduler.queued == 0
