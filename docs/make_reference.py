@@ -22,6 +22,7 @@ SECTIONS = {
     "filters": "Choosing what to crawl",
     "requests": "Requests",
     "shared": "Many machines",
+    "render": "Pages that need JavaScript",
 }
 
 
