@@ -499,6 +499,13 @@ class Settings:
         f"{', '.join(RENDER_BLOCKABLE)}; none); with --page-requisites nothing is blocked "
         "(default %(default)s)",
     )
+    render_tabs: int = option(
+        2,
+        minimum=1,
+        maximum=64,
+        group="render",
+        help="pages each worker's browser renders at once, each in a tab (default %(default)s)",
+    )
     render_timeout: float = option(
         30.0,
         above=0,

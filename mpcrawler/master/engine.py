@@ -65,11 +65,12 @@ IDLE_WAIT = 0.5  # seconds a turn waits at most when nothing is due
 
 def default_hang_limit(settings: Settings) -> float:
     """How long a worker may hold one request before it is killed: 4
-    timeouts and 10 s; with --render, as many render times more as pages
-    can wait for its one browser (its slots, and the page being rendered)."""
+    timeouts and 10 s; with --render, as many render times more as a page
+    can wait for a tab of its worker's browser (its slots' pages share the
+    tabs), and its own."""
     limit = 4 * settings.timeout + 10
     if settings.render != "never":
-        limit += (settings.threads + 1) * settings.render_timeout
+        limit += (settings.threads // settings.render_tabs + 1) * settings.render_timeout
     return limit
 
 

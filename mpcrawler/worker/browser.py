@@ -9,7 +9,8 @@ request of the page is routed here (``BrowserContext.route``).
 - The document itself is the response the worker already downloaded: it is
   fulfilled from it, never fetched twice.
 - Every other request (scripts, XHR and fetch, stylesheets, frames) is
-  made by ``fetch``, the worker's, in a thread of a small pool: it asks the
+  made by ``fetch`` (URL, resource type, render), the worker's, in a thread
+  of a small pool: it asks the
   master for a permit (politeness, robots.txt), downloads with the crawl's
   own downloader (the address rule, the byte cap) and archives the exchange.
   A redirect is followed there, each hop with a permit of its own (Chromium
@@ -38,11 +39,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-__all__ = ["Browser", "Render", "Rendered", "SubAnswer", "SubRefused", "tree_memory"]
+__all__ = ["Browser", "Render", "Rendered", "SubAnswer", "SubRefused", "tree_usage"]
 
 log = logging.getLogger(__name__)
 
-IDLE_WAIT = 5.0  # seconds after the load event to wait for the network to go quiet
+IDLE_WAIT = 5.0  # seconds after the load event to wait for the page's requests to go quiet
+QUIET = 0.3  # seconds with none of them in flight: the page is done (as networkidle, shorter)
 CLOSE_WAIT = 5.0  # seconds to let a context or the browser close before killing it
 MAX_FETCHERS = 8  # threads that make one page's requests at once (politeness limits them more)
 _DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
@@ -74,6 +76,8 @@ class Render:
     cdxj: list[str] = field(default_factory=list)  # index lines of its requests' records
     warc_error: OSError | None = None  # its requests could not be archived
     tokens: set[int] = field(default_factory=set)  # permits it waits for
+    pending: int = 0  # its requests being fetched (the browser's loop counts them)
+    last_activity: float = 0.0  # when the last of them ended (monotonic)
     over: bool = False  # it no longer wants its requests
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -94,12 +98,13 @@ class Browser:
         self,
         executable: str,
         *,
-        fetch: Callable[[str, Render], SubAnswer],
+        fetch: Callable[[str, str, Render], SubAnswer],
         blocked: frozenset[str],
         timeout: float,
         restart_after: int,
         memory_limit: int,
         user_agent: str,
+        tabs: int = 1,
     ) -> None:
         self.executable = executable
         self.fetch = fetch
@@ -108,17 +113,24 @@ class Browser:
         self.restart_after = restart_after
         self.memory_limit = memory_limit
         self.user_agent = user_agent
+        self.tabs = tabs  # pages rendered at once
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="browser", daemon=True)
         self.thread.start()
         self.fetchers = concurrent.futures.ThreadPoolExecutor(MAX_FETCHERS, "browser-fetch")
         self._playwright: Any = None
         self._browser: Any = None
+        self._context: Any = None
+        self._free: list[Any] = []  # tabs open and not rendering
+        self._renders: dict[Any, tuple[Render, _Document]] = {}  # by the tab rendering it
+        self._tabs = 0  # tabs open
+        self._changed: asyncio.Condition | None = None  # a tab freed, the browser retired
+        self._retiring = False  # restart once the renders in flight are over
         self.renders_since_start = 0
         # counters (the worker's Renderer summary)
         self.starts = self.crashes = self.timeouts = 0
-        self.peak_memory = 0
-        self.last_memory = 0
+        self.peak_memory = self.last_memory = 0
+        self.cpu_before = self.cpu_now = 0.0
 
     # ---------------------------------------------------------------- api
     def render(self, render: Render, status: int, headers: dict[str, str], body: bytes) -> Rendered:
@@ -141,21 +153,14 @@ class Browser:
         self, render: Render, status: int, headers: dict[str, str], body: bytes
     ) -> Rendered:
         try:
-            browser = await self._started()
+            page = await self._tab()
         except Exception as exc:
-            await self._stop()
+            await self._retire()
             return Rendered(None, f"the browser cannot start: {_one_line(exc)}", transient=True)
-        context = None
+        self._renders[page] = (render, _Document(status, headers, body))
         try:
-            context = await browser.new_context(
-                user_agent=self.user_agent, accept_downloads=False, service_workers="block"
-            )
-            page = await context.new_page()
-            page.on("popup", lambda popup: asyncio.ensure_future(_close_quietly(popup)))
-            document = _Document(status, headers, body)
-            await context.route("**/*", lambda route: self._route(route, render, page, document))
             remaining = render.deadline - time.monotonic()
-            html = await asyncio.wait_for(self._load(page, render.url), max(0.1, remaining))
+            html = await asyncio.wait_for(self._load(page, render), max(0.1, remaining))
             return Rendered(html)
         except TimeoutError:
             self.timeouts += 1
@@ -163,41 +168,61 @@ class Browser:
                 None, f"the page did not finish rendering in {self.timeout:g} s", timed_out=True
             )
         except Exception as exc:
-            if browser.is_connected():  # the page's failure (it crashed, it was closed)
+            if self._browser is not None and self._browser.is_connected():
                 return Rendered(None, f"the page failed in the browser: {_one_line(exc)}")
             self.crashes += 1
             log.warning("the browser died while rendering %s: %s", render.url, _one_line(exc))
             return Rendered(None, f"the browser died: {_one_line(exc)}", transient=True)
         finally:
+            del self._renders[page]
             with render.lock:
                 render.over = True
-            if context is not None and not await _closed(context.close(), CLOSE_WAIT):
-                log.warning("a browser context did not close in %.0f s: restarting", CLOSE_WAIT)
-                await self._stop()
+            await self._leave(page)
             await self._after_render()
 
-    async def _load(self, page: Any, url: str) -> str:
-        """The page loaded, its network quiet (for IDLE_WAIT at most): its DOM."""
-        await page.goto(url, wait_until="load", timeout=0)
-        with contextlib.suppress(Exception):  # a page that keeps polling is read as it is
-            await page.wait_for_load_state("networkidle", timeout=IDLE_WAIT * 1000)
+    async def _load(self, page: Any, render: Render) -> str:
+        """The page loaded and its requests quiet (QUIET seconds with none
+        in flight, IDLE_WAIT at most): its DOM."""
+        await page.goto(render.url, wait_until="load", timeout=0)
+        render.last_activity = max(render.last_activity, time.monotonic())  # quiet from here
+        waited_until = time.monotonic() + IDLE_WAIT
+        while time.monotonic() < waited_until:  # a page that keeps polling is read as it is
+            if not render.pending and time.monotonic() - render.last_activity >= QUIET:
+                break
+            await asyncio.sleep(QUIET / 5)
         html: str = await page.content()
         return html
 
-    async def _route(self, route: Any, render: Render, page: Any, document: _Document) -> None:
+    async def _leave(self, page: Any) -> None:
+        """The page is done with: its scripts stopped (about:blank); a page
+        that does not let go is closed, and the browser restarted if even
+        that does not answer."""
+        if self._browser is not None and self._browser.is_connected():
+            if await _closed(page.goto("about:blank", timeout=0), CLOSE_WAIT):
+                self._free.append(page)
+                return
+            if not await _closed(page.close(run_before_unload=False), CLOSE_WAIT):
+                log.warning("a browser tab did not close in %.0f s: restarting", CLOSE_WAIT)
+                self._retiring = True
+        self._tabs -= 1
+
+    async def _route(self, route: Any) -> None:
         """Where a request of the page goes: the document, the crawl's
         downloader, or nowhere."""
         request = route.request
         try:
+            try:
+                page = request.frame.page
+            except Exception:  # a popup's navigation, before its frame exists
+                await route.abort("blockedbyclient")
+                return
+            current = self._renders.get(page)
+            if current is None:  # a popup's, or a tab between renders: nothing is fetched
+                await route.abort("blockedbyclient")
+                return
+            render, document = current
             if request.is_navigation_request():
-                try:
-                    frame = request.frame
-                except Exception:  # a popup's, before its frame exists
-                    await route.abort("blockedbyclient")
-                    return
-                if frame.page is not page:  # a popup's
-                    await route.abort("blockedbyclient")
-                    return
+                frame = request.frame
                 if frame is page.main_frame:
                     if not document.served:
                         document.served = True
@@ -217,20 +242,52 @@ class Browser:
                 await route.abort("blockedbyclient")
                 return
             loop = asyncio.get_running_loop()
+            render.pending += 1
             try:
-                answer = await loop.run_in_executor(self.fetchers, self.fetch, request.url, render)
+                answer = await loop.run_in_executor(
+                    self.fetchers, self.fetch, request.url, request.resource_type, render
+                )
             except SubRefused:
                 render.blocked += 1
                 await route.abort("blockedbyclient")
                 return
-            await route.fulfill(status=answer.status, headers=answer.headers, body=answer.body)
+            finally:
+                render.pending -= 1
+                render.last_activity = time.monotonic()
+            await route.fulfill(
+                status=answer.status, headers=fulfil_headers(answer.headers), body=answer.body
+            )
         except Exception as exc:  # the page or the browser went away meanwhile
-            log.debug("a browser request of %s: %s", render.url, _one_line(exc))
+            log.debug("a browser request of %s: %s", request.url, _one_line(exc))
 
-    async def _started(self) -> Any:
-        """The browser, started if it is not running."""
-        if self._browser is not None and self._browser.is_connected():
-            return self._browser
+    async def _tab(self) -> Any:
+        """A tab to render in: a free one, or a new one while there are fewer
+        than ``tabs``; the browser started if it is not running (and not
+        while it is being retired: the renders in flight end first)."""
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        async with self._changed:
+            await self._changed.wait_for(
+                lambda: not self._retiring and (self._free or self._tabs < self.tabs)
+            )
+            if self._browser is None or not self._browser.is_connected():
+                await self._start()
+            if self._free:
+                return self._free.pop()
+            self._tabs += 1
+        try:
+            page = await self._context.new_page()
+        except Exception:
+            self._tabs -= 1
+            raise
+        page.on("popup", lambda popup: asyncio.ensure_future(_close_quietly(popup)))
+        return page
+
+    async def _start(self) -> None:
+        """Start the browser, and its one context: every tab's render shares
+        it (a new context a page cost Chromium a new renderer process: 1.1 s
+        of CPU a page against 0.2 s), so cookies and storage last as a
+        visitor's would, until the browser is restarted."""
         await self._stop()
         from playwright.async_api import async_playwright
 
@@ -241,22 +298,47 @@ class Browser:
         self._browser = await self._playwright.chromium.launch(
             executable_path=self.executable, headless=True, args=args
         )
+        self._context = await self._browser.new_context(
+            user_agent=self.user_agent, accept_downloads=False, service_workers="block"
+        )
+        await self._context.route("**/*", self._route)
         self.starts += 1
         self.renders_since_start = 0
-        return self._browser
 
     async def _after_render(self) -> None:
-        """Count the render; start anew past the count or the memory bound."""
+        """Count the render; retire the browser past the count or the memory
+        bound, or if it died (the next render starts a new one)."""
         self.renders_since_start += 1
-        memory = tree_memory(os.getpid())
+        memory, cpu = tree_usage(os.getpid())
         self.last_memory, self.peak_memory = memory, max(self.peak_memory, memory)
-        if self.renders_since_start >= self.restart_after or memory > self.memory_limit:
-            await self._stop()
+        self.cpu_now = cpu
+        dead = self._browser is None or not self._browser.is_connected()
+        if dead or self.renders_since_start >= self.restart_after or memory > self.memory_limit:
+            self._retiring = True
+        await self._retire()
+
+    async def _retire(self) -> None:
+        """A browser being retired is stopped once no render is in flight."""
+        assert self._changed is not None
+        async with self._changed:
+            if self._retiring and not self._renders:
+                await self._stop()
+                self._retiring = False
+            self._changed.notify_all()
+
+    @property
+    def cpu(self) -> float:
+        """Seconds of CPU the browsers and their drivers have used, up to the last render."""
+        return self.cpu_before + self.cpu_now
 
     async def _stop(self) -> None:
         """Close the browser and its driver; kill them if they do not close."""
         browser, playwright = self._browser, self._playwright
-        self._browser = self._playwright = None
+        self._browser = self._playwright = self._context = None
+        self._free, self._tabs = [], 0
+        if browser is not None:  # what it used, kept past its end
+            self.cpu_before += tree_usage(os.getpid())[1]
+            self.cpu_now = 0.0
         if browser is not None and not await _closed(browser.close(), CLOSE_WAIT):
             _kill_children()
         if playwright is not None and not await _closed(playwright.stop(), CLOSE_WAIT):
@@ -328,22 +410,26 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def tree_memory(pid: int) -> int:
-    """The memory of the processes below ``pid``, in bytes: the sum of their
-    proportional set sizes (PSS), so that the libraries and shared memory
-    Chromium's processes share count once, not once per process (their RSS
-    summed counts them in each: 0.9 GB for a browser whose PSS is a third)."""
-    total = 0
+def tree_usage(pid: int) -> tuple[int, float]:
+    """The memory and CPU time of the processes below ``pid``: bytes, the
+    sum of their proportional set sizes (PSS, so that the libraries and
+    shared memory Chromium's processes share count once, not once per
+    process: their RSS summed is three times as much), and seconds of CPU,
+    theirs and that of the children they waited for."""
+    memory, ticks = 0, 0
     for child in descendants(pid):
         try:
+            with open(f"/proc/{child}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
             with open(f"/proc/{child}/smaps_rollup", "rb") as rollup:
                 for line in rollup:
                     if line.startswith(b"Pss:"):
-                        total += int(line.split()[1]) * 1024  # kB
+                        memory += int(line.split()[1]) * 1024  # kB
                         break
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return memory, ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _kill_children() -> None:

@@ -255,7 +255,7 @@ class Worker:
             else:
                 self.outbox.put((result, None))
         if self.rendering is not None:
-            self.rendering.put(None)  # the render thread ends after the parser
+            self.rendering.end()  # the render threads end after the parser
         self.outbox.put(None)
 
     def summaries(self) -> list[dict[str, Any]]:
@@ -274,8 +274,9 @@ class Worker:
         threading.Thread(target=self.parse, name="parser", daemon=True).start()
         running = self.threads + 1
         if self.rendering is not None:
-            threading.Thread(target=self.rendering.run, name="render", daemon=True).start()
-            running += 1
+            for n in range(self.rendering.tabs):
+                threading.Thread(target=self.rendering.run, name=f"render-{n}", daemon=True).start()
+            running += self.rendering.tabs
         self.conn.send(Hello(self.index, os.getpid(), self.slots))
         last_summary = 0.0
         while running:

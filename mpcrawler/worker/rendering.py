@@ -3,7 +3,7 @@ browser's requests made as the crawl's, and the rendered page analyzed.
 
 The worker's parser asks ``reason`` of each page it has parsed; a page with
 a reason is handed here (``put``) instead of being reported, and waits in a
-bounded queue for the render thread (``run``).  That thread has the page
+bounded queue for the render threads (``run``, one a tab: --render-tabs).  Each has the page
 rendered by the worker's one ``Browser`` (started at the first render), then
 has the worker analyze the DOM after rendering (under the worker's parse
 lock: one analysis at a time) and reports the page.  The worker's download
@@ -28,7 +28,9 @@ not start makes the page a transient ``render`` error: the master retries it.
 from __future__ import annotations
 
 import queue
+import threading
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -43,10 +45,54 @@ from .permits import PermitRefused, Permits, PermitWithdrawn
 if TYPE_CHECKING:
     from .process import Worker
 
-__all__ = ["MAX_HOPS", "Rendering"]
+__all__ = ["CACHED_KINDS", "MAX_HOPS", "Rendering", "SubCache"]
 
 MAX_HOPS = 10  # redirects a browser's request follows, as a browser would at most 20
+CACHED_KINDS = frozenset({"script", "stylesheet", "font", "image"})  # static: SubCache
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+class SubCache:
+    """The worker's cache of the browser's static requests, as a browser
+    keeps one: a script, stylesheet, font or image a page fetched is not
+    fetched again for the next page rendered by this worker (each page has
+    a fresh browser context, whose own cache is empty; and a routed request
+    never uses it).  Only a 200 whose Cache-Control allows storing and
+    reusing it, of at most MAX_ITEM bytes, MAX_BYTES in all, the least
+    recently used dropped first.  It is archived once, when fetched."""
+
+    MAX_ITEM = 2 << 20
+    MAX_BYTES = 32 << 20
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, SubAnswer] = OrderedDict()
+        self._bytes = self.hits = 0
+        self._lock = threading.Lock()
+
+    def get(self, url: str) -> SubAnswer | None:
+        with self._lock:
+            answer = self._items.get(url)
+            if answer is not None:
+                self._items.move_to_end(url)
+                self.hits += 1
+            return answer
+
+    def put(self, url: str, answer: SubAnswer) -> None:
+        control = answer.headers.get("cache-control", "").lower()
+        if (
+            answer.status != 200
+            or len(answer.body) > self.MAX_ITEM
+            or any(word in control for word in ("no-store", "no-cache", "private", "max-age=0"))
+        ):
+            return
+        with self._lock:
+            if url in self._items:
+                return
+            self._items[url] = answer
+            self._bytes += len(answer.body)
+            while self._bytes > self.MAX_BYTES:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= len(dropped.body)
 
 
 class Rendering(Module):
@@ -61,6 +107,9 @@ class Rendering(Module):
         self.settings = settings
         self.mode = settings.render
         self.permits = Permits(wake=lambda: worker.outbox.put((None, None)))
+        self.tabs = settings.render_tabs  # render threads, each driving a tab of the browser
+        self._running = self.tabs
+        self._lock = threading.Lock()
         self.jobs: queue.Queue[tuple[PageResult, Response, int, str] | None] = queue.Queue(
             maxsize=worker.slots
         )
@@ -69,6 +118,7 @@ class Rendering(Module):
         for downloader in load_object(settings.downloader).for_slots(settings, MAX_FETCHERS):
             self.fetchers.put(downloader)
         self.rendered = self.kept_html = self.retried = 0
+        self.cache = SubCache()
 
     # -------------------------------------------------------------- parser
     def reason(self, result: PageResult, response: Response, analysis: Analysis) -> str | None:
@@ -81,16 +131,22 @@ class Rendering(Module):
             return "always"
         return render_reason(self.mode, analysis.signals)
 
-    def put(self, job: tuple[PageResult, Response, int, str] | None) -> None:
-        """A page for the browser (None: no more; the render thread ends)."""
+    def put(self, job: tuple[PageResult, Response, int, str]) -> None:
+        """A page for the browser."""
         self.jobs.put(job)
+
+    def end(self) -> None:
+        """No more pages: the render threads end when they are done."""
+        for _ in range(self.tabs):
+            self.jobs.put(None)
 
     def answer(self, grants: Grants) -> None:
         self.permits.answer(grants)
 
     # -------------------------------------------------------- render thread
     def run(self) -> None:
-        """The render thread: render each page handed over, analyze, report."""
+        """A render thread (one a tab): render each page handed over,
+        analyze, report.  The last one out closes the browser."""
         worker = self.worker
         while (job := self.jobs.get()) is not None:
             result, response, depth, reason = job
@@ -99,27 +155,33 @@ class Rendering(Module):
             with worker.parse_lock:
                 self.finish(result, response, depth, reason, rendered, render)
             worker.outbox.put((result, None))
-        if self.browser is not None:
-            self.browser.close()
-        while True:
-            try:
-                self.fetchers.get_nowait().close()
-            except queue.Empty:
-                break
+        with self._lock:
+            self._running -= 1
+            last = not self._running
+        if last:
+            if self.browser is not None:
+                self.browser.close()
+            while True:
+                try:
+                    self.fetchers.get_nowait().close()
+                except queue.Empty:
+                    break
         worker.outbox.put(None)
 
     def render(self, response: Response) -> tuple[Rendered, Render]:
         settings = self.settings
-        if self.browser is None:
-            self.browser = Browser(
-                settings.browser(),
-                fetch=self.fetch,
-                blocked=settings.render_blocked(),
-                timeout=settings.render_timeout,
-                restart_after=settings.render_restart,
-                memory_limit=settings.render_memory,
-                user_agent=settings.user_agent,
-            )
+        with self._lock:
+            if self.browser is None:
+                self.browser = Browser(
+                    settings.browser(),
+                    fetch=self.fetch,
+                    blocked=settings.render_blocked(),
+                    timeout=settings.render_timeout,
+                    restart_after=settings.render_restart,
+                    memory_limit=settings.render_memory,
+                    user_agent=settings.user_agent,
+                    tabs=self.tabs,
+                )
         render = Render(response.url, time.monotonic() + settings.render_timeout)
         rendered = self.browser.render(render, response.status, response.headers, response.body)
         with render.lock:
@@ -172,9 +234,20 @@ class Rendering(Module):
         result.item.update(fields)
 
     # ------------------------------------------------------- fetch threads
-    def fetch(self, url: str, render: Render) -> SubAnswer:
-        """Make one of the browser's requests as the crawl's (see the module
-        docstring), following redirects; SubRefused if it is not made."""
+    def fetch(self, url: str, kind: str, render: Render) -> SubAnswer:
+        """Make one of the browser's requests, of resource type ``kind``, as
+        the crawl's (see the module docstring), following redirects; or take
+        it from this worker's cache (``SubCache``).  SubRefused if it is
+        not made."""
+        cached = self.cache.get(url)
+        if cached is not None:
+            return cached
+        answer = self._fetch(url, render)
+        if kind in CACHED_KINDS:
+            self.cache.put(url, answer)
+        return answer
+
+    def _fetch(self, url: str, render: Render) -> SubAnswer:
         worker = self.worker
         for _ in range(MAX_HOPS + 1):
             canonical = worker.resolver.canonical(url, url)
@@ -244,4 +317,6 @@ class Rendering(Module):
             "timeouts": browser.timeouts if browser else 0,
             "browser_memory": browser.last_memory if browser else 0,
             "browser_peak_memory": browser.peak_memory if browser else 0,
+            "browser_cpu_s": round(browser.cpu, 3) if browser else 0.0,
+            "cache_hits": self.cache.hits,
         }
