@@ -500,7 +500,7 @@ class Settings:
         "(default %(default)s)",
     )
     render_tabs: int = option(
-        2,
+        4,
         minimum=1,
         maximum=64,
         group="render",
