@@ -192,9 +192,11 @@ class Hello(NamedTuple):
 
 
 class Results(NamedTuple):
-    """Results done, requests whose download ended (their slots are free:
-    each id with the monotonic time its download started), and now and then
-    the worker's module counters."""
+    """Results done, requests whose download ended (their hosts are free of
+    them: each id with the monotonic time its download started), slots
+    freed, and now and then the worker's module counters.  A slot is free
+    once its page has room to wait for the parser, which is as soon as its
+    download ends unless pages wait for a browser."""
 
     worker: int
     results: list[PageResult]
@@ -206,6 +208,7 @@ class Results(NamedTuple):
     answers: int = 0  # the Unsent messages these late links answer
     asks: list[tuple[int, str]] | None = None  # a browser's permits wanted: (token, url)
     subs: list[SubDone] | None = None  # granted browser requests that are over
+    freed: int = 0  # slots free again
 
 
 class Bye(NamedTuple):

@@ -6,7 +6,7 @@ Data flow::
     engine <--wait(): [Downloaded | Done | Lost | Asked | SubOver]-- pool <--Hello/Results/Bye--
 
 The pool owns the free slots: a worker's ``Hello`` announces its slots, and
-each download that ends frees one (see :mod:`mpcrawler.messages`).
+each ``Results.freed`` frees as many (see :mod:`mpcrawler.messages`).
 ``send()`` puts each request in a free slot, so the pool knows which request
 is in which worker.  One call to ``wait()`` blocks on every worker's pipe
 and process sentinel at once (one selector for the pool's life), and returns
@@ -340,8 +340,8 @@ class WorkerPool:
                 if request is not None and not request.downloaded:
                     request.downloaded = True
                     self._events.append(Downloaded(request, started))
-            if downloaded and not self.stopping:
-                self.slots.extend([worker.index] * len(downloaded))
+            if message.freed and not self.stopping:
+                self.slots.extend([worker.index] * message.freed)
             for token, url in message.asks or ():
                 sub = Request.new(url, kind="sub", worker=worker.index, permit=token)
                 self._events.append(Asked(sub))

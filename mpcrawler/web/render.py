@@ -50,7 +50,7 @@ _ASKS_FOR_JS = re.compile(
 class Signals(NamedTuple):
     """What the static parse saw of a page, for the render decision."""
 
-    links: int  # <a>/<area> with an href
+    links: int  # <a>/<area> with an href (counted up to FEW_LINKS)
     words: int | None  # of the text a reader sees (None: not counted, the page has links)
     scripts: int  # <script> elements
     empty_mount: bool  # an application's mount point with no child element and no text
@@ -59,16 +59,24 @@ class Signals(NamedTuple):
 
 
 def signals(root: Any) -> Signals:
-    """The signals of the page whose lxml tree is ``root`` (read only)."""
-    links = scripts = 0
+    """The signals of the page whose lxml tree is ``root`` (read only).  A
+    page with FEW_LINKS links or more is not sparse, and ``render_reason``
+    reads nothing else of it: its other signals are not gathered (zero,
+    False), so that ``auto`` costs a page with links a count of its first
+    few links and no more."""
+    links = 0
+    for element in root.iter("a", "area"):
+        if element.get("href") is not None:
+            links += 1
+            if links >= FEW_LINKS:
+                return Signals(links, None, 0, False, False, False)
+    scripts = 0
     empty_mount = noscript_asks = framework = False
     for element in root.iter():
         tag = element.tag
         if not isinstance(tag, str):
             continue
-        if tag in ("a", "area"):
-            links += element.get("href") is not None
-        elif tag == "script":
+        if tag == "script":
             scripts += 1
             framework = framework or element.get("id") in _MARKER_SCRIPTS
         elif tag == "noscript":
@@ -78,8 +86,7 @@ def signals(root: Any) -> Signals:
             empty_mount = True
         if not framework and any(element.get(a) is not None for a in _MARKER_ATTRIBUTES):
             framework = True
-    words = _visible_words(root) if links < FEW_LINKS else None  # (only a sparse page's)
-    return Signals(links, words, scripts, empty_mount, noscript_asks, framework)
+    return Signals(links, _visible_words(root), scripts, empty_mount, noscript_asks, framework)
 
 
 def _all_text(element: Any) -> str:

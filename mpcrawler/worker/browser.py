@@ -44,7 +44,7 @@ __all__ = ["Browser", "Render", "Rendered", "SubAnswer", "SubRefused", "tree_usa
 log = logging.getLogger(__name__)
 
 IDLE_WAIT = 5.0  # seconds after the load event to wait for the page's requests to go quiet
-QUIET = 0.3  # seconds with none of them in flight: the page is done (as networkidle, shorter)
+QUIET = 0.3  # seconds with none in flight: the page is done (Playwright's networkidle: 0.5)
 CLOSE_WAIT = 5.0  # seconds to let a context or the browser close before killing it
 MAX_FETCHERS = 8  # threads that make one page's requests at once (politeness limits them more)
 _DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
@@ -76,7 +76,7 @@ class Render:
     cdxj: list[str] = field(default_factory=list)  # index lines of its requests' records
     warc_error: OSError | None = None  # its requests could not be archived
     tokens: set[int] = field(default_factory=set)  # permits it waits for
-    pending: int = 0  # its requests being fetched (the browser's loop counts them)
+    pending: set[Any] = field(default_factory=set)  # its requests in flight, as its tab says
     last_activity: float = 0.0  # when the last of them ended (monotonic)
     over: bool = False  # it no longer wants its requests
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -184,11 +184,16 @@ class Browser:
         """The page loaded and its requests quiet (QUIET seconds with none
         in flight, IDLE_WAIT at most): its DOM."""
         await page.goto(render.url, wait_until="load", timeout=0)
-        render.last_activity = max(render.last_activity, time.monotonic())  # quiet from here
+        render.last_activity = time.monotonic()  # quiet from here
         waited_until = time.monotonic() + IDLE_WAIT
         while time.monotonic() < waited_until:  # a page that keeps polling is read as it is
             if not render.pending and time.monotonic() - render.last_activity >= QUIET:
-                break
+                # What the page's own scripts have in flight, counted as they
+                # call fetch or send an XHR: a request whose event has not
+                # reached this process yet (a busy machine) is counted there.
+                pending, idle_ms = await page.evaluate(_IN_FLIGHT)
+                if not pending and idle_ms >= QUIET * 1000:
+                    break
             await asyncio.sleep(QUIET / 5)
         html: str = await page.content()
         return html
@@ -242,7 +247,6 @@ class Browser:
                 await route.abort("blockedbyclient")
                 return
             loop = asyncio.get_running_loop()
-            render.pending += 1
             try:
                 answer = await loop.run_in_executor(
                     self.fetchers, self.fetch, request.url, request.resource_type, render
@@ -251,9 +255,6 @@ class Browser:
                 render.blocked += 1
                 await route.abort("blockedbyclient")
                 return
-            finally:
-                render.pending -= 1
-                render.last_activity = time.monotonic()
             await route.fulfill(
                 status=answer.status, headers=fulfil_headers(answer.headers), body=answer.body
             )
@@ -281,7 +282,28 @@ class Browser:
             self._tabs -= 1
             raise
         page.on("popup", lambda popup: asyncio.ensure_future(_close_quietly(popup)))
+        # The page's requests in flight, as the page reports them: in order
+        # with its load event (a request the page made before it loaded is
+        # counted before ``goto`` returns), which the route's calls are not.
+        page.on("request", lambda request: self._activity(page, request, True))
+        page.on("requestfinished", lambda request: self._activity(page, request, False))
+        page.on("requestfailed", lambda request: self._activity(page, request, False))
         return page
+
+    def _activity(self, page: Any, request: Any, started: bool) -> None:
+        """A request of ``page`` started or ended (one of an earlier render
+        of the tab that ends late is not this render's)."""
+        current = self._renders.get(page)
+        if current is None:
+            return
+        render = current[0]
+        if started:
+            render.pending.add(request)
+        elif request in render.pending:
+            render.pending.discard(request)
+        else:
+            return
+        render.last_activity = time.monotonic()
 
     async def _start(self) -> None:
         """Start the browser, and its one context: every tab's render shares
@@ -301,6 +323,7 @@ class Browser:
         self._context = await self._browser.new_context(
             user_agent=self.user_agent, accept_downloads=False, service_workers="block"
         )
+        await self._context.add_init_script(_COUNT_REQUESTS)
         await self._context.route("**/*", self._route)
         self.starts += 1
         self.renders_since_start = 0
@@ -343,6 +366,33 @@ class Browser:
             _kill_children()
         if playwright is not None and not await _closed(playwright.stop(), CLOSE_WAIT):
             _kill_children()
+
+
+# Run in every document before its own scripts: counts the fetch and XHR
+# requests its scripts have in flight, and when the last one started or ended.
+_COUNT_REQUESTS = """(() => {
+  const state = { pending: 0, last: performance.now() };
+  Object.defineProperty(window, "__mpcrawlerRequests", { value: state });
+  const start = () => { state.pending += 1; state.last = performance.now(); };
+  const end = () => { state.pending -= 1; state.last = performance.now(); };
+  const fetch = window.fetch;
+  if (fetch) {
+    window.fetch = function (...args) {
+      start();
+      return fetch.apply(this, args).finally(end);
+    };
+  }
+  const send = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function (...args) {
+    start();
+    this.addEventListener("loadend", end, { once: true });
+    return send.apply(this, args);
+  };
+})();"""
+_IN_FLIGHT = """() => {
+  const state = window.__mpcrawlerRequests;
+  return state ? [state.pending, performance.now() - state.last] : [0, 1e9];
+}"""
 
 
 @dataclass

@@ -11,18 +11,21 @@ types of :mod:`mpcrawler.messages`::
                        Stop()
     worker -> master   Hello(worker, pid, slots)                slots free at start
                        Results(worker, [PageResult, ...], [(downloaded id, started), ...],
-                               summaries | None, ..., asks, subs)
+                               summaries | None, ..., asks, subs, freed)
                        Bye(worker, summaries)
                        Failed(worker, error)                    it cannot start
 
-Scheduling is pull-based: ``Hello`` announces every slot free, and each
-downloaded id says that request's download is over and its slot free (its
-result follows, in the same message or a later one), so the master never
-sends a worker more requests than it has free slots, and a host's
-concurrency counts only requests actually talking to it.  A slot is free as
-soon as its download ends, and the page goes to the parser, so parsing
-never holds a download slot; at most ``threads`` pages wait for the parser
-(then downloads wait), so at most ``2 x threads + 1`` responses are in
+Scheduling is pull-based: ``Hello`` announces every slot free, each
+downloaded id says that request's download is over (its host is free of
+it; its result follows, in the same message or a later one), and ``freed``
+counts the slots free again, so the master never sends a worker more
+requests than it has free slots, and a host's concurrency counts only
+requests actually talking to it.  A slot is free as soon as its page has
+room to wait for the parser, which is as soon as its download ends: parsing
+never holds a download slot.  At most ``threads`` pages wait for the parser
+(then the slots stay taken and no more requests come: a request never waits
+in the worker, counted against its host, for a parser or a browser busy
+with other pages), so at most ``2 x threads + 1`` responses are in
 memory.  One parser, not one per slot: parsing holds the GIL, so parsers
 would only take turns, and each thread more that wants the GIL costs CPU.
 
@@ -175,11 +178,12 @@ class Worker:
         )
         self._downloading = self.threads
         self._downloading_lock = threading.Lock()
-        # (result or None, id of a finished download or None); None: a thread
-        # ended; (None, None): links held back wait to be sent (``_late``).
-        self.outbox: queue.SimpleQueue[tuple[PageResult | None, int | None] | None] = (
-            queue.SimpleQueue()
-        )
+        # (result or None, (id, started) of a finished download or None,
+        # slots freed); None: a thread ended; (None, None, 0): something else
+        # waits to be sent (links held back: ``_late``; permits).
+        self.outbox: queue.SimpleQueue[
+            tuple[PageResult | None, tuple[int, float] | None, int] | None
+        ] = queue.SimpleQueue()
         self._late: list[tuple[str, int, int]] = []  # (url, priority, depth)
         self._answers = 0  # Unsent messages to answer
         self._late_lock = threading.Lock()
@@ -207,7 +211,7 @@ class Worker:
                     with self._late_lock:  # the sender thread sends them
                         self._late += late
                         self._answers += 1
-                    self.outbox.put((None, None))
+                    self.outbox.put((None, None, 0))
                 elif isinstance(message, Stop):
                     break
         except (EOFError, OSError):
@@ -234,10 +238,15 @@ class Worker:
             finally:
                 self.free_downloaders.put(downloader)
             if response is None:
-                self.outbox.put((result, (fetch.id, started)))
+                self.outbox.put((result, (fetch.id, started), 1))
                 continue
-            self.outbox.put((None, (fetch.id, started)))
+            # The host is free of it now; the slot once the page has room to
+            # wait for the parser (pages waiting for a browser can fill it:
+            # then no more requests come, rather than wait here, counted
+            # against their hosts, while the browser's own wait for those hosts).
+            self.outbox.put((None, (fetch.id, started), 0))
             self.to_parse.put((result, response, fetch.depth + 1))
+            self.outbox.put((None, None, 1))
         with self._downloading_lock:
             self._downloading -= 1
             if not self._downloading:
@@ -253,7 +262,7 @@ class Worker:
             if reason is not None and self.rendering is not None:
                 self.rendering.put((result, response, depth, reason))  # it reports the page
             else:
-                self.outbox.put((result, None))
+                self.outbox.put((result, None, 0))
         if self.rendering is not None:
             self.rendering.end()  # the render threads end after the parser
         self.outbox.put(None)
@@ -282,6 +291,7 @@ class Worker:
         while running:
             batch: list[PageResult] = []
             downloaded: list[tuple[int, float]] = []
+            freed = 0
             item = self.outbox.get()
             while True:
                 if item is None:
@@ -291,6 +301,7 @@ class Worker:
                         batch.append(item[0])
                     if item[1] is not None:
                         downloaded.append(item[1])
+                    freed += item[2]
                 try:
                     item = self.outbox.get_nowait()
                 except queue.Empty:
@@ -299,7 +310,7 @@ class Worker:
                 late, self._late = self._late, []
                 answers, self._answers = self._answers, 0
             asks, subs = self.rendering.permits.take() if self.rendering else ([], [])
-            if batch or downloaded or answers or asks or subs:
+            if batch or downloaded or freed or answers or asks or subs:
                 now = time.monotonic()
                 summaries = None
                 if now - last_summary >= _SUMMARY_INTERVAL:
@@ -313,6 +324,7 @@ class Worker:
                     answers,
                     asks=asks or None,
                     subs=subs or None,
+                    freed=freed,
                 )
                 self.conn.send(message)
         for downloader in self.downloaders:

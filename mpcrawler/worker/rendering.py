@@ -106,7 +106,7 @@ class Rendering(Module):
         settings = worker.settings
         self.settings = settings
         self.mode = settings.render
-        self.permits = Permits(wake=lambda: worker.outbox.put((None, None)))
+        self.permits = Permits(wake=lambda: worker.outbox.put((None, None, 0)))
         self.tabs = settings.render_tabs  # render threads, each driving a tab of the browser
         self._running = self.tabs
         self._lock = threading.Lock()
@@ -154,7 +154,7 @@ class Rendering(Module):
                 rendered, render = self.render(response)
             with worker.parse_lock:
                 self.finish(result, response, depth, reason, rendered, render)
-            worker.outbox.put((result, None))
+            worker.outbox.put((result, None, 0))
         with self._lock:
             self._running -= 1
             last = not self._running

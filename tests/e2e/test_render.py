@@ -99,6 +99,24 @@ def test_auto_renders_the_application_and_no_static_page(tmp_path: Path) -> None
     assert archived["/app/app.js"] == hits["/app/app.js"]
 
 
+def test_pages_waiting_for_the_browser_leave_their_host_to_the_browsers_requests(
+    tmp_path: Path,
+) -> None:
+    """Renders are slower than downloads, so pages wait for the browser.  A
+    request the master sent must not wait in the worker meanwhile, counted
+    against its host: the browser's own requests to that host would wait for
+    them, and every render would end without its data (title "App")."""
+    site = TestSite(pages=2, size=1_000, app=24)
+    with serve_site(site) as server:
+        records = crawl_records(
+            server.url + "app/", tmp_path / "job", *ONE_WORKER, "--threads", "4",
+            "--host-concurrency", "4", "--render", "auto", "--render-tabs", "2",
+            "--accept-regex", "/app/",
+        )  # fmt: skip
+    titles = {r["url"].split("/", 3)[3]: r["title"] for r in records}
+    assert titles == {"app/": "App page 0", **{f"app/{i}": f"App page {i}" for i in range(1, 24)}}
+
+
 def test_the_browsers_requests_obey_robots_txt_the_delay_and_the_concurrency(
     tmp_path: Path,
 ) -> None:
