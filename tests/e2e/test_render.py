@@ -108,9 +108,12 @@ def test_pages_waiting_for_the_browser_leave_their_host_to_the_browsers_requests
     them, and every render would end without its data (title "App")."""
     site = TestSite(pages=2, size=1_000, app=24)
     with serve_site(site) as server:
+        seeds = tmp_path / "seeds.txt"  # all waiting at once
+        seeds.write_text("".join(f"{server.url}app/{i}\n" for i in range(1, 24)))
         records = crawl_records(
-            server.url + "app/", tmp_path / "job", *ONE_WORKER, "--threads", "4",
-            "--host-concurrency", "4", "--render", "auto", "--render-tabs", "2",
+            server.url + "app/", tmp_path / "job", "--seeds-file", str(seeds), *ONE_WORKER,
+            "--threads", "4",
+            "--host-concurrency", "4", "--render", "auto", "--render-tabs", "1",
             "--accept-regex", "/app/",
         )  # fmt: skip
     titles = {r["url"].split("/", 3)[3]: r["title"] for r in records}
