@@ -69,7 +69,7 @@ class Render:
     browser's loop and the threads that fetch for it."""
 
     url: str
-    deadline: float  # monotonic
+    started: float = 0.0  # when its tab was ready (monotonic): its time limit counts from then
     requests: int = 0  # fetched for it
     blocked: int = 0  # refused by type, method, rule or robots.txt
     navigations: list[str] = field(default_factory=list)  # where the page tried to go
@@ -159,8 +159,8 @@ class Browser:
             return Rendered(None, f"the browser cannot start: {_one_line(exc)}", transient=True)
         self._renders[page] = (render, _Document(status, headers, body))
         try:
-            remaining = render.deadline - time.monotonic()
-            html = await asyncio.wait_for(self._load(page, render), max(0.1, remaining))
+            render.started = time.monotonic()  # not counting a browser's start, or a tab's wait
+            html = await asyncio.wait_for(self._load(page, render), self.timeout)
             return Rendered(html)
         except TimeoutError:
             self.timeouts += 1

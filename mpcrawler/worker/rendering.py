@@ -182,7 +182,7 @@ class Rendering(Module):
                     user_agent=settings.user_agent,
                     tabs=self.tabs,
                 )
-        render = Render(response.url, time.monotonic() + settings.render_timeout)
+        render = Render(response.url)
         rendered = self.browser.render(render, response.status, response.headers, response.body)
         with render.lock:
             render.over = True

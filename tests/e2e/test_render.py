@@ -264,7 +264,7 @@ def test_a_script_that_never_ends_keeps_the_pages_html_and_popups_are_closed(
     with serve(routes, default=lambda h, n: links()) as server:
         records = crawl_records(
             server.url + "/", tmp_path / "job", *ONE_WORKER, "--render", "auto",
-            "--render-timeout", "3", "--no-robots",
+            "--render-timeout", "5", "--no-robots",
         )  # fmt: skip
         counts = server.log.counts()
     pages = by_path(records)
