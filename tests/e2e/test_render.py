@@ -106,18 +106,18 @@ def test_pages_waiting_for_the_browser_leave_their_host_to_the_browsers_requests
     request the master sent must not wait in the worker meanwhile, counted
     against its host: the browser's own requests to that host would wait for
     them, and every render would end without its data (title "App")."""
-    site = TestSite(pages=2, size=1_000, app=24)
+    site = TestSite(pages=2, size=1_000, app=12)
     with serve_site(site) as server:
         seeds = tmp_path / "seeds.txt"  # all waiting at once
-        seeds.write_text("".join(f"{server.url}app/{i}\n" for i in range(1, 24)))
+        seeds.write_text("".join(f"{server.url}app/{i}\n" for i in range(1, 12)))
         records = crawl_records(
             server.url + "app/", tmp_path / "job", "--seeds-file", str(seeds), *ONE_WORKER,
-            "--threads", "4",
-            "--host-concurrency", "4", "--render", "auto", "--render-tabs", "1",
+            "--threads", "2",
+            "--host-concurrency", "2", "--render", "auto", "--render-tabs", "1",
             "--accept-regex", "/app/",
         )  # fmt: skip
     titles = {r["url"].split("/", 3)[3]: r["title"] for r in records}
-    assert titles == {"app/": "App page 0", **{f"app/{i}": f"App page {i}" for i in range(1, 24)}}
+    assert titles == {"app/": "App page 0", **{f"app/{i}": f"App page {i}" for i in range(1, 12)}}
 
 
 def test_the_browsers_requests_obey_robots_txt_the_delay_and_the_concurrency(
