@@ -23,7 +23,7 @@ The browser is started anew after ``restart_after`` renders, or when its
 processes hold more than ``memory_limit`` bytes; one that dies, is killed or
 does not answer is replaced at the next render, and the page it was
 rendering is a transient failure (the master retries it).  A page that does
-not finish within ``timeout`` seconds is given up (``Rendered.timed_out``).
+not finish within ``timeout`` seconds is given up (``Rendered.error``).
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ class Render:
     browser's loop and the threads that fetch for it."""
 
     url: str
-    started: float = 0.0  # when its tab was ready (monotonic): its time limit counts from then
     requests: int = 0  # fetched for it
     blocked: int = 0  # refused by type, method, rule or robots.txt
     navigations: list[str] = field(default_factory=list)  # where the page tried to go
@@ -88,7 +87,6 @@ class Rendered(NamedTuple):
     html: str | None
     error: str | None = None
     transient: bool = False  # the browser failed, not the page: worth a retry
-    timed_out: bool = False
 
 
 class Browser:
@@ -159,14 +157,12 @@ class Browser:
             return Rendered(None, f"the browser cannot start: {_one_line(exc)}", transient=True)
         self._renders[page] = (render, _Document(status, headers, body))
         try:
-            render.started = time.monotonic()  # not counting a browser's start, or a tab's wait
+            # The time limit counts from here: not a browser's start, nor a wait for a tab.
             html = await asyncio.wait_for(self._load(page, render), self.timeout)
             return Rendered(html)
         except TimeoutError:
             self.timeouts += 1
-            return Rendered(
-                None, f"the page did not finish rendering in {self.timeout:g} s", timed_out=True
-            )
+            return Rendered(None, f"the page did not finish rendering in {self.timeout:g} s")
         except Exception as exc:
             if self._browser is not None and self._browser.is_connected():
                 return Rendered(None, f"the page failed in the browser: {_one_line(exc)}")

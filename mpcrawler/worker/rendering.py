@@ -20,9 +20,10 @@ request and response record.
 
 What the record gets: ``rendered`` (true when the DOM after rendering was
 read), ``render_reason`` (why), ``render_requests`` (the browser's requests
-fetched); ``render_error`` when the page kept what its HTML had (it did not
-finish in time, or failed in the browser).  A browser that died or could
-not start makes the page a transient ``render`` error: the master retries it.
+fetched), ``render_blocked`` (those not made); ``render_error`` when the
+page kept what its HTML had (it did not finish in time, or failed in the
+browser).  A browser that died or could not start makes the page a
+transient ``render`` error: the master retries it.
 """
 
 from __future__ import annotations
@@ -215,6 +216,7 @@ class Rendering(Module):
             "rendered": rendered.html is not None,
             "render_reason": reason,
             "render_requests": render.requests,
+            "render_blocked": render.blocked,
         }
         if rendered.html is None:
             self.kept_html += 1
