@@ -115,7 +115,7 @@ def memory_run(renders: int, restart: int | None) -> dict[int, float]:
         records = Path(job, "pages.jsonl")
         while proc.poll() is None and marks:
             time.sleep(0.2)
-            done = sum(1 for _ in open(records, "rb")) if records.exists() else 0
+            done = records.read_bytes().count(b"\n") if records.exists() else 0
             while marks and done >= marks[0]:
                 seen[marks.pop(0)] = browser_memory(proc.pid) / 2**20
                 print(f"restart={restart} {done} renders: {seen}", file=sys.stderr)

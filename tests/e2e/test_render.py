@@ -68,8 +68,9 @@ def test_auto_renders_the_application_and_no_static_page(tmp_path: Path) -> None
     with serve_site(site) as server:
         warc = tmp_path / "warc"
         records = crawl_records(
-            server.url, tmp_path / "job", *ONE_WORKER, "--render", "auto", "--warc", str(warc)
-        )
+            server.url, tmp_path / "job", *ONE_WORKER, "--render", "auto", "--warc", str(warc),
+            "--extract",
+        )  # fmt: skip
         hits = dict(server.hits)
     pages = by_path(records)
     apps = ["/app/"] + [f"/app/{i}" for i in range(1, 7)]
@@ -78,6 +79,7 @@ def test_auto_renders_the_application_and_no_static_page(tmp_path: Path) -> None
         assert record["rendered"] is True, record
         assert record["render_reason"] == "empty application root"
         assert record["title"] == f"App page {i}"
+        assert record["text"].startswith(f"App page {i}\nApp page {i}: ")  # the DOM's text
         assert record["links"] == len([c for c in (2 * i + 1, 2 * i + 2) if c < 7]) + 1
         assert hits[path] == 1 and hits[f"/app/api/{i}.json"] == 1
     static = [r for path, r in pages.items() if not path.startswith("/app/")]
@@ -251,7 +253,13 @@ def test_a_script_that_never_ends_keeps_the_pages_html_and_popups_are_closed(
     page renders in a browser that is still there.  A page that opens a
     popup and starts a download is rendered; the popup is never fetched."""
     routes = {
-        "/": lambda h, n: links("/loop", "/popups"),
+        "/": lambda h, n: links("/loop", "/popups", "/noindex"),
+        "/noindex": lambda h, n: app_shell(
+            'var m = document.createElement("meta"); m.name = "robots";'
+            'm.content = "noindex, nofollow"; document.head.appendChild(m);'
+            'var a = document.createElement("a"); a.href = "/hidden";'
+            'document.getElementById("root").appendChild(a);'
+        ),
         "/loop": lambda h, n: app_shell("while (true) {}", '<a href="/static">s</a>'),
         "/popups": lambda h, n: app_shell(
             'window.open("/popup"); var a = document.createElement("a");'
@@ -273,6 +281,8 @@ def test_a_script_that_never_ends_keeps_the_pages_html_and_popups_are_closed(
     assert loop["error"] is None and "/static" in pages
     assert pages["/popups"]["rendered"] is True and "/from-data" in pages
     assert counts["/popup"] == 0
+    hidden = pages["/noindex"]  # the rendered DOM's meta robots is obeyed
+    assert hidden["rendered"] is True and hidden.get("title") is None and "/hidden" not in pages
     assert counts["/file.bin"] <= 1  # a download is the page's link, not the browser's
 
 
