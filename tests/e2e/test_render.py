@@ -79,7 +79,7 @@ def test_auto_renders_the_application_and_no_static_page(tmp_path: Path) -> None
         assert record["rendered"] is True, record
         assert record["render_reason"] == "empty application root"
         assert record["title"] == f"App page {i}"
-        assert record["text"].startswith(f"App page {i}\nApp page {i}: ")  # the DOM's text
+        assert record["text"].startswith(f"App page {i}: ")  # the rendered DOM's main text
         assert record["links"] == len([c for c in (2 * i + 1, 2 * i + 2) if c < 7]) + 1
         assert hits[path] == 1 and hits[f"/app/api/{i}.json"] == 1
     static = [r for path, r in pages.items() if not path.startswith("/app/")]
