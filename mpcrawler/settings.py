@@ -522,12 +522,12 @@ class Settings:
         help="start a new browser after this many renders (default %(default)s)",
     )
     render_memory: int = option(
-        1024 * MIB,
+        2048 * MIB,
         minimum=64 * MIB,
         size=True,
         group="render",
         help="start a new browser when its processes hold more memory than this, in "
-        "bytes, with K, M or G (default 1G)",
+        "bytes, with K, M or G (default 2G)",
     )
     politeness_key: str = option(
         "host",

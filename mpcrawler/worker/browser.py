@@ -20,9 +20,11 @@ request of the page is routed here (``BrowserContext.route``).
   the page's links) and everything of a popup, which is closed.
 
 The browser is started anew after ``restart_after`` renders, or when its
-processes hold more than ``memory_limit`` bytes; one that dies, is killed or
-does not answer is replaced at the next render, and the page it was
-rendering is a transient failure (the master retries it).  A page that does
+processes hold more than ``memory_limit`` bytes (after MIN_RENDERS at
+least: a bound set below what a fresh browser holds does not restart it at
+every page); one that dies, is killed or does not answer is replaced at
+the next render, and the page it was rendering is a transient failure (the
+master retries it).  A page that does
 not finish within ``timeout`` seconds is given up (``Rendered.error``).
 """
 
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 IDLE_WAIT = 5.0  # seconds after the load event to wait for the page's requests to go quiet
 QUIET = 0.3  # seconds with none in flight: the page is done (Playwright's networkidle: 0.5)
 CLOSE_WAIT = 5.0  # seconds to let a context or the browser close before killing it
+MIN_RENDERS = 10  # a browser past the memory bound renders this many before it is restarted
 MAX_FETCHERS = 8  # threads that make one page's requests at once (politeness limits them more)
 _DROPPED_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
 
@@ -332,7 +335,8 @@ class Browser:
         self.last_memory, self.peak_memory = memory, max(self.peak_memory, memory)
         self.cpu_now = cpu
         dead = self._browser is None or not self._browser.is_connected()
-        if dead or self.renders_since_start >= self.restart_after or memory > self.memory_limit:
+        full = memory > self.memory_limit and self.renders_since_start >= MIN_RENDERS
+        if dead or full or self.renders_since_start >= self.restart_after:
             self._retiring = True
         await self._retire()
 
