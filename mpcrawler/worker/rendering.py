@@ -152,7 +152,11 @@ class Rendering(Module):
         while (job := self.jobs.get()) is not None:
             result, response, depth, reason = job
             with self.track():
-                rendered, render = self.render(response)
+                try:
+                    rendered, render = self.render(response)
+                except Exception as exc:  # a bug here is this page's (transient) error
+                    error = f"{type(exc).__name__}: {exc}"
+                    rendered, render = Rendered(None, error, transient=True), Render(response.url)
             with worker.parse_lock:
                 self.finish(result, response, depth, reason, rendered, render)
             worker.outbox.put((result, None, 0))
