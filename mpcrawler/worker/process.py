@@ -30,9 +30,9 @@ memory.  One parser, not one per slot: parsing holds the GIL, so parsers
 would only take turns, and each thread more that wants the GIL costs CPU.
 
 With --render, a parsed page that needs a browser goes to the render
-thread instead (:mod:`mpcrawler.worker.rendering`), whose browser's
+threads instead (:mod:`mpcrawler.worker.rendering`), whose browser's
 requests each wait for the master's permit; the parser and the render
-thread analyze one page at a time (``parse_lock``).
+threads analyze one page at a time (``parse_lock``).
 
 A receiver thread reads the pipe at all times, so a send from the master
 never blocks on a busy worker; the main thread batches what is finished into
