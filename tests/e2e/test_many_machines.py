@@ -151,8 +151,11 @@ def test_a_stopped_node_hands_its_work_over_at_once(tmp_path: Path, crawl: str) 
     with serve_site(hosts=4, pages=30) as site:
         args = [*site.args(), *shared(redis_server.url(), crawl, "--lease-timeout", "600")]
         args += ["--host-concurrency", "1", "--delay", "0.03"]
+        site.gate.clear()  # no page before both have joined: one alone could crawl it all
         leaving = Node("leaving", tmp_path / "leaving", args)
         staying = Node("staying", tmp_path / "staying", args)
+        wait_until(lambda: len(alive_nodes(redis_server.url(), crawl)) == 2, what="both nodes")
+        site.gate.set()
         wait_until(lambda: len(leaving.records()) >= 5 and len(staying.records()) >= 5)
         leaving.proc.send_signal(signal.SIGTERM)
         assert leaving.finish() == 130, leaving.err
