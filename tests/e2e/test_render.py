@@ -6,12 +6,14 @@ script that never ends and a page that opens popups cost."""
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,18 @@ from mpcrawler.testing.site import TestSite, serve_site
 from mpcrawler.worker.browser import descendants
 
 ONE_WORKER = ("--workers", "1", "--allow-private-networks")
+
+
+@pytest.fixture(autouse=True)
+def one_browser_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """These tests run one at a time across the pytest-xdist workers: a
+    Chromium rendering takes a core, and several at once on a 2-core machine
+    starve the other tests' servers and crawlers, whose delays the politeness
+    tests measure to the tenth of a second."""
+    lock = tmp_path_factory.getbasetemp().parent / "one-browser-at-a-time.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
 
 
 def app_shell(script: str, static: str = "") -> Reply:
