@@ -98,18 +98,27 @@ class Module:
     def track(self) -> Iterator[None]:
         """Count one call around the body: accepted (a module refuses no
         call), completed unless it raises."""
-        with self._counter_lock:
-            self.called += 1
-            self.handling += 1
+        self.call_started()
         completed = False
         try:
             yield
             completed = True
         finally:
-            with self._counter_lock:
-                self.handling -= 1
-                self.accepted += 1
-                self.completed += completed
+            self.call_ended(completed)
+
+    def call_started(self) -> None:
+        """Count a call that started (``track``'s first half, for a call
+        that ends in another turn of an event loop)."""
+        with self._counter_lock:
+            self.called += 1
+            self.handling += 1
+
+    def call_ended(self, completed: bool) -> None:
+        """Count the end of a call ``call_started`` counted."""
+        with self._counter_lock:
+            self.handling -= 1
+            self.accepted += 1
+            self.completed += completed
 
     def summary(self) -> dict[str, Any]:
         return {

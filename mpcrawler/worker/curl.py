@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import time
 from typing import Any
 
@@ -49,6 +50,7 @@ from .downloader import (
     Response,
     TimedOut,
     TlsFailed,
+    Transfers,
     basic_authorizations,
     connection_guard,
     parse_content_type,
@@ -56,7 +58,7 @@ from .downloader import (
     request_headers,
 )
 
-__all__ = ["CurlDownloader"]
+__all__ = ["CurlDownloader", "CurlTransfers"]
 
 _MAX_REDIRECTS = 5  # robots.txt's redirects, as HttpDownloader
 
@@ -72,8 +74,18 @@ except ImportError:  # the master says so before anything is written (load_objec
 class _Transfer:
     """What one transfer gathered, from curl's callbacks."""
 
-    def __init__(self, limit: int, accept: frozenset[str] | None, keep: bool, timeout: float):
-        self.limit, self.accept, self.keep, self.timeout = limit, accept, keep, timeout
+    def __init__(
+        self, url: str, limit: int, accept: frozenset[str] | None, keep: bool, timeout: float
+    ):
+        self.url, self.limit, self.accept, self.keep, self.timeout = (
+            url,
+            limit,
+            accept,
+            keep,
+            timeout,
+        )
+        self.follow = False  # redirects are followed (robots.txt)
+        self.clock = time.perf_counter()
         self.request = b""  # the request's bytes, as sent (the last one's)
         self.status_line = ""
         self.headers: list[tuple[str, str]] = []
@@ -211,45 +223,36 @@ class CurlDownloader(Downloader):
         follow_redirects: bool = False,
         headers: dict[str, str] | None = None,
     ) -> Response:
-        limit = self.settings.max_bytes if max_bytes is None else max_bytes
-        accept = self.accept_types if max_bytes is None else None
         with self.track():
-            started = time.perf_counter()
-            if self.settings.proxy and (reason := proxied_refusal(self.guard, url)):
-                raise BlockedAddress(f"blocked address: {reason}")
-            transfer = _Transfer(limit, accept, self.keep_exchange, self.settings.timeout)
-            self._perform(url, transfer, follow_redirects, headers)
-            if transfer.decoder is None and transfer.skipped is None:
-                transfer.accepted()  # an empty body: its type still says whether it was read
-            response_headers: dict[str, str] = {}
-            for name, value in transfer.headers:
-                key = name.lower()
-                response_headers[key] = (
-                    f"{response_headers[key]}, {value}" if key in response_headers else value
-                )
-            content_type, charset = parse_content_type(response_headers.get("content-type", ""))
-            final = self.curl.getinfo(pycurl.EFFECTIVE_URL) if follow_redirects else url
-            exchange = transfer.exchange() if self.keep_exchange else None
-            return Response(
-                url=final,
-                status=transfer.status or 0,
-                headers=response_headers,
-                body=b"" if transfer.skipped else b"".join(transfer.chunks),
-                content_type=content_type,
-                charset=charset,
-                elapsed_ms=(time.perf_counter() - started) * 1000.0,
-                exchange=exchange,
-                digest=None if transfer.skipped else digest_text(transfer.payload),
-                skipped=transfer.skipped,
-            )
+            transfer = self.begin(url, max_bytes, follow_redirects, headers)
+            try:
+                self.curl.perform()
+            except pycurl.error as exc:
+                return self.end(transfer, exc.args[0], str(exc.args[1]))
+            return self.end(transfer)
 
-    def _perform(
+    @classmethod
+    def transfers(cls, downloaders: list[Downloader]) -> CurlTransfers:
+        """The slots' handles driven by one ``CurlMulti`` from the worker's
+        one thread (:mod:`mpcrawler.worker.loop`)."""
+        assert all(isinstance(d, CurlDownloader) for d in downloaders)
+        return CurlTransfers([d for d in downloaders if isinstance(d, CurlDownloader)])
+
+    def begin(
         self,
         url: str,
-        transfer: _Transfer,
+        max_bytes: int | None,
         follow_redirects: bool,
         extra: dict[str, str] | None,
-    ) -> None:
+    ) -> _Transfer:
+        """Set this slot's handle up for a download of ``url`` (raises
+        BlockedAddress for an address refused through a proxy)."""
+        limit = self.settings.max_bytes if max_bytes is None else max_bytes
+        accept = self.accept_types if max_bytes is None else None
+        if self.settings.proxy and (reason := proxied_refusal(self.guard, url)):
+            raise BlockedAddress(f"blocked address: {reason}")
+        transfer = _Transfer(url, limit, accept, self.keep_exchange, self.settings.timeout)
+        transfer.follow = follow_redirects
         curl = self.curl
         headers = dict(self.headers)
         if self.authorization and (auth := self.authorization.get(host_key(url))):
@@ -274,17 +277,37 @@ class CurlDownloader(Downloader):
                 return pycurl.PREREQFUNC_ABORT if transfer.refused else pycurl.PREREQFUNC_OK
 
             curl.setopt(pycurl.PREREQFUNCTION, check)
-        try:
-            curl.perform()
-        except pycurl.error as exc:
-            code, message = exc.args[0], str(exc.args[1])
-            if (
-                transfer.skipped is not None
-                and code == pycurl.E_WRITE_ERROR
-                and not transfer.refused
-            ):
-                return  # a body not read for its type: the transfer stopped on purpose
-            raise self._failure(code, message, transfer, url) from None
+        return transfer
+
+    def end(self, transfer: _Transfer, code: int | None = None, message: str = "") -> Response:
+        """The response of the transfer ``begin`` set up, which ended with
+        curl's error ``code`` (None: none); raises the DownloadError it means."""
+        if code is not None and not (
+            transfer.skipped is not None and code == pycurl.E_WRITE_ERROR and not transfer.refused
+        ):  # (a body not read for its type: the transfer stopped on purpose)
+            raise self._failure(code, message, transfer, transfer.url) from None
+        if transfer.decoder is None and transfer.skipped is None:
+            transfer.accepted()  # an empty body: its type still says whether it was read
+        response_headers: dict[str, str] = {}
+        for name, value in transfer.headers:
+            key = name.lower()
+            response_headers[key] = (
+                f"{response_headers[key]}, {value}" if key in response_headers else value
+            )
+        content_type, charset = parse_content_type(response_headers.get("content-type", ""))
+        final = self.curl.getinfo(pycurl.EFFECTIVE_URL) if transfer.follow else transfer.url
+        return Response(
+            url=final,
+            status=transfer.status or 0,
+            headers=response_headers,
+            body=b"" if transfer.skipped else b"".join(transfer.chunks),
+            content_type=content_type,
+            charset=charset,
+            elapsed_ms=(time.perf_counter() - transfer.clock) * 1000.0,
+            exchange=transfer.exchange() if self.keep_exchange else None,
+            digest=None if transfer.skipped else digest_text(transfer.payload),
+            skipped=transfer.skipped,
+        )
 
     def _failure(self, code: int, message: str, transfer: _Transfer, url: str) -> DownloadError:
         """What curl's error ``code`` means, as HttpDownloader's errors."""
@@ -324,6 +347,92 @@ class CurlDownloader(Downloader):
 
     def close(self) -> None:
         self.curl.close()
+
+
+class CurlTransfers(Transfers):
+    """The slots' CurlDownloaders driven by one ``pycurl.CurlMulti``: each
+    slot's handle is added when its download starts and removed when it
+    ends, so a slot is the same handle (its cookies, its settings) as its
+    blocking ``download``.  The multi handle keeps the connections."""
+
+    def __init__(self, downloaders: list[CurlDownloader]) -> None:
+        self.downloaders = downloaders
+        self.multi = pycurl.CurlMulti()
+        self.running: dict[Any, tuple[int, _Transfer]] = {}  # handle -> (slot, transfer)
+        self.ended: list[tuple[int, Response | Exception]] = []
+
+    @property
+    def active(self) -> int:
+        return len(self.running) + len(self.ended)
+
+    def start(
+        self,
+        slot: int,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        follow_redirects: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        downloader = self.downloaders[slot]
+        downloader.call_started()
+        try:
+            transfer = downloader.begin(url, max_bytes, follow_redirects, headers)
+        except Exception as exc:  # refused before it started
+            downloader.call_ended(False)
+            self.ended.append((slot, exc))
+            return
+        self.running[downloader.curl] = (slot, transfer)
+        self.multi.add_handle(downloader.curl)
+
+    def wait(self, timeout: float, wake: int) -> list[tuple[int, Response | Exception]]:
+        self._perform()
+        if not self.ended:
+            wanted = self.multi.timeout()  # ms until curl wants to be called (-1: no timer)
+            if wanted != 0:
+                bound = timeout if wanted < 0 else min(timeout, wanted / 1000.0)
+                poller = select.poll()
+                reads, writes, errors = self.multi.fdset()
+                for fd in {*reads, *writes, *errors}:
+                    mask = (select.POLLIN if fd in reads else 0) | (
+                        select.POLLOUT if fd in writes else 0
+                    )
+                    poller.register(fd, mask | select.POLLPRI)
+                poller.register(wake, select.POLLIN)
+                poller.poll(bound * 1000.0)
+            self._perform()
+        ended, self.ended = self.ended, []
+        return ended
+
+    def _perform(self) -> None:
+        multi = self.multi
+        while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+            pass
+        while True:
+            queued, succeeded, failed = multi.info_read()
+            for curl in succeeded:
+                self._end(curl, None, "")
+            for curl, code, message in failed:
+                self._end(curl, code, str(message))
+            if not queued:
+                break
+
+    def _end(self, curl: Any, code: int | None, message: str) -> None:
+        self.multi.remove_handle(curl)
+        slot, transfer = self.running.pop(curl)
+        downloader = self.downloaders[slot]
+        try:
+            outcome: Response | Exception = downloader.end(transfer, code, message)
+        except Exception as exc:
+            outcome = exc
+        downloader.call_ended(not isinstance(outcome, Exception))
+        self.ended.append((slot, outcome))
+
+    def close(self) -> None:
+        for curl in list(self.running):
+            self.multi.remove_handle(curl)
+        self.running.clear()
+        self.multi.close()
 
 
 def _errno_reason(curl: Any, message: str) -> str:

@@ -57,6 +57,7 @@ __all__ = [
     "Response",
     "TimedOut",
     "TlsFailed",
+    "Transfers",
     "basic_authorizations",
     "connection_guard",
     "parse_content_type",
@@ -180,8 +181,45 @@ class Downloader(Module):
     ) -> Response:
         raise NotImplementedError
 
+    @classmethod
+    def transfers(cls, downloaders: list[Downloader]) -> Transfers | None:
+        """The slots' downloads driven from one thread, an event loop
+        (``downloaders``: one a slot, from ``for_slots``); None: each slot's
+        ``download`` runs in a thread of its own (the default)."""
+        return None
+
     def close(self) -> None:
         """Release connections."""
+
+
+class Transfers:
+    """Interface: many downloads at once, from one thread.  ``start`` one in
+    a free slot; ``wait`` returns those that ended, each as ``download``
+    would have: its Response, or the exception it would have raised."""
+
+    def start(
+        self,
+        slot: int,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        follow_redirects: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def wait(self, timeout: float, wake: int) -> list[tuple[int, Response | Exception]]:
+        """The downloads that ended, by slot, waiting at most ``timeout``
+        seconds for one, or until the file descriptor ``wake`` is readable."""
+        raise NotImplementedError
+
+    @property
+    def active(self) -> int:
+        """Downloads started and not yet returned by ``wait``."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop what is still running (the slots' downloaders close apart)."""
 
 
 class _Refused(Exception):

@@ -188,6 +188,11 @@ class Worker:
         self._answers = 0  # Unsent messages to answer
         self._late_lock = threading.Lock()
         self.parse_lock = threading.Lock()  # one analysis at a time: the parser's or the render's
+        # The receiver's signals to the thread that sends: something to send
+        # (links held back); and, to an event loop (``loop.run_loop``), a
+        # message taken in (the download threads wait on ``inbox`` instead).
+        self.wake: Callable[[], None] = lambda: self.outbox.put((None, None, 0))
+        self.arrived: Callable[[], None] = lambda: None
         self.rendering: Rendering | None = None
         if settings.render != "never":
             from .rendering import Rendering  # playwright only when rendering
@@ -211,13 +216,15 @@ class Worker:
                     with self._late_lock:  # the sender thread sends them
                         self._late += late
                         self._answers += 1
-                    self.outbox.put((None, None, 0))
+                    self.wake()
                 elif isinstance(message, Stop):
                     break
+                self.arrived()
         except (EOFError, OSError):
             self.master_gone()
         for _ in range(self.threads):
             self.inbox.put(None)
+        self.arrived()
 
     def set_rules(self, scope: Scope, exclude: Sequence[str]) -> None:
         """The crawl's rules changed: links are filtered by them from now on
@@ -277,6 +284,22 @@ class Worker:
         ]
 
     def run(self) -> None:
+        """Serve the master until told to stop: with one thread for every
+        slot (:mod:`mpcrawler.worker.loop`) when the downloader can drive
+        them so and no browser renders, else with a thread a slot."""
+        transfers = None
+        if self.rendering is None:
+            transfers = type(self.downloaders[0]).transfers(self.downloaders)
+        if transfers is not None:
+            from .loop import run_loop
+
+            run_loop(self, transfers)
+        else:
+            self.run_threads()
+        self.finish()
+
+    def run_threads(self) -> None:
+        """A thread a download slot, one parser, and this one that sends."""
         threading.Thread(target=self.receive, name="receiver", daemon=True).start()
         for n in range(self.threads):
             threading.Thread(target=self.work, name=f"download-{n}", daemon=True).start()
@@ -306,27 +329,44 @@ class Worker:
                     item = self.outbox.get_nowait()
                 except queue.Empty:
                     break
-            with self._late_lock:
-                late, self._late = self._late, []
-                answers, self._answers = self._answers, 0
-            asks, subs = self.rendering.permits.take() if self.rendering else ([], [])
-            if batch or downloaded or freed or answers or asks or subs:
-                now = time.monotonic()
-                summaries = None
-                if now - last_summary >= _SUMMARY_INTERVAL:
-                    summaries, last_summary = self.summaries(), now
-                message = Results(
-                    self.index,
-                    batch,
-                    downloaded,
-                    summaries,
-                    late,
-                    answers,
-                    asks=asks or None,
-                    subs=subs or None,
-                    freed=freed,
-                )
-                self.conn.send(message)
+            last_summary = self.send_results(batch, downloaded, freed, last_summary)
+
+    def send_results(
+        self,
+        batch: list[PageResult],
+        downloaded: list[tuple[int, float]],
+        freed: int,
+        last_summary: float,
+    ) -> float:
+        """Send what is finished, with the links held back and the
+        browser's permits, in one message if there is any; the module
+        summaries go with it every ``_SUMMARY_INTERVAL`` (returns when they
+        last went)."""
+        with self._late_lock:
+            late, self._late = self._late, []
+            answers, self._answers = self._answers, 0
+        asks, subs = self.rendering.permits.take() if self.rendering else ([], [])
+        if batch or downloaded or freed or answers or asks or subs:
+            now = time.monotonic()
+            summaries = None
+            if now - last_summary >= _SUMMARY_INTERVAL:
+                summaries, last_summary = self.summaries(), now
+            message = Results(
+                self.index,
+                batch,
+                downloaded,
+                summaries,
+                late,
+                answers,
+                asks=asks or None,
+                subs=subs or None,
+                freed=freed,
+            )
+            self.conn.send(message)
+        return last_summary
+
+    def finish(self) -> None:
+        """Close the slots and the archive, and say goodbye with the last figures."""
         for downloader in self.downloaders:
             downloader.close()
         if self.warc is not None:
@@ -338,45 +378,66 @@ class Worker:
     # ------------------------------------------------------------- requests
     def download(self, downloader: Downloader, fetch: Fetch) -> tuple[PageResult, Response | None]:
         """The result so far, and the response if it still needs parsing."""
-        result = PageResult(fetch.id, fetch.url, fetch.kind, worker=downloader.id)
-        if fetch.deadline and time.monotonic() > fetch.deadline:  # the node fences itself
-            result.error, result.error_kind = "not started: its lease may be another's", EXPIRED
+        result, call = self.request(fetch, downloader.id)
+        if call is None:
             return result, None
         started = time.perf_counter()
         try:
-            if fetch.kind == "robots":
-                response = downloader.download(
-                    fetch.url, max_bytes=ROBOTS_MAX_BYTES, follow_redirects=True
-                )
-                self.archive(result, response.url, response.exchange)
-                result.status = response.status
-                result.body = decode_robots(response.body)
-                return result, None
-            limit = sitemaps.MAX_BYTES if fetch.kind == "sitemap" else None
-            if fetch.kind == "embed" and not self.settings.filter_embeds:
-                limit = self.settings.max_bytes  # a limit given: every type is read
-            prior = fetch.prior
-            conditional = conditional_headers(prior.etag, prior.last_modified) if prior else {}
-            if conditional:
-                response = downloader.download(fetch.url, max_bytes=limit, headers=conditional)
-            else:
-                response = downloader.download(fetch.url, max_bytes=limit)
-            self.archive(result, fetch.url, response.exchange, revisit_of(prior, response))
-        except DownloadError as exc:
-            self.archive(result, fetch.url, exc.exchange)
-            result.status, result.error, result.error_kind = exc.status, str(exc), exc.kind
+            outcome: Response | Exception = downloader.download(fetch.url, **call)
+        except Exception as exc:  # what it means: ``downloaded``
+            outcome = exc
+        return self.downloaded(result, fetch, outcome, started)
+
+    def request(self, fetch: Fetch, downloader: str) -> tuple[PageResult, dict[str, Any] | None]:
+        """The result of ``fetch`` so far, and the arguments of its download
+        after its URL (None: it is not to start)."""
+        result = PageResult(fetch.id, fetch.url, fetch.kind, worker=downloader)
+        if fetch.deadline and time.monotonic() > fetch.deadline:  # the node fences itself
+            result.error, result.error_kind = "not started: its lease may be another's", EXPIRED
+            return result, None
+        if fetch.kind == "robots":
+            return result, {"max_bytes": ROBOTS_MAX_BYTES, "follow_redirects": True}
+        limit = sitemaps.MAX_BYTES if fetch.kind == "sitemap" else None
+        if fetch.kind == "embed" and not self.settings.filter_embeds:
+            limit = self.settings.max_bytes  # a limit given: every type is read
+        call: dict[str, Any] = {"max_bytes": limit}
+        prior = fetch.prior
+        conditional = conditional_headers(prior.etag, prior.last_modified) if prior else {}
+        if conditional:  # (only then: a plug-in that takes no headers fetches every page once)
+            call["headers"] = conditional
+        return result, call
+
+    def downloaded(
+        self, result: PageResult, fetch: Fetch, outcome: Response | Exception, started: float
+    ) -> tuple[PageResult, Response | None]:
+        """What the download ``started`` (``perf_counter``) ended with, its
+        response or what it raised, in ``result``, archived; and the response
+        if it still needs parsing."""
+        result.elapsed_ms = round((time.perf_counter() - started) * 1000.0, 2)
+        if isinstance(outcome, DownloadError):
+            self.archive(result, fetch.url, outcome.exchange)
+            result.status, result.error, result.error_kind = (
+                outcome.status,
+                str(outcome),
+                outcome.kind,
+            )
             result.transient, result.content_type, result.bytes = (
-                exc.transient,
-                exc.content_type,
-                exc.size,
+                outcome.transient,
+                outcome.content_type,
+                outcome.size,
             )
             return result, None
-        except Exception as exc:  # a user Downloader's bug is this page's error
-            result.error = f"downloader: {type(exc).__name__}: {exc}"
+        if isinstance(outcome, Exception):  # a user Downloader's bug is this page's error
+            result.error = f"downloader: {type(outcome).__name__}: {outcome}"
             result.error_kind = "downloader"
             return result, None
-        finally:
-            result.elapsed_ms = round((time.perf_counter() - started) * 1000.0, 2)
+        response = outcome
+        if fetch.kind == "robots":
+            self.archive(result, response.url, response.exchange)
+            result.status = response.status
+            result.body = decode_robots(response.body)
+            return result, None
+        self.archive(result, fetch.url, response.exchange, revisit_of(fetch.prior, response))
         result.status, result.content_type = response.status, response.content_type
         result.bytes = len(response.body)
         result.digest = response.digest

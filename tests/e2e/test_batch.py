@@ -1,6 +1,8 @@
 """Batch jobs under fire: kills, signals, crashing and hanging workers, a full
 disk, resume.  Every test checks, against the test site, that every reachable
-page ends up recorded, and how often each was fetched."""
+page ends up recorded, and how often each was fetched.  The crawls use the
+downloader of ``support.DOWNLOADER`` (the curl pass of ``.ci/run`` runs the
+kills and signals again with the libcurl downloader's event loop)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 from hostile import serve
-from support import Lines, read_records, run_cli, start_cli
+from support import DOWNLOADER, Lines, read_records, run_cli, start_cli
 
 from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
@@ -47,6 +49,7 @@ def start_crawl(
         "--threads",
         "2",
         "--quiet",
+        *DOWNLOADER,
         *extra,
         env=env,
     )
@@ -55,7 +58,8 @@ def start_crawl(
 def crawl_to_end(url: str, job: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """The same crawl as start_crawl, run to its end (a first run or a resume)."""
     return run_cli(
-        "crawl", url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet", *extra
+        *("crawl", url, "--job-dir", str(job), "--workers", "2", "--threads", "2", "--quiet"),
+        *(*DOWNLOADER, *extra),
     )
 
 
