@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import threading
 from typing import Any
 
@@ -126,8 +127,39 @@ def test_parse_content_type() -> None:
     assert parse_content_type("") == ("", None)
 
 
-# Every downloader offered keeps the same contract.
-DOWNLOADERS = [HttpDownloader, CurlDownloader]
+class CurlEventLoopDownloader(CurlDownloader):
+    """CurlDownloader's downloads made as the worker's event loop makes
+    them: started in a slot of ``CurlTransfers`` and waited for."""
+
+    def download(
+        self,
+        url: str,
+        *,
+        max_bytes: int | None = None,
+        follow_redirects: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        transfers = CurlDownloader.transfers([self])
+        transfers.start(
+            0, url, max_bytes=max_bytes, follow_redirects=follow_redirects, headers=headers
+        )
+        read, write = os.pipe()
+        try:
+            while not (ended := transfers.wait(1.0, read)):
+                pass
+        finally:
+            os.close(read)
+            os.close(write)
+            transfers.close()
+        [(_, outcome)] = ended
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+# Every downloader offered keeps the same contract, and the curl one the same
+# when its slots are driven by the worker's event loop.
+DOWNLOADERS = [HttpDownloader, CurlDownloader, CurlEventLoopDownloader]
 
 
 @pytest.mark.parametrize("downloader_class", DOWNLOADERS)
