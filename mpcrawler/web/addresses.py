@@ -16,6 +16,7 @@ The exception: an address of a seed's own host, which the operator named.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import threading
@@ -48,6 +49,7 @@ BLOCKED_NETWORKS = tuple(
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
+@functools.lru_cache(maxsize=4096)  # asked at each request; a crawl meets few addresses
 def blocked_network(address: str) -> str | None:
     """The blocked network ``address`` (an IP literal) is in, or None.  An
     address that does not parse is blocked (it cannot be judged)."""

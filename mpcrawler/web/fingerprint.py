@@ -24,8 +24,8 @@ from __future__ import annotations
 import collections
 import hashlib
 import itertools
-import operator
 import struct
+from collections.abc import Iterable
 from typing import NamedTuple
 
 __all__ = [
@@ -94,21 +94,30 @@ def _spread(word: bytes) -> int:
 def _simhash(words: list[bytes]) -> int:
     """Each distinct word's 64-bit hash, weighted by how often it occurs (at
     most MAX_WEIGHT): a bit is set where more than half the weight has it.
-    The 64 sums are fields of one integer: a multiply-add a word (in C)."""
+    The 64 sums are fields of one integer, and a word of weight w is added w
+    times, once in each of the sets of words seen at least 1, 2, ... w
+    times: additions in C, with no multiplication (a new big integer each)
+    and no Python loop over the words."""
     counts = collections.Counter(words)
     if len(counts) > MAX_WORDS:  # (a dictionary's page)
         counts = collections.Counter(dict(counts.most_common(MAX_WORDS)))
     spreads = _spreads
-    missing = [word for word in counts if word not in spreads]
+    missing = list(itertools.filterfalse(spreads.__contains__, counts))
     if len(spreads) + len(missing) > _CACHE_WORDS:
         spreads.clear()
         missing = list(counts)
     for word in missing:
         spreads[word] = _spread(word)
-    weights = list(map(min, counts.values(), itertools.repeat(MAX_WEIGHT)))
-    total = sum(map(operator.mul, map(spreads.__getitem__, counts), weights))
+    spread = spreads.__getitem__
+    total = sum(map(spread, counts))
+    half = len(counts)
+    seen: Iterable[bytes] = counts
+    for times in range(1, MAX_WEIGHT):  # the words seen more than ``times`` times
+        seen = list(itertools.compress(seen, map(times.__lt__, map(counts.__getitem__, seen))))
+        total += sum(map(spread, seen))
+        half += len(seen)
     fields = struct.unpack("<64H", total.to_bytes(64 * _FIELD // 8, "little"))
-    half = sum(weights) // 2
+    half //= 2
     value = 0
     for bit, ones in enumerate(fields):
         if ones > half:
