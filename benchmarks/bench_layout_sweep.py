@@ -113,10 +113,20 @@ def probe(latency: float, concurrency: int, warm: bool, pages: int = 300) -> tup
 
 
 def one_crawl(
-    url: str, workers: int, threads: int, pages: int, analyzer: str, root: Path
+    url: str,
+    workers: int,
+    threads: int,
+    pages: int,
+    analyzer: str,
+    root: Path,
+    downloader: str = "http",
 ) -> dict[str, Any]:
     stats, _ = crawl(
-        url, workers, threads, extra=("--analyzer", analyzer, "--max-pages", str(pages)), root=root
+        url,
+        workers,
+        threads,
+        extra=("--analyzer", analyzer, "--max-pages", str(pages), "--downloader", downloader),
+        root=root,
     )
     times = sorted(stats["download_times_ms"])
     return {
@@ -143,6 +153,7 @@ def main() -> None:
     parser.add_argument("--max-pages", type=int, default=1000)
     parser.add_argument("--size", type=int, default=30_000, help="of the builtin and nginx pages")
     parser.add_argument("--analyzer", default="bs4")
+    parser.add_argument("--downloader", default="http", help="http, or curl (its event loop)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--base", help="also crawl with this git revision, alternated")
     parser.add_argument(
@@ -200,7 +211,9 @@ def main() -> None:
                         if server == "aiohttp-cold"
                         else contextlib.nullcontext(urls[server])
                     ) as url:
-                        result = one_crawl(url, w, t, pages, args.analyzer, trees[tree])
+                        result = one_crawl(
+                            url, w, t, pages, args.analyzer, trees[tree], args.downloader
+                        )
                     runs.setdefault((tree, server, w, t), []).append(result)
                     print(
                         f"round {round_ + 1}: {tree} {server} {w}x{t}: "
@@ -212,7 +225,8 @@ def main() -> None:
     latency_ms = 1000 * args.latency
     print(f"machine: {machine()}")
     print(
-        f"latency {latency_ms:.0f} ms, --analyzer {args.analyzer}, --no-robots, host concurrency "
+        f"latency {latency_ms:.0f} ms, --analyzer {args.analyzer}, --downloader "
+        f"{args.downloader}, --no-robots, host concurrency "
         f"= workers x threads; medians of {args.repeat} alternated runs; * = median more than "
         f"{100 * (FINDING - 1):.0f}% above the latency\n"
     )

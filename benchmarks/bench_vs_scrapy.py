@@ -91,20 +91,20 @@ def main() -> None:
     parser.add_argument(
         "--downloaders",
         default="http",
-        help="mpcrawler's downloaders, e.g. http,curl (each with each analyzer; the base: http)",
+        help="mpcrawler's downloaders, e.g. http,curl (each with each analyzer, the base too)",
     )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.docs is not None and not (args.docs / "index.html").is_file():
         parser.error(f"--docs {args.docs}: no index.html there")
     analyzers = args.analyzers.split(",")
+    trees_named = ["mpcrawler", *(["base"] if args.base else [])]
     names = [
-        f"mpcrawler {a}" + ("" if d == "http" else f"/{d}")
+        f"{tree} {a}" + ("" if d == "http" else f"/{d}")
+        for tree in trees_named
         for d in args.downloaders.split(",")
         for a in analyzers
     ]
-    if args.base:
-        names += [f"base {a}" for a in analyzers]
     names.append("scrapy")
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     server = "docs" if args.docs is not None else args.server

@@ -157,8 +157,9 @@ class Settings:
     downloader: str = option(
         "mpcrawler.worker.downloader:HttpDownloader",
         metavar="NAME",
-        help="http (requests and urllib3, the default), curl (libcurl: the least CPU a "
-        "request; pip install 'mpcrawler[curl]'), or a plug-in as pkg.mod:Class",
+        help="http (requests and urllib3, the default), curl (libcurl, a worker's slots "
+        "driven from one thread: the least CPU a page; pip install 'mpcrawler[curl]'), or a "
+        "plug-in as pkg.mod:Class",
     )
     analyzer: str = option(
         "bs4",
