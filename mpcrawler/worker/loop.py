@@ -4,32 +4,35 @@ page parsed in that thread as its download ends.
 :class:`mpcrawler.worker.process.Worker` runs this instead of a thread a
 slot when its downloader drives many downloads from one thread
 (``Downloader.transfers``: the libcurl downloader's ``CurlTransfers``) and
-no browser renders.  The receiver thread still reads the pipe at all times,
-so a send from the master never blocks; everything else is this thread's::
+no browser renders.  One thread reads the pipe, downloads, parses and
+sends; no page passes from thread to thread, and no two threads take turns
+with the GIL::
 
-    receiver thread --Fetch--> inbox --a byte on the wake pipe--> the loop
-    the loop:  inbox -> a free slot -> Transfers.start
-               Transfers.wait (the slots' sockets and the wake pipe)
-                 -> Worker.downloaded -> Worker.analyze -> one Results message
+    a turn:  the pipe's messages -> Worker.take -> inbox -> a free slot -> Transfers.start
+             Transfers.wait (the slots' sockets and the pipe)
+               -> Worker.downloaded -> a page to parse (at most ``slots`` wait)
+             Results (what ended, the page parsed last turn) -> the pipe
+             one page parsed -> Worker.analyze
 
-No page passes from thread to thread and no two threads take turns with the
-GIL: on the PostgreSQL docs a worker with 8 slots spent 0.96 ms of CPU a
-page so, against 1.5 ms with a thread a slot and a parser thread
-(``benchmarks/README.md``).  A slot is free again once its page is parsed
-(and reported): parsing holds it, as it holds the only thread.
+On the PostgreSQL docs a worker with 8 slots spends about a third less CPU
+a page so than with a thread a slot and a parser thread
+(``benchmarks/README.md``).
 
-The protocol with the master is the threads' (``process.py``): each ended
-download is in ``downloaded`` and ``freed`` of the message that carries its
-result.  On ``Stop`` (or the master gone) the requests already received
-run to their end, then the loop returns.
+The protocol with the master is the threads' (``process.py``): a slot is
+free (``freed``) once its download has ended and its page has room to wait
+for parsing, and what ended is sent before the next page is parsed, so the
+master can fill the slots meanwhile.  The master sends a worker only
+requests for its free slots and answers to its own messages, so the pipe's
+buffer holds what comes while a page is parsed (no receiver thread: the
+loop reads the pipe at every turn).  On ``Stop`` the requests already
+received run to their end, and their pages are parsed; if the master is
+gone, the worker exits at once (``Worker.master_gone``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
-import select
 import time
 from collections import deque
 from typing import TYPE_CHECKING
@@ -47,38 +50,33 @@ _TICK = 1.0  # s: the longest wait, so stalled downloads' timeouts are seen
 
 def run_loop(worker: Worker, transfers: Transfers) -> None:
     """Serve the master from this thread until it says stop (see the module)."""
-    import threading
-
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_read, False)
-    os.set_blocking(wake_write, False)
-
-    def wake() -> None:
-        with contextlib.suppress(BlockingIOError):  # full: a wake is waiting already
-            os.write(wake_write, b"\0")
-
-    worker.wake = worker.arrived = wake
+    worker.looping = True
+    conn = worker.conn
     free = list(range(len(worker.downloaders)))[::-1]
     busy: dict[int, tuple[Fetch, PageResult, float, float]] = {}  # slot -> (fetch, result, ...)
     to_parse: deque[tuple[PageResult, Response, int]] = deque()  # at most ``slots``
     held: deque[tuple[PageResult, Response, int]] = deque()  # pages whose slots stay taken
+    batch: list[PageResult] = []  # to send, with what ended since the last message
+    downloaded: list[tuple[int, float]] = []
+    freed = 0
+    last_summary = 0.0
+    stopping = False
     try:
-        threading.Thread(target=worker.receive, name="receiver", daemon=True).start()
-        worker.conn.send(Hello(worker.index, os.getpid(), worker.slots))
-        last_summary = 0.0
-        stopping = False
-        batch: list[PageResult] = []  # to send, with what ended since the last message
-        downloaded: list[tuple[int, float]] = []
-        freed = 0
+        conn.send(Hello(worker.index, os.getpid(), worker.slots))
         while not stopping or busy or to_parse:
-            while not stopping:  # start what came in
+            try:
+                while not stopping and conn.poll():
+                    stopping = not worker.take(conn.recv())
+            except (EOFError, OSError):
+                worker.master_gone()
+                stopping = True
+            while True:  # start what came in
                 try:
                     fetch = worker.inbox.get_nowait()
                 except queue.Empty:
                     break
-                if fetch is None:
-                    stopping = True
-                    break
+                if fetch is None:  # (a thread's stop; not the loop's)
+                    continue
                 # The master sends no more requests than there are free slots.
                 slot = free.pop()
                 result, call = worker.request(fetch, worker.downloaders[slot].id)
@@ -92,12 +90,11 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                 busy[slot] = (fetch, result, started, time.perf_counter())
                 transfers.start(slot, fetch.url, **call)
             if busy:
-                ended = transfers.wait(0.0 if to_parse or batch else _TICK, wake_read)
+                ended = transfers.wait(0.0 if to_parse or batch else _TICK, conn.fileno())
             else:
                 if not (to_parse or batch or stopping):
-                    select.select([wake_read], [], [], _TICK)
+                    conn.poll(_TICK)
                 ended = []
-            _drain(wake_read)
             for slot, outcome in ended:
                 fetch, result, started, clock = busy.pop(slot)
                 free.append(slot)
@@ -124,12 +121,4 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                     freed += 1
         worker.send_results(batch, downloaded, freed, last_summary)
     finally:
-        # The wake pipe stays open: the receiver may still write to it after
-        # its last message (a closed descriptor could be another file's by then).
         transfers.close()
-
-
-def _drain(fd: int) -> None:
-    with contextlib.suppress(BlockingIOError):
-        while os.read(fd, 4096):
-            pass

@@ -188,11 +188,7 @@ class Worker:
         self._answers = 0  # Unsent messages to answer
         self._late_lock = threading.Lock()
         self.parse_lock = threading.Lock()  # one analysis at a time: the parser's or the render's
-        # The receiver's signals to the thread that sends: something to send
-        # (links held back); and, to an event loop (``loop.run_loop``), a
-        # message taken in (the download threads wait on ``inbox`` instead).
-        self.wake: Callable[[], None] = lambda: self.outbox.put((None, None, 0))
-        self.arrived: Callable[[], None] = lambda: None
+        self.looping = False  # one thread does everything (``loop.run_loop``)
         self.rendering: Rendering | None = None
         if settings.render != "never":
             from .rendering import Rendering  # playwright only when rendering
@@ -201,30 +197,35 @@ class Worker:
 
     # -------------------------------------------------------------- threads
     def receive(self) -> None:
+        """The receiver thread: take in every message until Stop."""
         try:
-            while True:
-                message = self.conn.recv()
-                if isinstance(message, FetchBatch):
-                    for fetch in message.requests:
-                        self.inbox.put(fetch)
-                elif isinstance(message, Grants) and self.rendering is not None:
-                    self.rendering.answer(message)
-                elif isinstance(message, NewRules):
-                    self.set_rules(Scope.from_dict(message.scope), message.exclude)
-                elif isinstance(message, Unsent):  # answered, even with nothing
-                    late = self.sent.forget(message.urls)
-                    with self._late_lock:  # the sender thread sends them
-                        self._late += late
-                        self._answers += 1
-                    self.wake()
-                elif isinstance(message, Stop):
-                    break
-                self.arrived()
+            while self.take(self.conn.recv()):
+                pass
         except (EOFError, OSError):
             self.master_gone()
         for _ in range(self.threads):
             self.inbox.put(None)
-        self.arrived()
+
+    def take(self, message: Any) -> bool:
+        """Act on a message from the master: requests go to ``inbox``
+        (False: it says stop)."""
+        if isinstance(message, FetchBatch):
+            for fetch in message.requests:
+                self.inbox.put(fetch)
+        elif isinstance(message, Grants) and self.rendering is not None:
+            self.rendering.answer(message)
+        elif isinstance(message, NewRules):
+            self.set_rules(Scope.from_dict(message.scope), message.exclude)
+        elif isinstance(message, Unsent):  # answered, even with nothing
+            late = self.sent.forget(message.urls)
+            with self._late_lock:  # the sender sends them
+                self._late += late
+                self._answers += 1
+            if not self.looping:  # (the event loop sends at every turn)
+                self.outbox.put((None, None, 0))
+        elif isinstance(message, Stop):
+            return False
+        return True
 
     def set_rules(self, scope: Scope, exclude: Sequence[str]) -> None:
         """The crawl's rules changed: links are filtered by them from now on
