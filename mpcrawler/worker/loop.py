@@ -109,9 +109,11 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                 else:
                     held.append((result, response, fetch.depth + 1))
             # What ended goes before the next parse, so the master can fill
-            # the slots meanwhile; the page parsed last goes with it.
-            last_summary = worker.send_results(batch, downloaded, freed, last_summary)
-            batch, downloaded, freed = [], [], 0
+            # the slots meanwhile, when pages wait to be parsed; one page
+            # alone is parsed first, and goes in the same message.
+            if len(to_parse) != 1 or held:
+                last_summary = worker.send_results(batch, downloaded, freed, last_summary)
+                batch, downloaded, freed = [], [], 0
             if to_parse:  # one page a turn, between turns of the downloads
                 result, response, depth = to_parse.popleft()
                 worker.analyze(result, response, depth)
