@@ -25,7 +25,6 @@ import collections
 import hashlib
 import itertools
 import struct
-from collections.abc import Iterable
 from typing import NamedTuple
 
 __all__ = [
@@ -45,7 +44,7 @@ NEAR_BITS = 3  # simhashes this close (or closer) are near duplicates
 BANDS = 4  # pieces of 16 bits
 _FOLD = bytes.maketrans(b"0123456789", b"0000000000")  # (no UTF-8 sequence holds them)
 # Each byte value spread to 8 fields of 16 bits, one bit each (low bit first):
-# a word's 64-bit hash spread so (``_spread``) is 64 fields, summed in one int.
+# a word's 64-bit hash spread so (``_spreads_of``) is 64 fields, summed in one int.
 # A field holds the weight of MAX_WORDS words at most.
 _FIELD = 16
 MAX_WORDS = (1 << _FIELD) // MAX_WEIGHT - 1  # distinct words in a simhash: the most frequent
@@ -85,10 +84,21 @@ def _digest(words: list[bytes]) -> str:
     return hashlib.blake2b(b" ".join(words), digest_size=16).hexdigest()
 
 
-def _spread(word: bytes) -> int:
-    """``word``'s 64-bit hash, each bit in a field of its own."""
-    digest = hashlib.blake2b(word, digest_size=8).digest()
-    return int.from_bytes(b"".join([_SPREAD[b] for b in digest]), "little")
+# Byte ``k`` of every byte value's spread: a translation table each.
+_SPREAD_ROWS = [bytes(spread[k] for spread in _SPREAD) for k in range(_FIELD)]
+
+
+def _spreads_of(words: list[bytes]) -> list[int]:
+    """Each of ``words``' 64-bit hash (BLAKE2b), each bit in a field of its
+    own: every hash's bytes spread at once, by a translation table for each
+    byte of a spread."""
+    digests = b"".join([hashlib.blake2b(word, digest_size=8).digest() for word in words])
+    spread = bytearray(_FIELD * len(digests))
+    for k, row in enumerate(_SPREAD_ROWS):
+        spread[k::_FIELD] = digests.translate(row)
+    size = 8 * _FIELD  # bytes of one word's spread
+    view = memoryview(spread)
+    return [int.from_bytes(view[i : i + size], "little") for i in range(0, len(spread), size)]
 
 
 def _simhash(words: list[bytes]) -> int:
@@ -106,16 +116,17 @@ def _simhash(words: list[bytes]) -> int:
     if len(spreads) + len(missing) > _CACHE_WORDS:
         spreads.clear()
         missing = list(counts)
-    for word in missing:
-        spreads[word] = _spread(word)
+    spreads.update(zip(missing, _spreads_of(missing), strict=True))
     spread = spreads.__getitem__
     total = sum(map(spread, counts))
     half = len(counts)
-    seen: Iterable[bytes] = counts
-    for times in range(1, MAX_WEIGHT):  # the words seen more than ``times`` times
-        seen = list(itertools.compress(seen, map(times.__lt__, map(counts.__getitem__, seen))))
+    # The words seen more than once, then more than twice, ...
+    seen = list(itertools.compress(counts, map((1).__lt__, counts.values())))
+    for times in range(2, MAX_WEIGHT + 1):
         total += sum(map(spread, seen))
         half += len(seen)
+        if times < MAX_WEIGHT:
+            seen = list(itertools.compress(seen, map(times.__lt__, map(counts.__getitem__, seen))))
     fields = struct.unpack("<64H", total.to_bytes(64 * _FIELD // 8, "little"))
     half //= 2
     value = 0

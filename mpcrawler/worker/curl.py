@@ -77,13 +77,8 @@ class _Transfer:
     def __init__(
         self, url: str, limit: int, accept: frozenset[str] | None, keep: bool, timeout: float
     ):
-        self.url, self.limit, self.accept, self.keep, self.timeout = (
-            url,
-            limit,
-            accept,
-            keep,
-            timeout,
-        )
+        self.url, self.limit, self.accept = url, limit, accept
+        self.keep, self.timeout = keep, timeout
         self.follow = False  # redirects are followed (robots.txt)
         self.clock = time.perf_counter()
         self.request = b""  # the request's bytes, as sent (the last one's)
@@ -235,7 +230,6 @@ class CurlDownloader(Downloader):
     def transfers(cls, downloaders: list[Downloader]) -> CurlTransfers:
         """The slots' handles driven by one ``CurlMulti`` from the worker's
         one thread (:mod:`mpcrawler.worker.loop`)."""
-        assert all(isinstance(d, CurlDownloader) for d in downloaders)
         return CurlTransfers([d for d in downloaders if isinstance(d, CurlDownloader)])
 
     def begin(
@@ -387,7 +381,7 @@ class CurlTransfers(Transfers):
 
     def wait(self, timeout: float, wake: int) -> list[tuple[int, Response | Exception]]:
         self._perform()
-        if not self.ended:
+        if not self.ended and timeout > 0:
             wanted = self.multi.timeout()  # ms until curl wants to be called (-1: no timer)
             if wanted != 0:
                 bound = timeout if wanted < 0 else min(timeout, wanted / 1000.0)

@@ -79,3 +79,14 @@ def test_a_duplicates_links_are_not_followed_a_near_ones_are_unless_asked() -> N
     assert not follows(Met(duplicate_of="http://a/"), skip_near=False)
     assert follows(Met(near_duplicate_of="http://a/"), skip_near=False)
     assert not follows(Met(near_duplicate_of="http://a/"), skip_near=True)
+
+
+def test_the_fingerprint_of_a_text_stays_what_it_was() -> None:
+    """A job's content index keeps the fingerprints of pages crawled by an
+    earlier version: a faster simhash must give the same bits (these are
+    813bd97's), weights up to MAX_WEIGHT, digits folded, any script."""
+    text = " ".join(
+        ["The quick brown fox jumps over the lazy dog"] * 3
+        + ["Crawl 2026-12-05: the the the the the the fox, fox; ünïcödé ÉTÉ 12 34 page page"]
+    )
+    assert fingerprint(text) == ("b797aa54fb92afef1e4916fbdcd2892e", 3979597195212214330)
