@@ -14,17 +14,19 @@ with the GIL::
              Results (what ended, the page parsed last turn) -> the pipe
              one page parsed -> Worker.analyze
 
-On the PostgreSQL docs a worker with 8 slots spends about a third less CPU
-a page so than with a thread a slot and a parser thread
-(``benchmarks/README.md``).
+On the PostgreSQL docs a worker with 8 slots spends about a quarter less
+CPU a page so than with a thread a slot and a parser thread (1.15 against
+1.56 ms, with no voluntary context switch: ``benchmarks/bench_worker.py``).
 
 The protocol with the master is the threads' (``process.py``): a slot is
 free (``freed``) once its download has ended and its page has room to wait
-for parsing, and what ended is sent before the next page is parsed, so the
-master can fill the slots meanwhile.  The master sends a worker only
-requests for its free slots and answers to its own messages, so the pipe's
-buffer holds what comes while a page is parsed (no receiver thread: the
-loop reads the pipe at every turn).  On ``Stop`` the requests already
+for parsing.  When pages wait to be parsed, what ended is sent before the
+next one is parsed, so the master can fill the slots meanwhile; a page
+alone is parsed first and goes out with the end of its download, in one
+message, not two.  The master sends a worker only requests for its free
+slots and answers to its own messages, so the pipe's buffer holds what
+comes while a page is parsed (no receiver thread: the loop reads the pipe
+at every turn).  On ``Stop`` the requests already
 received run to their end, and their pages are parsed; if the master is
 gone, the worker exits at once (``Worker.master_gone``).
 """

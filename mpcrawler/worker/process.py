@@ -38,6 +38,10 @@ A receiver thread reads the pipe at all times, so a send from the master
 never blocks on a busy worker; the main thread batches what is finished into
 one message.  Workers ignore SIGINT: the master alone decides how to stop.
 If the master's end of the pipe closes, the worker exits at once.
+
+With a downloader that drives its slots from one thread
+(``Downloader.transfers``: ``--downloader curl``) and no browser, none of
+these threads run: one thread does it all (:mod:`mpcrawler.worker.loop`).
 """
 
 from __future__ import annotations
