@@ -81,7 +81,11 @@ class Settling:
         self.revisits = revisit.Revisits.from_settings(settings)
         self.rejected = rejected  # --rejected-log
         self.refused = FirstSeen()  # links refused and counted (each once, while remembered)
-        self._offered = 0  # embeds offered to the frontier in the batch settling (--max-embeds)
+        # --max-embeds: the embeds offered to the frontier in the batch
+        # settling, and those this run queued (at most --max-embeds): a
+        # stylesheet every page names takes no room a second time.
+        self._offered: set[str] = set()
+        self._queued_embeds: set[str] = set()
 
     def __bool__(self) -> bool:
         """Something waits to settle."""
@@ -174,7 +178,7 @@ class Settling:
             return  # tried again next turn (a page met under its own URL is not its duplicate)
         links: list[Admission] = list(self.loose)
         spans: list[tuple[int, int, int]] = []
-        too_deep, self._offered = 0, 0
+        too_deep, self._offered = 0, set()
         unfollowed: list[str] = []
         for finished, seen in zip(batch, met, strict=True):
             found, dropped = self._links_of(finished.request, finished.result)
@@ -203,6 +207,14 @@ class Settling:
             new_links = sum(admitted[start : start + span])
             start += span
             new_embeds = sum(admitted[start : start + embeds])
+            if self.settings.max_embeds is not None:
+                self._queued_embeds.update(
+                    url
+                    for (url, *_), new in zip(
+                        links[start : start + embeds], admitted[start : start + embeds], strict=True
+                    )
+                    if new
+                )
             start += embeds
             self._count_embeds(finished.result, new_embeds, skipped)
             self._record(finished, new_links, embeds)
@@ -268,11 +280,13 @@ class Settling:
             return [], len(urls)
         skipped = 0
         if s.max_embeds is not None:
-            queued = self.counters.embeds["queued"] + self._offered  # this batch's too
+            known = self._queued_embeds
+            urls = [url for url in urls if url not in known and url not in self._offered]
+            queued = self.counters.embeds["queued"] + len(self._offered)  # this batch's too
             room = max(0, s.max_embeds - queued)
             skipped = max(0, len(urls) - room)
             urls = urls[:room]
-            self._offered += len(urls)
+            self._offered.update(urls)
         priority = embed_priority(hops)
         # The local frontier keeps 255 bytes of it: none rather than a cut one.
         source = page if len(page.encode("utf-8")) <= MAX_FROM_BYTES else None
