@@ -3,14 +3,13 @@ server's log (issue 26, the local part)."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from hostile import Handler, Reply, links, serve
-from support import Lines, crawl_args, read_records, run_cli, start_cli
+from support import Lines, assert_paced, crawl_args, read_records, run_cli, start_cli
 
 PAGES = [f"/p{i}" for i in range(400)]
 
@@ -71,8 +70,7 @@ def test_pause_resume_set_and_stop_a_running_crawl(tmp_path: Path) -> None:
     assert proc.returncode == 130, stderr
     assert status["paused"] is True and status["state"] == "running"
     assert json.loads(done.read_text())["answer"].startswith("refused: not a command file")
-    gaps = [b - a for a, b in itertools.pairwise(later)]
-    assert min(gaps) >= 0.45, gaps
+    assert_paced(later, 0.5)
     final = json.loads(run_cli("status", str(job), "--json").stdout)
     assert final["settings_set"] == {"delay": 0.5}
     assert [c.split(" -> ")[1] for c in final["commands"]] == [
