@@ -75,11 +75,17 @@ class _Transfer:
     """What one transfer gathered, from curl's callbacks."""
 
     def __init__(
-        self, url: str, limit: int, accept: frozenset[str] | None, keep: bool, timeout: float
+        self,
+        url: str,
+        follow: bool,
+        limit: int,
+        accept: frozenset[str] | None,
+        keep: bool,
+        timeout: float,
     ):
-        self.url, self.limit, self.accept = url, limit, accept
+        self.url, self.follow = url, follow  # (redirects are followed: robots.txt)
+        self.limit, self.accept = limit, accept
         self.keep, self.timeout = keep, timeout
-        self.follow = False  # redirects are followed (robots.txt)
         self.clock = time.perf_counter()
         self.request = b""  # the request's bytes, as sent (the last one's)
         self.status_line = ""
@@ -245,8 +251,9 @@ class CurlDownloader(Downloader):
         accept = self.accept_types if max_bytes is None else None
         if self.settings.proxy and (reason := proxied_refusal(self.guard, url)):
             raise BlockedAddress(f"blocked address: {reason}")
-        transfer = _Transfer(url, limit, accept, self.keep_exchange, self.settings.timeout)
-        transfer.follow = follow_redirects
+        transfer = _Transfer(
+            url, follow_redirects, limit, accept, self.keep_exchange, self.settings.timeout
+        )
         curl = self.curl
         headers = dict(self.headers)
         if self.authorization and (auth := self.authorization.get(host_key(url))):
@@ -279,7 +286,7 @@ class CurlDownloader(Downloader):
         if code is not None and not (
             transfer.skipped is not None and code == pycurl.E_WRITE_ERROR and not transfer.refused
         ):  # (a body not read for its type: the transfer stopped on purpose)
-            raise self._failure(code, message, transfer, transfer.url) from None
+            raise self._failure(code, message, transfer) from None
         if transfer.decoder is None and transfer.skipped is None:
             transfer.accepted()  # an empty body: its type still says whether it was read
         response_headers: dict[str, str] = {}
@@ -303,19 +310,19 @@ class CurlDownloader(Downloader):
             skipped=transfer.skipped,
         )
 
-    def _failure(self, code: int, message: str, transfer: _Transfer, url: str) -> DownloadError:
+    def _failure(self, code: int, message: str, transfer: _Transfer) -> DownloadError:
         """What curl's error ``code`` means, as HttpDownloader's errors."""
         if transfer.refused:
             return BlockedAddress(f"blocked address: {transfer.refused}")
         error = transfer.why
         if error is None:
-            error = self._curl_error(code, message, transfer, url)
+            error = self._curl_error(code, message, transfer)
         if self.keep_exchange and transfer.status_line:
             error.exchange = transfer.exchange()
         return error
 
-    def _curl_error(self, code: int, message: str, transfer: _Transfer, url: str) -> DownloadError:
-        host = hostname_of(url)
+    def _curl_error(self, code: int, message: str, transfer: _Transfer) -> DownloadError:
+        host = hostname_of(transfer.url)
         status = transfer.status
         if code == pycurl.E_COULDNT_RESOLVE_HOST:
             return NameNotFound(f"dns: {host} does not resolve")
