@@ -27,7 +27,6 @@ import contextlib
 import logging
 import multiprocessing
 import multiprocessing.connection
-import select
 import selectors
 import time
 from collections import defaultdict, deque
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import stopsignals
 from ..errors import PoolError
+from ..framing import FrameReader
 from ..messages import (
     Bye,
     Failed,
@@ -155,11 +155,11 @@ class WorkerProcess:
     conn: multiprocessing.connection.Connection
     pid: int = 0
     requests: dict[int, Request] = field(default_factory=dict)  # by id
-    poller: select.poll = field(default_factory=select.poll)
     unsent: int = 0  # Unsent messages it has not answered
+    reader: FrameReader = field(init=False)  # its pipe's messages (only through it)
 
     def __post_init__(self) -> None:
-        self.poller.register(self.conn.fileno(), select.POLLIN)
+        self.reader = FrameReader(self.conn)
 
 
 class WorkerPool:
@@ -299,7 +299,12 @@ class WorkerPool:
             if is_pipe:
                 # Only the pipe's own errors mean the worker is gone; an
                 # error raised while handling a message is the master's.
-                while (message := self._receive(worker)) is not None:
+                try:
+                    messages = worker.reader.read()  # (the selector saw it readable)
+                except (EOFError, OSError):
+                    self._on_exit(worker)
+                    continue
+                for message in messages:
                     self._on_message(worker, message)
             else:
                 self._on_exit(worker)
@@ -309,17 +314,13 @@ class WorkerPool:
         events, self._events = self._events, []
         return events
 
-    def _receive(self, worker: WorkerProcess) -> FromWorker | None:
-        """The next waiting message, or None (nothing waiting, or the worker is gone)."""
-        try:
-            # The worker's own poll object: Connection.poll() builds a new
-            # selector at every call.
-            if worker.poller.poll(0):
-                message: FromWorker = worker.conn.recv()
-                return message
-        except (EOFError, OSError):
-            self._on_exit(worker)
-        return None
+    def _received(self, worker: WorkerProcess) -> list[FromWorker]:
+        """What its pipe still holds, read until it holds nothing or has ended."""
+        messages: list[FromWorker] = []
+        with contextlib.suppress(EOFError, OSError):
+            while more := worker.reader.receive():
+                messages += more
+        return messages
 
     def _on_message(self, worker: WorkerProcess, message: FromWorker) -> None:
         if isinstance(message, Hello):
@@ -374,9 +375,8 @@ class WorkerPool:
         if self.workers.pop(worker.index, None) is None:
             return
         self._forget(worker)
-        # Results it sent before it died still count.  (It is out of
-        # self.workers already, so a pipe error here ends the loop, nothing more.)
-        while (message := self._receive(worker)) is not None:
+        # Results it sent before it died still count.
+        for message in self._received(worker):
             self._on_message(worker, message)
         worker.conn.close()
         worker.process.join(timeout=1)

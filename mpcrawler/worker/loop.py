@@ -26,7 +26,7 @@ alone is parsed first and goes out with the end of its download, in one
 message, not two.  The master sends a worker only requests for its free
 slots and answers to its own messages, so the pipe's buffer holds what
 comes while a page is parsed (no receiver thread: the loop reads the pipe
-at every turn).  On ``Stop`` the requests already
+at every turn, what it holds in one read: ``mpcrawler.framing``).  On ``Stop`` the requests already
 received run to their end, and their pages are parsed; if the master is
 gone, the worker exits at once (``Worker.master_gone``).
 """
@@ -39,6 +39,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from ..framing import FrameReader
 from ..messages import Fetch, Hello, PageResult
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
     """Serve the master from this thread until it says stop (see the module)."""
     worker.looping = True
     conn = worker.conn
+    reader = FrameReader(conn)
     free = list(range(len(worker.downloaders)))[::-1]
     busy: dict[int, tuple[Fetch, PageResult, float, float]] = {}  # slot -> (fetch, result, ...)
     to_parse: deque[tuple[PageResult, Response, int]] = deque()  # at most ``slots``
@@ -67,8 +69,8 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
         conn.send(Hello(worker.index, os.getpid(), worker.slots))
         while not stopping or busy or to_parse:
             try:
-                while not stopping and conn.poll():
-                    stopping = not worker.take(conn.recv())
+                for message in reader.receive() if not stopping else ():
+                    stopping = stopping or not worker.take(message)
             except (EOFError, OSError):
                 worker.master_gone()
                 stopping = True
@@ -95,7 +97,7 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                 ended = transfers.wait(0.0 if to_parse or batch else _TICK, conn.fileno())
             else:
                 if not (to_parse or batch or stopping):
-                    conn.poll(_TICK)
+                    reader.poll(_TICK)
                 ended = []
             for slot, outcome in ended:
                 fetch, result, started, clock = busy.pop(slot)
