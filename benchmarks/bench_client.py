@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import DOCS, machine, nginx_dir
 from mpcrawler.settings import Settings
 from mpcrawler.worker.curl import CurlDownloader
-from mpcrawler.worker.downloader import HttpDownloader
+from mpcrawler.worker.http import HttpDownloader
 
 
 def clients(base: str, warc: Path) -> dict[str, Callable[[str], int]]:

@@ -20,7 +20,7 @@ _EXPORTS = {
     "DownloadError": "errors",
     "MpcrawlerError": "errors",
     "Downloader": "worker.downloader",
-    "HttpDownloader": "worker.downloader",
+    "HttpDownloader": "worker.http",
     "Response": "worker.downloader",
     "Frontier": "frontier",
     "Link": "messages",
@@ -64,7 +64,8 @@ if TYPE_CHECKING:
     from .output.pipelines import JsonLinesPipeline, Pipeline
     from .settings import Settings
     from .worker.analyzer import Analysis, Analyzer, HtmlAnalyzer
-    from .worker.downloader import Downloader, HttpDownloader, Response
+    from .worker.downloader import Downloader, Response
+    from .worker.http import HttpDownloader
 
 
 def __getattr__(name: str) -> Any:

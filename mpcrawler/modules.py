@@ -37,7 +37,7 @@ BUILTIN_ANALYZERS = {
 }
 # Short names for --downloader.
 BUILTIN_DOWNLOADERS = {
-    "http": "mpcrawler.worker.downloader:HttpDownloader",
+    "http": "mpcrawler.worker.http:HttpDownloader",
     "curl": "mpcrawler.worker.curl:CurlDownloader",  # pip install 'mpcrawler[curl]'
 }
 # The built-in modules: known to load, so the master need not import them
@@ -51,7 +51,11 @@ MOVED_MODULES = {
     "mpcrawler.pipelines": "mpcrawler.output.pipelines",
 }
 BUILTIN_MODULES = frozenset(
-    {*BUILTIN_ANALYZERS.values(), "mpcrawler.worker.downloader:HttpDownloader"}
+    {
+        *BUILTIN_ANALYZERS.values(),
+        BUILTIN_DOWNLOADERS["http"],
+        "mpcrawler.worker.downloader:HttpDownloader",  # where it was (a job dir may say so)
+    }
 )
 
 

@@ -155,7 +155,7 @@ class Settings:
         10_000, minimum=1, help="URLs the frontier keeps in memory (default %(default)s)"
     )
     downloader: str = option(
-        "mpcrawler.worker.downloader:HttpDownloader",
+        "mpcrawler.worker.http:HttpDownloader",
         metavar="NAME",
         help="http (requests and urllib3, the default), curl (libcurl, a worker's slots "
         "driven from one thread: the least CPU a page; pip install 'mpcrawler[curl]'), or a "

@@ -181,7 +181,7 @@ def format_summary(stats: dict[str, Any]) -> str:
 def run_crawl(settings: Settings) -> int:
     from ..master.pool import start_forkserver
 
-    start_forkserver()  # the workers' imports, beside the master's
+    start_forkserver(settings.downloader)  # the workers' imports, beside the master's
     from ..master.crawler import Crawler, configure_logging
 
     try:

@@ -53,6 +53,7 @@ from ..messages import (
     SubDone,
     Unsent,
 )
+from ..modules import BUILTIN_DOWNLOADERS
 from .request import Request
 
 if TYPE_CHECKING:
@@ -77,17 +78,45 @@ MAX_STARTUP_FAILURES = 3
 PRELOAD = ["mpcrawler.worker.process", "mpcrawler.master.pool"]
 
 
-def start_forkserver() -> None:
-    """Start the forkserver the workers fork from, if it is not running yet.
+def preload(downloader: str | None) -> list[str]:
+    """PRELOAD and the module of ``downloader`` (a --downloader value, None
+    for the default) if it is one of ours: a crawl with libcurl imports
+    neither requests nor urllib3, one with requests not pycurl.  A plug-in's
+    module is the worker's to import (its import may start threads, which a
+    fork would not carry)."""
+    path = BUILTIN_DOWNLOADERS.get(downloader or "http", downloader or "")
+    module = path.partition(":")[0]
+    return [*PRELOAD, module] if module.startswith("mpcrawler.") else list(PRELOAD)
 
-    Its imports (bs4, lxml, requests: 0.35 s of CPU) then run beside the
-    master's own start-up, instead of after it while the crawl waits for its
-    first worker.  The command calls this first thing; ``start`` would
-    otherwise start it with the first worker.  Like the workers, it ignores
-    the stop signals."""
+
+def named_downloader(args: list[str]) -> str | None:
+    """The --downloader value of a command line's arguments (the last one),
+    read before the command line is parsed: only a hint (a config file may
+    name another downloader, whose module a worker then imports itself)."""
+    named = None
+    for at, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == "--downloader" and at + 1 < len(args):
+            named = args[at + 1]
+        elif arg.startswith("--downloader="):
+            named = arg.partition("=")[2]
+    return named
+
+
+def start_forkserver(downloader: str | None = None) -> None:
+    """Start the forkserver the workers fork from, if it is not running yet,
+    with the modules of workers that download with ``downloader`` (a
+    --downloader value) preloaded.
+
+    Its imports (bs4, lxml, and requests or pycurl: 0.2-0.35 s of CPU) then
+    run beside the master's own start-up, instead of after it while the
+    crawl waits for its first worker.  The command calls this first thing;
+    ``start`` would otherwise start it with the first worker.  Like the
+    workers, it ignores the stop signals."""
     import multiprocessing.forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(PRELOAD)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(preload(downloader))
     with stopsignals.ignored_in_children():
         multiprocessing.forkserver.ensure_running()
 
@@ -170,7 +199,7 @@ class WorkerPool:
         self.size = size
         self._args = args
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload(PRELOAD)
+        self._ctx.set_forkserver_preload(preload(args[0].get("downloader")))
         self.workers: dict[int, WorkerProcess] = {}
         self.in_flight: dict[int, Request] = {}
         self.slots: deque[int] = deque()  # a worker's index per free slot

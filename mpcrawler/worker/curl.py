@@ -2,7 +2,7 @@
 
     python -m mpcrawler crawl URL --downloader curl     (pip install 'mpcrawler[curl]')
 
-The same contract as HttpDownloader (:mod:`mpcrawler.worker.downloader`), kept
+The same contract as HttpDownloader (:mod:`mpcrawler.worker.downloader`, :mod:`.http`), kept
 by the same tests: one ``pycurl.Curl`` handle a download slot (its own
 connections and cookie engine), never a redirect followed but robots.txt's,
 the body read raw and decoded here (``BoundedDecoder``: the byte cap and the

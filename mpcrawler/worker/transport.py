@@ -1,6 +1,6 @@
 """One GET on urllib3, without requests' per-request machinery.
 
-The built-in downloader (:mod:`mpcrawler.worker.downloader`) keeps a
+The built-in downloader (:mod:`mpcrawler.worker.http`) keeps a
 ``requests.Session`` for what users and plug-ins know (its headers, its
 cookie jar, its adapter with the worker's shared pools, TLS settings and
 connected-address check), but sends a page's request here: the pool that

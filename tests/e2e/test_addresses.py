@@ -149,7 +149,7 @@ def test_a_name_that_does_not_resolve_is_final() -> None:
     import requests
     import urllib3
 
-    from mpcrawler.worker.downloader import _name_not_found
+    from mpcrawler.worker.http import _name_not_found
 
     def chain(errno: int) -> requests.ConnectionError:
         gai = socket.gaierror(errno, "lookup failed")
