@@ -59,3 +59,19 @@ def test_the_http_downloader_loads_from_where_it_was() -> None:
     assert load_object("mpcrawler.downloader:HttpDownloader") is current
     with pytest.raises(ValueError, match="has no attribute"):
         load_object("mpcrawler.worker.downloader:NoSuchDownloader")
+
+
+def test_soupsieve_loads_only_when_a_plugin_selects() -> None:
+    code = """
+import sys
+import mpcrawler.worker.process
+from bs4 import BeautifulSoup
+before = type(sys.modules["soupsieve"]).__name__
+soup = BeautifulSoup('<p class="a">x</p><p>y</p>', "lxml")
+found = [p.text for p in soup.select("p.a")] + [soup.select_one("p:not(.a)").text]
+print(before, type(sys.modules["soupsieve"]).__name__, *found)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
+    assert out.split() == ["_Deferred", "module", "x", "y"]
