@@ -17,7 +17,8 @@ nothing) and says, one line each, what does not add up:
   checkpoint, by more than a kill can explain (it was emptied or cut);
 * the seen set is missing, unreadable, or holds fewer URLs than the pages
   the last checkpoint counted (it flushed the seen set first, and every
-  recorded page was seen before it was fetched);
+  recorded page was seen before it was fetched), with the digests of its
+  batch file (``seen/batch``) not yet moved into ``cache.db``;
 * the per-host page counts (``host-pages.db``) are unreadable;
 * the frontier's frozen hosts (``frontier/cold-hosts.db``) are missing
   though the checkpoint counts URLs in them, unreadable, or list another
@@ -45,6 +46,8 @@ from ..frontier.local.cold import CHECKPOINT_ROWS, COLD_FILE, lane_urls
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
 from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
 from ..frontier.local.revisits import FILE as REVISITS_FILE
+from ..frontier.local.seen import BATCH_FILE as SEEN_BATCH_FILE
+from ..frontier.local.seen import DIGEST_SIZE
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
 __all__ = ["damage", "frozen_damage", "journal_damage"]
@@ -72,11 +75,17 @@ def _count_lines(path: Path) -> int:
 
 
 def _seen_count(seen_dir: Path) -> int | str:
-    """URLs in the seen set, or why it cannot be read."""
+    """URLs in the seen set, or why it cannot be read: its rows, and the
+    digests of a checkpoint's batch not yet all moved into them (some may
+    be in both: at most that many more)."""
     db = seen_dir / "cache.db"
     if not db.exists():
         return f"{db} is missing"
-    return _rows(db, "Cache")
+    rows = _rows(db, "Cache")
+    batch = seen_dir / SEEN_BATCH_FILE
+    if isinstance(rows, int) and batch.exists():
+        rows += batch.stat().st_size // DIGEST_SIZE
+    return rows
 
 
 def _rows(db: Path, table: str) -> int | str:

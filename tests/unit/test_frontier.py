@@ -361,3 +361,69 @@ def test_a_url_given_back_after_one_that_spilled_comes_after_it(tmp_path: Path) 
     got = [f.lease(0.0), f.lease(0.0), f.lease(0.0)]
     assert [g.url if g else None for g in got] == ["http://a.test/0", "http://a.test/1", None]
     f.close()
+
+
+def test_a_checkpoints_seen_batch_is_durable_before_it_is_in_diskcache(tmp_path: Path) -> None:
+    """``begin_flush`` makes the batch durable in its file; a set opened
+    after a kill (this one never closed) moves it into diskcache, a torn
+    last digest left out; ``flush_step`` moves it a step at a time."""
+    seen = SeenSet(tmp_path / "seen", fsync=False)
+    urls = [f"http://a.test/{i}" for i in range(100)]
+    for u in urls:
+        seen.add(u)
+    seen.begin_flush()
+    assert not seen.flush_step(30)  # 30 moved, 70 only in the file
+    seen.add("http://a.test/new")  # after the checkpoint: the next batch's
+    assert all(u in seen for u in urls) and len(seen) == 101
+    batch = tmp_path / "seen" / "batch"
+    assert batch.stat().st_size == 100 * 16
+    again = SeenSet(tmp_path / "seen", fsync=False)  # after a kill
+    assert all(u in again for u in urls) and "http://a.test/new" not in again
+    assert len(again) == 100 and batch.stat().st_size == 0
+    again.close()
+    assert seen.flush_step(None) and batch.stat().st_size == 0
+
+    torn = SeenSet(tmp_path / "torn", fsync=False)
+    torn.add("http://b.test/1")
+    torn.add("http://b.test/2")
+    torn.begin_flush()
+    data = (tmp_path / "torn" / "batch").read_bytes()
+    (tmp_path / "torn" / "batch").write_bytes(data[:-5])  # killed while it was written
+    with SeenSet(tmp_path / "torn") as reopened:
+        assert len(reopened) == 1
+
+
+@pytest.mark.parametrize("kill_at", [2, 5, 9])
+def test_a_kill_between_checkpoints_loses_no_seen_url(tmp_path: Path, kill_at: int) -> None:
+    """A LocalFrontier admitting and checkpointing, its seen set's batches
+    moved into diskcache a step a turn, killed wherever it is: every URL
+    admitted before the last checkpoint it reported is seen when the job
+    dir is opened again, and ``verify``'s checks find nothing amiss."""
+    from checkpoint_child import ROUND, url
+
+    from mpcrawler.frontier import LocalFrontier
+    from mpcrawler.output.integrity import damage
+
+    proc = subprocess.Popen(
+        [sys.executable, str(TESTS / "checkpoint_child.py"), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+    )
+    lines = Lines(proc)
+    try:
+        lines.wait_for(lambda out, err: sum(x.startswith("CHECKPOINT") for x in out) >= kill_at)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+    out, _ = lines.finish(timeout=10)
+    checkpoints = len([line for line in out.splitlines() if line.startswith("CHECKPOINT")])
+    admitted = checkpoints * ROUND  # (the last reported checkpoint's, at least)
+    reasons = damage(tmp_path, admitted, 1, tmp_path / "pages.jsonl", 0)
+    assert not [r for r in reasons if "seen set" in r], reasons
+    frontier = LocalFrontier(tmp_path, fsync=False)
+    try:
+        missing = [n for n in range(admitted) if url(n) not in frontier.seen]
+        assert not missing, missing[:5]
+    finally:
+        frontier.close()

@@ -21,6 +21,10 @@ Revisits (``schedule``) live in ``DIR/revisits.db`` (:class:`RevisitStore`),
 opened once a run turns them on or finds the file.  A URL due again is put
 into the queue like any other (``promote``, at a lease and every turn),
 its row naming the copy queued; its state comes back with its lease.
+
+A checkpoint does not hold the master's loop while the seen set's new URLs
+go into diskcache: they are durable at once in one file of their digests
+(``SeenSet.begin_flush``), then moved ``SEEN_STEP`` a turn of the loop.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from .revisits import NOT_QUEUED, RevisitStore
 from .seen import SeenSet
 
 PROMOTE_BATCH = 1000  # URLs due again put into the queue at once, at most
+SEEN_STEP = 64  # seen URLs a turn of the master's loop writes after a checkpoint
 
 __all__ = ["LocalFrontier"]
 
@@ -57,7 +62,7 @@ class LocalFrontier:
     ) -> None:
         self.directory = Path(directory)
         self.queue = UrlQueueManager(self.directory / "frontier", cache_size, fsync=fsync)
-        self.seen = SeenSet(self.directory / "seen")
+        self.seen = SeenSet(self.directory / "seen", fsync=fsync)
         self.counts = HostCounts(self.directory / COUNTS_FILE)  # URLs queued per host
         for item in self.queue.recovered:  # puts replayed after a crash
             # Not durably seen: not durably counted either (a job with a
@@ -283,12 +288,15 @@ class LocalFrontier:
         if self.lag is not None:
             self.promote()
         self.sync()  # every turn of the master's loop: a killed master loses one turn
+        self.seen.flush_step(SEEN_STEP)  # the last checkpoint's batch, into diskcache
 
     def checkpoint(self) -> None:
+        """The queue durable, then the seen set (its batch file; diskcache
+        a step a turn, ``tick``), then the host counts."""
         if self.revisits is not None:
             self.revisits.sync()
         self.queue.flush()
-        self.seen.flush()
+        self.seen.begin_flush()
         self.counts.flush()
 
     def schedule_rows(self) -> int:

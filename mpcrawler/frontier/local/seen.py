@@ -21,6 +21,8 @@ from ...errors import store_damaged
 __all__ = ["RECENT_SIZE", "SeenSet"]
 
 RECENT_SIZE = 1 << 16  # digests remembered in memory (about 10 MB)
+DIGEST_SIZE = 16
+BATCH_FILE = "batch"  # a checkpoint's digests, until they are in diskcache
 
 
 class SeenSet:
@@ -30,6 +32,14 @@ class SeenSet:
     pending batch in one transaction, after which it survives a crash.  The
     crawler flushes the frontier first and this second, so a URL is durably
     seen only once its put is durable.  Callers pass canonical URLs.
+
+    A checkpoint's batch may instead be made durable at once in a file of
+    its digests (``begin_flush``: one write), then moved into diskcache a
+    step at a time (``flush_step``, at each turn of the master's loop), the
+    file emptied once it is all there: diskcache writes a key in about
+    0.06 ms, and a checkpoint that wrote every URL found in 2 s held the
+    loop for tens of milliseconds, every worker's slots emptying meanwhile.
+    Opening the set moves a file left by a kill into diskcache first.
     """
 
     def __init__(
@@ -38,6 +48,7 @@ class SeenSet:
         *,
         flush_every: int | None = None,
         recent_size: int = RECENT_SIZE,
+        fsync: bool = True,
     ) -> None:
         self.directory = Path(directory)
         try:
@@ -55,15 +66,21 @@ class SeenSet:
                 exc, where, f"the seen set {where} is damaged ({exc}); nothing was crawled"
             ) from None
         self._pending: set[bytes] = set()
+        self._batch: list[bytes] = []  # a checkpoint's batch (in BATCH_FILE), from _written on
+        self._batch_keys: set[bytes] = set()
+        self._written = 0
+        self._batch_path = self.directory / BATCH_FILE
+        self._fsync = fsync
         self._flush_every = flush_every
         # Digests known to be on disk, most recent last: most links on a page
         # point to pages linked before, and each disk lookup is an SQLite query.
         self._recent: dict[bytes, None] = {}
         self._recent_size = recent_size
+        self._recover_batch()
 
     @staticmethod
     def digest(url: str) -> bytes:
-        return hashlib.blake2b(url.encode("utf-8"), digest_size=16).digest()
+        return hashlib.blake2b(url.encode("utf-8"), digest_size=DIGEST_SIZE).digest()
 
     def add(self, url: str) -> bool:
         """Mark ``url`` seen; True if it was not seen before."""
@@ -82,7 +99,7 @@ class SeenSet:
 
     def _known(self, key: bytes) -> bool:
         recent = self._recent
-        if key in recent or key in self._pending:
+        if key in recent or key in self._pending or key in self._batch_keys:
             return True
         if key not in self._cache:
             return False
@@ -96,17 +113,63 @@ class SeenSet:
             del recent[next(iter(recent))]  # the oldest
 
     def __len__(self) -> int:
-        return len(self._cache) + len(self._pending)
+        return len(self._cache) + len(self._pending) + len(self._batch) - self._written
 
     def flush(self) -> None:
+        """Everything added so far is durable once this returns."""
+        self.flush_step(None)
+        self._write(list(self._pending))
+        self._pending.clear()
+
+    def begin_flush(self) -> None:
+        """What was added so far is durable once this returns, in the batch
+        file, which ``flush_step`` moves into diskcache (an earlier batch's
+        rest goes there first)."""
+        self.flush_step(None)
         if not self._pending:
             return
+        batch = list(self._pending)
+        _store(self._batch_path, b"".join(batch), self._fsync)
+        self._batch, self._batch_keys, self._written = batch, self._pending, 0
+        self._pending = set()
+
+    def flush_step(self, count: int | None) -> bool:
+        """Move ``count`` more keys of the batch (None: all) into diskcache,
+        in one transaction; True once the batch is all there (and its file
+        emptied)."""
+        batch, start = self._batch, self._written
+        if not batch:
+            return True
+        end = len(batch) if count is None else min(len(batch), start + count)
+        self._write(batch[start:end])
+        self._written = end
+        if end < len(batch):
+            return False
+        _store(self._batch_path, b"", False)  # (a kill before: moved again, the same)
+        self._batch, self._batch_keys, self._written = [], set(), 0
+        return True
+
+    def _write(self, keys: list[bytes]) -> None:
+        if not keys:
+            return
         with self._cache.transact():
-            for key in self._pending:
+            for key in keys:
                 self._cache.set(key, 0)
-        for key in self._pending:
+        for key in keys:
             self._remember(key)
-        self._pending.clear()
+
+    def _recover_batch(self) -> None:
+        """A batch a kill left in its file, moved into diskcache (a torn
+        last digest, from a kill while the file was written, is left out:
+        the queue's journal replays its URL)."""
+        try:
+            data = self._batch_path.read_bytes()
+        except FileNotFoundError:
+            return
+        if len(data) >= DIGEST_SIZE:
+            whole = len(data) - len(data) % DIGEST_SIZE
+            self._write([data[i : i + DIGEST_SIZE] for i in range(0, whole, DIGEST_SIZE)])
+        _store(self._batch_path, b"", False)
 
     def close(self) -> None:
         self.flush()
@@ -117,3 +180,12 @@ class SeenSet:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _store(path: Path, data: bytes, fsync: bool) -> None:
+    """``path`` holds ``data`` (synced to the disk if ``fsync``)."""
+    with open(path, "wb") as f:
+        f.write(data)
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
