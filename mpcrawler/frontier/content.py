@@ -101,6 +101,7 @@ class LocalContentIndex:
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / CONTENT_FILE
+        self._last_id: int | None = None  # the greatest page id written
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -144,7 +145,11 @@ class LocalContentIndex:
                 flat,
             ):
                 pieces[key].append((simhash & (1 << 64) - 1, url))
-            next_id = int(db.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0])
+            if self._last_id is None:  # (this object is the file's only writer)
+                self._last_id = int(
+                    db.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0]
+                )
+            next_id = self._last_id
             met, new_pages, new_pieces = [], [], []
             for page, digest, page_keys in zip(pages, digests, keys, strict=True):
                 first = known.get(digest)
@@ -163,7 +168,9 @@ class LocalContentIndex:
             db.executemany("INSERT INTO pages (id, digest, url) VALUES (?, ?, ?)", new_pages)
             db.executemany("INSERT INTO pieces VALUES (?, ?, ?)", new_pieces)
             db.execute("COMMIT")
+            self._last_id = next_id
         except BaseException:
+            self._last_id = None  # read again from what the file kept
             if db.in_transaction:  # (SQLite rolled back already after a full disk)
                 db.execute("ROLLBACK")
             raise
