@@ -21,7 +21,6 @@ import argparse
 import datetime
 import json
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
