@@ -18,6 +18,26 @@ from support import TESTS, Lines
 from mpcrawler.frontier import FrontierError, SeenSet, UrlQueueManager
 
 
+def killed_after(script: str, args: list[str], mark: str, count: int) -> int:
+    """Run ``tests/script`` with ``args`` and SIGKILL it as soon as it has
+    printed ``count`` lines starting with ``mark``, wherever it then is,
+    however slowly it started: how many it printed."""
+    proc = subprocess.Popen(
+        [sys.executable, str(TESTS / script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
+    )
+    lines = Lines(proc)
+    try:
+        lines.wait_for(lambda out, err: sum(x.startswith(mark) for x in out) >= count)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+    out, _ = lines.finish(timeout=10)
+    return len([line for line in out.splitlines() if line.startswith(mark)])
+
+
 def drain(q: UrlQueueManager) -> list[str]:
     urls = []
     while (item := q.lease()) is not None:
@@ -92,20 +112,7 @@ def _replay(seed: int, flushes: int) -> tuple[set[str], set[str]]:
 def test_sigkill_loses_nothing_flushed(tmp_path: Path, seed: int, kill_at: int) -> None:
     """Kill the child as soon as it has reported ``kill_at`` flushes, wherever
     it then is, however slowly it started."""
-    proc = subprocess.Popen(
-        [sys.executable, str(TESTS / "frontier_child.py"), str(tmp_path), str(seed), "7"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
-    )
-    lines = Lines(proc)
-    try:
-        lines.wait_for(lambda out, err: sum(x.startswith("FLUSHED") for x in out) >= kill_at)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-    out, _ = lines.finish(timeout=10)
-    flushes = len([line for line in out.splitlines() if line.startswith("FLUSHED")])
+    flushes = killed_after("frontier_child.py", [str(tmp_path), str(seed), "7"], "FLUSHED", kill_at)
     with UrlQueueManager(tmp_path, cache_size=7) as q:
         found = drain(q)
     assert len(found) == len(set(found)), "an item came back twice"
@@ -404,20 +411,7 @@ def test_a_kill_between_checkpoints_loses_no_seen_url(tmp_path: Path, kill_at: i
     from mpcrawler.frontier import LocalFrontier
     from mpcrawler.output.integrity import damage
 
-    proc = subprocess.Popen(
-        [sys.executable, str(TESTS / "checkpoint_child.py"), str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(TESTS.parent)},
-    )
-    lines = Lines(proc)
-    try:
-        lines.wait_for(lambda out, err: sum(x.startswith("CHECKPOINT") for x in out) >= kill_at)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-    out, _ = lines.finish(timeout=10)
-    checkpoints = len([line for line in out.splitlines() if line.startswith("CHECKPOINT")])
+    checkpoints = killed_after("checkpoint_child.py", [str(tmp_path)], "CHECKPOINT", kill_at)
     admitted = checkpoints * ROUND  # (the last reported checkpoint's, at least)
     reasons = damage(tmp_path, admitted, 1, tmp_path / "pages.jsonl", 0)
     assert not [r for r in reasons if "seen set" in r], reasons
