@@ -200,11 +200,14 @@ def robots_target(data: bytes) -> None:
 
 
 def _frontier_template() -> Path:
-    """A frontier directory with a snapshot, segments and a journal."""
+    """A frontier directory with a snapshot, segments and a journal (which
+    acks URLs of the snapshot and of the segments)."""
     directory = Path(tempfile.mkdtemp(prefix="fuzz-frontier-", dir=_scratch()))
     q = UrlQueueManager(directory, cache_size=4)
     items: list[UrlInfo] = []
     for i in range(24):
+        if i == 12:
+            q.checkpoint()
         q.put(f"http://h.test/{i}", depth=i % 3, priority=i % 4 - 1)
         if i % 5 == 0 and (item := q.lease()) is not None:
             items.append(item)

@@ -278,6 +278,31 @@ def test_a_blocked_host_waits_while_others_go_and_keeps_its_order(tmp_path: Path
         assert q.next_ready(5.0) is None
 
 
+def test_a_lost_snapshot_is_told_and_its_acks_count_for_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A snapshot emptied after its checkpoint: opening says how many URLs it
+    lost; the journal's acks of those URLs leave no tombstone behind once the
+    queue is drained (a URL put then counts one, not less)."""
+    q = UrlQueueManager(tmp_path, cache_size=100, fsync=False)
+    for i in range(6):
+        q.put(f"http://h.test/{i}")
+    q.checkpoint()
+    q.ack(q.lease())
+    q.ack(q.lease())
+    q.sync()
+    q.abandon()
+    (snapshot,) = tmp_path.glob("snapshot-*.seg")
+    snapshot.write_bytes(b"")
+    with caplog.at_level(logging.ERROR):
+        reopened = UrlQueueManager(tmp_path, cache_size=100, fsync=False)
+    assert "holds 0 of the 6 URLs" in caplog.text
+    assert drain(reopened) == [] and len(reopened) == 0
+    reopened.put("http://h.test/new")
+    assert len(reopened) == 1 and drain(reopened) == ["http://h.test/new"]
+    reopened.close()
+
+
 def test_a_damaged_block_of_one_url_loses_that_url_only(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

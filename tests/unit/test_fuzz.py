@@ -25,7 +25,8 @@ FINDINGS = {
     # "http:hs:..." on an http page: the memo took the relative path for a scheme.
     "url": ["AABodHRwOmhzOgAwAAAi"],
     # A well-framed journal record too short for its sequence number.
-    "frontier": ["DWBBDQ2qWw=="],
+    # An emptied snapshot: the journal's acks of its URLs became tombstones.
+    "frontier": ["DWBBDQ2qWw==", "BAA="],
     # <meta charset=NUL>: lxml refuses the encoding name BeautifulSoup found.
     "analyzer": ["ADxtZXRhAGNoYXJzZXQ9ACA="],
 }

@@ -120,6 +120,7 @@ class Checkpoints:
         try:
             next_seq, referenced = self._load_state(state)
             snapshot, counts = state.get("snapshot"), state.get("snapshot_counts", [0, 0, 0])
+            back, front, counted = int(counts[0]), int(counts[1]), sum(map(int, counts))
             journal = state.get("journal")
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise FrontierError(f"malformed frontier state {state_path}: {exc}") from exc
@@ -128,8 +129,16 @@ class Checkpoints:
         puts, acked = self._read_journal(journal) if journal else ([], set())
         lanes, back_taken = self.lanes, []
         if snapshot:
-            back, front = int(counts[0]), int(counts[1])
-            for n, item in enumerate(self._read_whole(snapshot)):
+            saved = self._read_whole(snapshot)
+            if len(saved) < counted:
+                log.error(
+                    "frontier: snapshot %s holds %d of the %d URLs its checkpoint counted; "
+                    "the rest are lost",
+                    snapshot,
+                    len(saved),
+                    counted,
+                )
+            for n, item in enumerate(saved):
                 if item.seq in acked:
                     acked.discard(item.seq)
                 elif n < back:

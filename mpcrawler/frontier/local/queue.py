@@ -162,6 +162,10 @@ class UrlQueueManager:
             spill.refill()
         while (item := lanes.pop_best()) is None:
             if not self._log.count:
+                if not (lanes.mem or lanes.store.count):
+                    # Nothing is on disk: no tombstone can stand for a URL
+                    # (after a damaged file, some stood for URLs it lost).
+                    lanes.tombstones.clear()
                 return None
             if spill.full():
                 # Every URL in memory belongs to a host that must wait: move
@@ -248,7 +252,8 @@ class UrlQueueManager:
 
     def __len__(self) -> int:
         lanes = self._lanes
-        return lanes.mem + lanes.store.count + self._log.count - len(lanes.tombstones)
+        # (never below 0: tombstones of URLs a damaged file lost count until drained)
+        return max(0, lanes.mem + lanes.store.count + self._log.count - len(lanes.tombstones))
 
     @property
     def next_seq(self) -> int:
