@@ -198,7 +198,12 @@ def test_a_joining_node_takes_a_share_of_the_hosts(tmp_path: Path, crawl: str, p
         args += ["--host-concurrency", "1", "--delay", str(DELAY), "--redis-partitions", str(parts)]
         first = Node("first", tmp_path / "first", args)
         wait_until(lambda: len(first.records()) >= 12, what="the first node's records")
+        # Pages held while the second starts, however slowly: the first cannot
+        # crawl on to the end before there is anyone to shed hosts to.
+        site.gate.clear()
         second = Node("second", tmp_path / "second", args)
+        wait_until(lambda: len(alive_nodes(redis_server.url(), crawl)) == 2, what="both nodes")
+        site.gate.set()
         assert first.finish() == 0 and second.finish() == 0, first.err + second.err
         counts = site.fetch_counts()
         max_open, min_gap = site.max_open(), site.min_gap()
