@@ -1,7 +1,7 @@
 """CPU a page on two real sites, mpcrawler beside GNU wget, runs alternated.
 
     python benchmarks/bench_cpu_page.py [--repeat 5] [--base REV] \
-        [--downloaders http,curl] [--analyzer lxml]
+        [--downloaders http,curl] [--base-downloaders http] [--analyzer lxml]
 
 nginx (``common.nginx_dir``) serves Debian's PostgreSQL 15 docs
 (``apt-get install postgresql-doc-15``, 1,170 pages) and Python 3.11 docs
@@ -95,6 +95,10 @@ def main() -> None:
     parser.add_argument("--analyzer", default="lxml")
     parser.add_argument("--downloaders", default="http,curl")
     parser.add_argument("--base", help="also crawl with this git revision, alternated")
+    parser.add_argument(
+        "--base-downloaders",
+        help="the base's downloaders, if not --downloaders' (a tree from before one existed)",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     for site, path in SITES.items():
@@ -108,7 +112,9 @@ def main() -> None:
         trees = {"mpcrawler": common.ROOT}
         if args.base:
             trees["base"] = stack.enter_context(common.worktree(args.base))
-        variants = ["wget", *(f"{t} {d}" for t in trees for d in downloaders)]
+        base_downloaders = (args.base_downloaders or args.downloaders).split(",")
+        of_tree = {"mpcrawler": downloaders, "base": base_downloaders}
+        variants = ["wget", *(f"{t} {d}" for t in trees for d in of_tree[t])]
         for site, path in SITES.items():
             url = stack.enter_context(common.nginx_dir(path))
             runs = results.setdefault(site, {v: [] for v in variants})

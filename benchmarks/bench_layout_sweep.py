@@ -157,6 +157,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--base", help="also crawl with this git revision, alternated")
     parser.add_argument(
+        "--base-downloader",
+        help="the base's downloader, if not --downloader's (a tree from before it existed)",
+    )
+    parser.add_argument(
         "--probe",
         action="store_true",
         help="first, the aiohttp site cold and warm under a plain urllib client, no crawler",
@@ -211,9 +215,12 @@ def main() -> None:
                         if server == "aiohttp-cold"
                         else contextlib.nullcontext(urls[server])
                     ) as url:
-                        result = one_crawl(
-                            url, w, t, pages, args.analyzer, trees[tree], args.downloader
+                        downloader = (
+                            args.base_downloader or args.downloader
+                            if tree == "base"
+                            else args.downloader
                         )
+                        result = one_crawl(url, w, t, pages, args.analyzer, trees[tree], downloader)
                     runs.setdefault((tree, server, w, t), []).append(result)
                     print(
                         f"round {round_ + 1}: {tree} {server} {w}x{t}: "
@@ -226,7 +233,9 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(
         f"latency {latency_ms:.0f} ms, --analyzer {args.analyzer}, --downloader "
-        f"{args.downloader}, --no-robots, host concurrency "
+        f"{args.downloader}"
+        + (f" (the base: {args.base_downloader})" if args.base and args.base_downloader else "")
+        + ", --no-robots, host concurrency "
         f"= workers x threads; medians of {args.repeat} alternated runs; * = median more than "
         f"{100 * (FINDING - 1):.0f}% above the latency\n"
     )

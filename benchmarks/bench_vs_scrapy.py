@@ -2,7 +2,7 @@
 
     python benchmarks/bench_vs_scrapy.py --server nginx --concurrency 16 --pages 2000 \\
         --latency 0 --analyzers bs4,lxml --repeat 3 [--docs DIR] [--base REV] \\
-        [--downloaders http,curl]
+        [--downloaders http,curl] [--base-downloaders http]
 
 Serves the built-in test site (``--server builtin``: its own Python server,
 in a child process) or a static copy of it (``--server nginx``: Debian's
@@ -93,16 +93,24 @@ def main() -> None:
         default="http",
         help="mpcrawler's downloaders, e.g. http,curl (each with each analyzer, the base too)",
     )
+    parser.add_argument(
+        "--base-downloaders",
+        help="the base's downloaders, if not --downloaders' (a tree from before one existed)",
+    )
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
     if args.docs is not None and not (args.docs / "index.html").is_file():
         parser.error(f"--docs {args.docs}: no index.html there")
     analyzers = args.analyzers.split(",")
     trees_named = ["mpcrawler", *(["base"] if args.base else [])]
+    downloaders = {
+        "mpcrawler": args.downloaders.split(","),
+        "base": (args.base_downloaders or args.downloaders).split(","),
+    }
     names = [
         f"{tree} {a}" + ("" if d == "http" else f"/{d}")
         for tree in trees_named
-        for d in args.downloaders.split(",")
+        for d in downloaders[tree]
         for a in analyzers
     ]
     names.append("scrapy")
