@@ -68,7 +68,7 @@ def run_wget(url: str) -> dict[str, float]:
 
 def run_mpcrawler(url: str, root: Path, analyzer: str, downloader: str) -> dict[str, float]:
     job = tempfile.mkdtemp(prefix="bench-mpcrawler-")
-    extra = ("--analyzer", analyzer, "--downloader", downloader)
+    extra = ("--analyzer", analyzer, *common.downloader_option(downloader))
     cmd = [sys.executable, "-m", "mpcrawler", *common.crawl_command(url, job, 2, 8, extra)]
     try:
         subprocess.run(

@@ -49,7 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import common
-from benchmarks.common import crawl, machine, serve
+from benchmarks.common import crawl, downloader_option, machine, serve
 from mpcrawler.testing.redis import free_port
 
 FINDING = 1.15  # a median download this far above the latency is a finding
@@ -125,7 +125,7 @@ def one_crawl(
         url,
         workers,
         threads,
-        extra=("--analyzer", analyzer, "--max-pages", str(pages), "--downloader", downloader),
+        extra=("--analyzer", analyzer, "--max-pages", str(pages), *downloader_option(downloader)),
         root=root,
     )
     times = sorted(stats["download_times_ms"])

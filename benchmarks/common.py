@@ -55,6 +55,13 @@ def crawl_command(
     ]
 
 
+def downloader_option(name: str) -> tuple[str, ...]:
+    """The crawl's options that choose the downloader ``name`` (``http``,
+    ``curl``): none for ``http``, the default, so that a tree from before
+    downloaders had short names (a ``--base``) crawls with its own."""
+    return () if name == "http" else ("--downloader", name)
+
+
 @dataclass
 class Watched:
     wall_s: float
