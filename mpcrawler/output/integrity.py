@@ -20,6 +20,9 @@ nothing) and says, one line each, what does not add up:
   recorded page was seen before it was fetched), with the digests of its
   batch file (``seen/batch``) not yet moved into ``cache.db``;
 * the per-host page counts (``host-pages.db``) are unreadable;
+* the frontier's snapshot (the URLs in memory at its last checkpoint)
+  holds another number of URLs than ``state.json`` counts in it (it is
+  written whole before ``state.json`` names it: it was cut or replaced);
 * the frontier's frozen hosts (``frontier/cold-hosts.db``) are missing
   though the checkpoint counts URLs in them, unreadable, or list another
   number of URLs than it counts;
@@ -50,7 +53,7 @@ from ..frontier.local.seen import BATCH_FILE as SEEN_BATCH_FILE
 from ..frontier.local.seen import DIGEST_SIZE
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
-__all__ = ["damage", "frozen_damage", "journal_damage"]
+__all__ = ["damage", "frozen_damage", "journal_damage", "snapshot_damage"]
 
 
 def journal_damage(data: bytes, used: int, corrupt: bool) -> str | None:
@@ -170,6 +173,8 @@ def damage(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
+    if why := snapshot_damage(frontier, state):
+        reasons.append(why)
     if why := frozen_damage(frontier, state):
         reasons.append(why)
     counts = job_dir / COUNTS_FILE
@@ -194,6 +199,30 @@ def schedule_damage(path: Path, scheduled: int) -> str | None:
             f"the revisit schedule {path} holds {rows} URLs, fewer than the {scheduled} the "
             "last checkpoint counted: it was emptied or cut (--repair moves it aside; the "
             "next run that revisits builds it again from the records)"
+        )
+    return None
+
+
+def snapshot_damage(frontier: Path, state: dict[str, Any]) -> str | None:
+    """Why the frontier's snapshot does not hold the URLs its checkpoint
+    ``state`` counts in it, or None (no snapshot named, or none there: a
+    missing one is told apart)."""
+    name, counts = state.get("snapshot"), state.get("snapshot_counts", [])
+    if not isinstance(name, str) or not (frontier / name).exists():
+        return None
+    try:
+        counted = sum(int(n) for n in counts)
+    except (TypeError, ValueError):
+        return f"{frontier / STATE_FILE} counts its snapshot unreadably ({counts!r})"
+    try:
+        data = (frontier / name).read_bytes()
+    except OSError as exc:
+        return f"{frontier / name} is unreadable ({exc})"
+    payloads, used, corrupt = split_frames(data, 1 << 62, name, quiet=True)
+    if len(payloads) != counted or corrupt or used != len(data):
+        return (
+            f"{frontier / name} holds {len(payloads)} whole URLs where the frontier's "
+            f"checkpoint counted {counted} (it was cut, damaged or replaced)"
         )
     return None
 

@@ -772,6 +772,34 @@ def test_damaged_state_is_refused_not_resumed_as_if_whole(
     assert run_cli("verify", str(job)).returncode == 0
 
 
+def test_a_cut_snapshot_is_refused_and_repaired(slow_site: SiteServer, tmp_path: Path) -> None:
+    """A crawl stopped gracefully checkpoints the URLs it holds in memory in
+    the frontier's snapshot; that file cut in half (once it was opened
+    quietly with the URLs lost), verify says so, a resume refuses with one
+    line and exit 1, and --repair completes the crawl with no page missing."""
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job, "--record-links")
+    wait_for_records(job / "pages.jsonl", 60, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    name = json.loads((job / "frontier" / "state.json").read_text())["snapshot"]
+    assert name is not None  # a third of the site is queued at most: in memory
+    snapshot = job / "frontier" / name
+    snapshot.write_bytes(snapshot.read_bytes()[: snapshot.stat().st_size // 2])
+    said = "where the frontier's checkpoint counted"
+    verify = run_cli("verify", str(job))
+    assert verify.returncode == 1 and said in verify.stdout, verify.stdout
+    resumed = crawl_to_end(slow_site.url, job)
+    lines = resumed.stderr.strip().splitlines()
+    assert resumed.returncode == 1 and len(lines) == 1 and said in lines[0], lines
+    repaired = crawl_to_end(slow_site.url, job, "--record-links", "--repair")
+    assert repaired.returncode == 0, repaired.stderr
+    urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
+    assert max(urls.values()) == 1, urls.most_common(3)  # a graceful stop repeats nothing
+    assert run_cli("verify", str(job)).returncode == 0
+
+
 def test_a_job_dir_on_a_disk_full_from_the_start_is_recognised(
     slow_site: SiteServer, tmp_path: Path
 ) -> None:
