@@ -272,8 +272,8 @@ class Job:
         except OSError as exc:  # the last stats.json, if any, stays whole
             log.log(level, "cannot write %s: %s", self.stats_path, exc)
         closers = [
-            *(pipelines.closers() if pipelines else []),
-            *([frontier.close] if frontier else []),
+            *(pipelines.closers() if pipelines is not None else []),
+            *([frontier.close] if frontier is not None else []),  # (an empty one is falsy)
         ]
         for closer in closers:
             try:
