@@ -20,6 +20,8 @@ nothing) and says, one line each, what does not add up:
   recorded page was seen before it was fetched), with the digests of its
   batch file (``seen/batch``) not yet moved into ``cache.db``;
 * the per-host page counts (``host-pages.db``) are unreadable;
+* a file the frontier's log or blocks read URLs from (``waiting-*.seg``,
+  ``finding-*.seg``) is missing or shorter than the checkpoint reads it to;
 * the frontier's snapshot (the URLs in memory at its last checkpoint)
   holds another number of URLs than ``state.json`` counts in it (it is
   written whole before ``state.json`` names it: it was cut or replaced);
@@ -43,17 +45,26 @@ import sqlite3
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from ..frontier.local.cold import CHECKPOINT_ROWS, COLD_FILE, lane_urls
+from ..frontier.local.cold import CHECKPOINT_ROWS, COLD_FILE, lane_blocks, lane_urls
+from ..frontier.local.files import waiting_name
 from ..frontier.local.hostcounts import FILE as COUNTS_FILE
-from ..frontier.local.journal import ACK, STATE_FILE, parse_journal
+from ..frontier.local.journal import ACK, BLOCK, STATE_FILE, parse_journal
 from ..frontier.local.revisits import FILE as REVISITS_FILE
 from ..frontier.local.seen import BATCH_FILE as SEEN_BATCH_FILE
 from ..frontier.local.seen import DIGEST_SIZE
 from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
 
-__all__ = ["damage", "frozen_damage", "journal_damage", "snapshot_damage"]
+__all__ = [
+    "damage",
+    "frozen_damage",
+    "journal_damage",
+    "queue_files_damage",
+    "snapshot_damage",
+]
+
+T = TypeVar("T")
 
 
 def journal_damage(data: bytes, used: int, corrupt: bool) -> str | None:
@@ -96,9 +107,7 @@ def _rows(db: Path, table: str) -> int | str:
     return _read(db, f"SELECT COUNT(*) FROM {table}", {}, lambda rows: int(rows[0][0]))
 
 
-def _read(
-    db: Path, query: str, args: dict[str, Any], result: Callable[[list[Any]], int]
-) -> int | str:
+def _read(db: Path, query: str, args: dict[str, Any], result: Callable[[list[Any]], T]) -> T | str:
     """``result`` of the rows ``query`` reads from the SQLite file ``db``, or
     why it cannot be read."""
     # With no write-ahead log beside it (a store closed cleanly) the file is
@@ -173,6 +182,8 @@ def damage(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
+    if why := queue_files_damage(frontier, state):
+        reasons.append(why)
     if why := snapshot_damage(frontier, state):
         reasons.append(why)
     if why := frozen_damage(frontier, state):
@@ -201,6 +212,48 @@ def schedule_damage(path: Path, scheduled: int) -> str | None:
             "next run that revisits builds it again from the records)"
         )
     return None
+
+
+def queue_files_damage(frontier: Path, state: dict[str, Any]) -> str | None:
+    """Why the files the checkpoint ``state``'s log and blocks read URLs
+    from are not all there, each at least as long as it is read to, or None.
+    The blocks are those ``state.json`` lists and those of the frozen hosts'
+    rows (``frozen_damage`` says if those cannot be read).  Sizes only: a
+    frontier of millions of URLs is checked at once; appended to after the
+    checkpoint, a file only grows."""
+    needed: dict[str, int] = {}
+    try:
+        for name, _kind, _offset, end, _count, _priority in state.get("segments", []):
+            needed[str(name)] = max(needed.get(str(name), 0), int(end))
+        lanes = [flat for runs in state.get("runs", {}).values() for _, flat in runs]
+        cold, cold_path = state.get("cold"), frontier / COLD_FILE
+        if isinstance(cold, dict) and cold_path.exists():
+            rows = _read(
+                cold_path,
+                f"SELECT flat FROM blocks WHERE {CHECKPOINT_ROWS}",
+                {"gen": int(cold.get("gen", 0))},
+                lambda rows: [lane_blocks(flat) for (flat,) in rows],
+            )
+            lanes += rows if not isinstance(rows, str) else []
+        for flat in lanes:
+            for at in range(0, len(flat), BLOCK):
+                name = waiting_name(int(flat[at]))
+                needed[name] = max(needed.get(name, 0), int(flat[at + 2]))
+    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+        return f"{frontier / STATE_FILE} lists the queue's files unreadably ({exc})"
+    problems = []
+    for name, end in sorted(needed.items()):
+        try:
+            size = (frontier / name).stat().st_size
+        except OSError:
+            problems.append(f"{frontier / name} is missing")
+            continue
+        if size < end:
+            problems.append(f"{frontier / name} holds {size} bytes of the {end} the queue reads")
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"the queue's files: {problems[0]}{more}; the URLs queued there cannot be read"
 
 
 def snapshot_damage(frontier: Path, state: dict[str, Any]) -> str | None:

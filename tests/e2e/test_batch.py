@@ -772,28 +772,61 @@ def test_damaged_state_is_refused_not_resumed_as_if_whole(
     assert run_cli("verify", str(job)).returncode == 0
 
 
-def test_a_cut_snapshot_is_refused_and_repaired(slow_site: SiteServer, tmp_path: Path) -> None:
-    """A crawl stopped gracefully checkpoints the URLs it holds in memory in
-    the frontier's snapshot; that file cut in half (once it was opened
-    quietly with the URLs lost), verify says so, a resume refuses with one
-    line and exit 1, and --repair completes the crawl with no page missing."""
+def test_a_finished_crawl_closes_its_frontier(slow_site: SiteServer, tmp_path: Path) -> None:
+    """A crawl that finishes (its queue empty) closes its frontier, as one
+    stopped does: the last checkpoint holds everything, so its journal is
+    empty and the queue's files are gone, and the seen set's last batch is
+    in its database.  (An empty frontier is falsy: it once went unclosed.)"""
     job = tmp_path / "job"
-    proc = start_crawl(slow_site.url, job, "--record-links")
+    done = crawl_to_end(slow_site.url, job, "--cache-size", "20")
+    assert done.returncode == 0, done.stderr
+    assert len(read_records(job / "pages.jsonl")) == PAGES
+    frontier = job / "frontier"
+    state = json.loads((frontier / "state.json").read_text())
+    assert state["segments"] == [] and state["snapshot"] is None, state
+    assert (frontier / state["journal"]).stat().st_size == 0
+    assert not list(frontier.glob("*.seg")), sorted(p.name for p in frontier.iterdir())
+    batch = job / "seen" / "batch"
+    assert not batch.exists() or batch.stat().st_size == 0
+    assert run_cli("verify", str(job)).returncode == 0
+
+
+def _queue_file(job: Path, which: str) -> Path:
+    """The frontier's snapshot, or the first file of its log, after a checkpoint."""
+    state = json.loads((job / "frontier" / "state.json").read_text())
+    name = state["snapshot"] if which == "snapshot" else state["segments"][0][0]
+    return job / "frontier" / name
+
+
+@pytest.mark.parametrize(
+    ("which", "said"),
+    [
+        ("snapshot", "where the frontier's checkpoint counted"),
+        ("log", "the URLs queued there cannot be read"),
+    ],
+)
+def test_a_cut_queue_file_is_refused_and_repaired(
+    slow_site: SiteServer, tmp_path: Path, which: str, said: str
+) -> None:
+    """A crawl stopped gracefully checkpoints its queue: the URLs it holds in
+    memory (20 here) in the snapshot, the rest in the log's files.  One of
+    them cut in half (each was once opened quietly, its URLs lost): verify
+    says so, a resume refuses with one line and exit 1, and --repair
+    completes the crawl with no page missing."""
+    job = tmp_path / "job"
+    proc = start_crawl(slow_site.url, job, "--record-links", "--cache-size", "20")
     wait_for_records(job / "pages.jsonl", 60, proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    name = json.loads((job / "frontier" / "state.json").read_text())["snapshot"]
-    assert name is not None  # a third of the site is queued at most: in memory
-    snapshot = job / "frontier" / name
-    snapshot.write_bytes(snapshot.read_bytes()[: snapshot.stat().st_size // 2])
-    said = "where the frontier's checkpoint counted"
+    cut = _queue_file(job, which)
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
     verify = run_cli("verify", str(job))
     assert verify.returncode == 1 and said in verify.stdout, verify.stdout
-    resumed = crawl_to_end(slow_site.url, job)
+    resumed = crawl_to_end(slow_site.url, job, "--cache-size", "20")
     lines = resumed.stderr.strip().splitlines()
     assert resumed.returncode == 1 and len(lines) == 1 and said in lines[0], lines
-    repaired = crawl_to_end(slow_site.url, job, "--record-links", "--repair")
+    repaired = crawl_to_end(slow_site.url, job, "--record-links", "--repair", "--cache-size", "20")
     assert repaired.returncode == 0, repaired.stderr
     urls = assert_all_recorded(read_records(job / "pages.jsonl"), slow_site)
     assert max(urls.values()) == 1, urls.most_common(3)  # a graceful stop repeats nothing

@@ -303,6 +303,40 @@ def test_a_lost_snapshot_is_told_and_its_acks_count_for_nothing(
     reopened.close()
 
 
+def test_verify_finds_a_queue_file_missing_or_cut(tmp_path: Path) -> None:
+    """``queue_files_damage`` (verify, status, a resume): every file the
+    checkpoint's log and blocks read from is there and long enough, and one
+    cut short or removed is named."""
+    from mpcrawler.output.integrity import queue_files_damage
+
+    with UrlQueueManager(tmp_path, cache_size=4, fsync=False) as q:
+        for host in ("http://a.test", "http://b.test"):
+            q.block(host, math.inf)
+        for i in range(40):
+            q.put(f"http://{'ab'[i % 2]}.test/{i}")
+        assert q.lease() is None  # every host must wait: their blocks go to frozen hosts
+        for i in range(40):
+            q.put(f"http://c.test/{i}")  # beyond the cache: the log
+        assert q.lease() is not None
+        assert q.stats()["frozen"] == 40
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert queue_files_damage(tmp_path, state) is None
+    names = {s[0] for s in state["segments"]}
+    frozen = {p.name for p in tmp_path.glob("waiting-*.seg")} - names
+    assert names and frozen  # (the frozen hosts' blocks are in waiting files of their own)
+    for name in names | frozen:
+        path = tmp_path / name
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) - 1])
+        why = queue_files_damage(tmp_path, state)
+        assert why is not None and f"{name} holds {len(data) - 1} bytes" in why, why
+        path.unlink()
+        why = queue_files_damage(tmp_path, state)
+        assert why is not None and f"{name} is missing" in why, why
+        path.write_bytes(data)
+    assert queue_files_damage(tmp_path, state) is None
+
+
 def test_a_damaged_block_of_one_url_loses_that_url_only(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

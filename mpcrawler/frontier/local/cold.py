@@ -42,7 +42,7 @@ from typing import Any
 from ...errors import FrontierError, full_disk_error
 from .blocks import urls_in
 
-__all__ = ["CHECKPOINT_ROWS", "COLD_FILE", "ColdHosts", "lane_urls"]
+__all__ = ["CHECKPOINT_ROWS", "COLD_FILE", "ColdHosts", "lane_blocks", "lane_urls"]
 
 COLD_FILE = "cold-hosts.db"
 # The rows a checkpoint of generation :gen uses (what ``open`` settles to).
@@ -255,3 +255,8 @@ def _refusal(path: Path, exc: sqlite3.DatabaseError) -> Exception:
 def lane_urls(flat: bytes) -> int:
     """The URLs a row's blocks list."""
     return urls_in(_blocks(flat))
+
+
+def lane_blocks(flat: bytes) -> array[int]:
+    """A row's blocks (``BLOCK`` numbers each: waiting file, offset, end, ...)."""
+    return _blocks(flat)
