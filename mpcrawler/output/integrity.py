@@ -182,12 +182,13 @@ def damage(
             f"the seen set holds {seen} URLs, fewer than the {distinct} pages recorded: "
             "it was removed or replaced"
         )
-    if why := queue_files_damage(frontier, state):
+    frozen_why, frozen_rows = _frozen(frontier, state)
+    if why := queue_files_damage(frontier, state, frozen_rows):
         reasons.append(why)
     if why := snapshot_damage(frontier, state):
         reasons.append(why)
-    if why := frozen_damage(frontier, state):
-        reasons.append(why)
+    if frozen_why:
+        reasons.append(frozen_why)
     counts = job_dir / COUNTS_FILE
     if counts.exists() and isinstance(why := _rows(counts, "host_pages"), str):
         reasons.append(f"the per-host page counts: {why}")
@@ -214,27 +215,23 @@ def schedule_damage(path: Path, scheduled: int) -> str | None:
     return None
 
 
-def queue_files_damage(frontier: Path, state: dict[str, Any]) -> str | None:
+def queue_files_damage(
+    frontier: Path, state: dict[str, Any], frozen: list[bytes] | None = None
+) -> str | None:
     """Why the files the checkpoint ``state``'s log and blocks read URLs
     from are not all there, each at least as long as it is read to, or None.
     The blocks are those ``state.json`` lists and those of the frozen hosts'
-    rows (``frozen_damage`` says if those cannot be read).  Sizes only: a
-    frontier of millions of URLs is checked at once; appended to after the
-    checkpoint, a file only grows."""
+    rows, ``frozen`` (default: read here; ``frozen_damage`` says if they
+    cannot be).  Sizes only: a frontier of millions of URLs is checked at
+    once; appended to after the checkpoint, a file only grows."""
+    if frozen is None:
+        frozen = _frozen(frontier, state)[1]
     needed: dict[str, int] = {}
     try:
         for name, _kind, _offset, end, _count, _priority in state.get("segments", []):
             needed[str(name)] = max(needed.get(str(name), 0), int(end))
         lanes = [flat for runs in state.get("runs", {}).values() for _, flat in runs]
-        cold, cold_path = state.get("cold"), frontier / COLD_FILE
-        if isinstance(cold, dict) and cold_path.exists():
-            rows = _read(
-                cold_path,
-                f"SELECT flat FROM blocks WHERE {CHECKPOINT_ROWS}",
-                {"gen": int(cold.get("gen", 0))},
-                lambda rows: [lane_blocks(flat) for (flat,) in rows],
-            )
-            lanes += rows if not isinstance(rows, str) else []
+        lanes += map(lane_blocks, frozen)
         for flat in lanes:
             for at in range(0, len(flat), BLOCK):
                 name = waiting_name(int(flat[at]))
@@ -283,25 +280,33 @@ def snapshot_damage(frontier: Path, state: dict[str, Any]) -> str | None:
 def frozen_damage(frontier: Path, state: dict[str, Any]) -> str | None:
     """Why the frontier's frozen hosts (``cold-hosts.db``) do not hold what
     its checkpoint ``state`` counts there, or None."""
+    return _frozen(frontier, state)[0]
+
+
+def _frozen(frontier: Path, state: dict[str, Any]) -> tuple[str | None, list[bytes]]:
+    """``frozen_damage``'s answer, and the frozen hosts' rows it read (each
+    row's blocks, flat; none if they cannot be read), which
+    ``queue_files_damage`` checks too: one read of the file for both."""
     cold = state.get("cold")
     try:
         gen, urls = (int(cold["gen"]), int(cold["urls"])) if isinstance(cold, dict) else (0, 0)
     except (KeyError, TypeError, ValueError):
-        return f"{frontier / STATE_FILE} counts its frozen hosts unreadably ({cold!r})"
+        return f"{frontier / STATE_FILE} counts its frozen hosts unreadably ({cold!r})", []
     path = frontier / COLD_FILE
     if not path.exists():
-        return f"{path} is missing (it lists {urls} queued URLs)" if urls else None
-    found = _read(
+        return (f"{path} is missing (it lists {urls} queued URLs)" if urls else None), []
+    rows = _read(
         path,
         f"SELECT flat FROM blocks WHERE {CHECKPOINT_ROWS}",
         {"gen": gen},
-        lambda rows: sum(lane_urls(flat) for (flat,) in rows),
+        lambda rows: [flat for (flat,) in rows],
     )
-    if isinstance(found, str):
-        return f"the frontier's frozen hosts: {found}"
+    if isinstance(rows, str):
+        return f"the frontier's frozen hosts: {rows}", []
+    found = sum(map(lane_urls, rows))
     if found != urls:
         return (
             f"the frontier's frozen hosts: {path} lists {found} queued URLs where the "
             f"checkpoint counted {urls} (it was replaced or damaged)"
-        )
-    return None
+        ), rows
+    return None, rows
