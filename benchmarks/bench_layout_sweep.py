@@ -189,6 +189,7 @@ def main() -> None:
         else [(int(w), int(t)) for w in args.workers.split(",") for t in args.threads.split(",")]
     )
     runs: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
+    downloader_of = {"this": args.downloader, "base": args.base_downloader or args.downloader}
     with ExitStack() as stack:
         trees = {"this": common.ROOT}
         if args.base:
@@ -215,12 +216,9 @@ def main() -> None:
                         if server == "aiohttp-cold"
                         else contextlib.nullcontext(urls[server])
                     ) as url:
-                        downloader = (
-                            args.base_downloader or args.downloader
-                            if tree == "base"
-                            else args.downloader
+                        result = one_crawl(
+                            url, w, t, pages, args.analyzer, trees[tree], downloader_of[tree]
                         )
-                        result = one_crawl(url, w, t, pages, args.analyzer, trees[tree], downloader)
                     runs.setdefault((tree, server, w, t), []).append(result)
                     print(
                         f"round {round_ + 1}: {tree} {server} {w}x{t}: "
