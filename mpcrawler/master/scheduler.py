@@ -239,11 +239,12 @@ class Scheduler:
         when its worker began the download (monotonic, one clock for every
         process here).  The host's next start counts from then, not from the
         dispatch: a request that waited in its worker (a busy machine) does
-        not bring the next one closer to it than the delay.  With a delay,
-        one at a time (a concurrency of 1), the next start also waits the
-        delay after this download ended, as wget's --wait does: a request
-        held up on its way (a stalled process) reaches the server late, and
-        the next one must not follow it closer than the delay."""
+        not bring the next one closer to it than the delay.  With a delay or
+        a pace (a host that answered 429), one at a time (a concurrency of
+        1), the next start also waits that long after this download ended,
+        as wget's --wait does: a request held up on its way (a stalled
+        process) reaches the server late, and the next one must not follow
+        it closer than that."""
         host = self.hosts[request.host]
         group = host.group
         host.in_flight -= 1
@@ -253,7 +254,7 @@ class Scheduler:
         now = self.clock()
         if started is not None:
             spacing = max(group.delay, group.pace)
-            after = now if group.limit == 1 and group.delay else started
+            after = now if group.limit == 1 and spacing else started
             group.next_start = max(group.next_start, after + spacing)
         self._wake(group, now)
 

@@ -264,6 +264,31 @@ def test_the_delay_counts_from_when_the_worker_started_the_download() -> None:
     assert len(scheduler.dispatch(4)[0]) == 1
 
 
+def test_one_at_a_time_a_paced_host_waits_the_pace_after_the_download_ended() -> None:
+    """A host that answered 429, fetched one at a time: its next start waits
+    the pace after the last download ended (as the master saw it), as a
+    --delay does, not after the worker's start of it: a request held up on
+    its way reaches the server late, and the next must not follow it closer
+    than the pace (the server once saw two 0.40 s apart at a pace of 0.5)."""
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots=False, host_concurrency=1)
+    for path in ("a", "b", "c"):
+        scheduler.submit(scheduler.new_request(f"http://h.test/{path}"))
+    [first], _ = scheduler.dispatch(4)
+    now[0] = 0.1
+    scheduler.answered(first, answer(status=429))  # pace FIRST_PACE, held from now
+    scheduler.finished(first, started=0.0)
+    now[0] = 0.1 + FIRST_PACE
+    [second], _ = scheduler.dispatch(4)
+    now[0] = 0.7 + FIRST_PACE  # its download: started at once, ended 0.6 s later
+    scheduler.finished(second, started=0.1 + FIRST_PACE)
+    scheduler.answered(second, answer(status=200))
+    now[0] = 0.1 + 2 * FIRST_PACE + 0.1  # the pace after its start, not after its end
+    assert scheduler.dispatch(4) == ([], [])
+    now[0] = 0.7 + 2 * FIRST_PACE
+    assert len(scheduler.dispatch(4)[0]) == 1
+
+
 def test_a_leased_url_of_a_free_host_goes_out_without_blocking_the_host(tmp_path: Path) -> None:
     """The common case of dispatch: a URL leased for a host with room goes
     straight out; the host is blocked in the frontier only when it must wait
