@@ -254,3 +254,10 @@ def _serving(sub: Any) -> None:
     site.add_argument(
         "--images", type=_positive_int, default=10, help="--embeds: images the pages share in turn"
     )
+    site.add_argument(
+        "--texts",
+        choices=("pairs", "distinct", "alike"),  # testing.site.TEXTS (not imported at start)
+        default="pairs",
+        help="how pages' texts differ: pairs (4,096 distinct, then near copies), distinct "
+        "(262,144), alike (one template, 1/20 of each page its own) (default: %(default)s)",
+    )

@@ -21,7 +21,7 @@ from .parser import EXIT_OK
 
 @contextmanager
 def site_process(
-    pages: int, latency: float = 0.0, size: int = 30_000, fanout: int = 12
+    pages: int, latency: float = 0.0, size: int = 30_000, fanout: int = 12, texts: str = "pairs"
 ) -> Iterator[str]:
     """Run ``serve-site`` in a child process on a free port; yields its URL."""
     proc = subprocess.Popen(
@@ -40,6 +40,8 @@ def site_process(
             str(size),
             "--fanout",
             str(fanout),
+            "--texts",
+            texts,
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -77,7 +79,12 @@ def run_site(args: argparse.Namespace) -> int:
     from ..testing.site import SiteServer, TestSite
 
     site = TestSite(
-        pages=args.pages, size=args.size, fanout=args.fanout, embeds=args.embeds, images=args.images
+        pages=args.pages,
+        size=args.size,
+        fanout=args.fanout,
+        embeds=args.embeds,
+        images=args.images,
+        texts=args.texts,
     )
     try:
         server = SiteServer(site, args.host, args.port, args.latency)

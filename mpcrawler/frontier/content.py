@@ -13,6 +13,20 @@ of pages before it admits their links (``check``); each page gets
 and is added in the same step.  A page met again under its own URL (a
 revisit, or a page fetched again after a kill) is not its own duplicate.
 
+**A page costs the same at the 100,000th page of a host as at the 100th.**
+A piece of a host (one band's value, :func:`band_key`) keeps its newest
+``PIECE_KEEP`` pages, and forgets the older ones as newer come: on a host
+of look-alike pages (a forum, a shop, a wiki) one piece would otherwise
+hold nearly every page, and reading it whole made each page cost more than
+the last.  So a page is compared with at most ``BANDS * PIECE_KEEP``
+candidates, read in as many rows, whatever the host holds; the exact
+digests stay crawl-wide and whole (one indexed lookup a page).  A near
+copy of a page that 16 newer pages sharing its piece have pushed out is
+still found when it is near one of them (on such a host it mostly is); the
+share of near copies found on a set with known edits is measured by
+``benchmarks/bench_simhash.py --index``.  ``read`` and ``compared`` count
+the rows read and the candidates compared, for the tests that guard it.
+
 ``LocalContentIndex`` keeps them in SQLite (``content.sqlite``, in the job
 dir's state), committed with each batch: a killed crawl loses none of what
 it recorded; the job's checkpoint folds its write-ahead log into the file.
@@ -34,6 +48,7 @@ from ..web.fingerprint import NEAR_BITS, bands, hamming
 
 __all__ = [
     "CONTENT_FILE",
+    "PIECE_KEEP",
     "ContentIndex",
     "LocalContentIndex",
     "Met",
@@ -43,6 +58,7 @@ __all__ = [
 ]
 
 CONTENT_FILE = "content.sqlite"
+PIECE_KEEP = 16  # pages a piece of a host keeps (its newest): candidates a page, per band
 _CHUNK = 500  # values in one IN (...) at most
 WAL_PAGES = 16  # pages of write-ahead log (4 KiB each) folded into the file at most
 
@@ -65,6 +81,9 @@ class Met(NamedTuple):
 
 
 class ContentIndex(Protocol):
+    read: int  # entries of pieces read so far (a page: at most BANDS * PIECE_KEEP)
+    compared: int  # candidates compared so far (as many at most)
+
     def check(self, pages: Sequence[Page]) -> list[Met]:
         """What each page met, in order (a page meets those before it in
         ``pages`` too); every page is added."""
@@ -97,10 +116,13 @@ def _signed(value: int) -> int:
 
 
 class LocalContentIndex:
-    """The index of one job dir's crawl, in ``directory``."""
+    """The index of one job dir's crawl, in ``directory``; a piece keeps its
+    newest ``keep`` pages."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, keep: int = PIECE_KEEP) -> None:
         self.path = Path(directory) / CONTENT_FILE
+        self.keep = keep
+        self.read = self.compared = 0
         self._last_id: int | None = None  # the greatest page id written
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -126,7 +148,8 @@ class LocalContentIndex:
 
     def check(self, pages: Sequence[Page]) -> list[Met]:
         """One read of the batch's digests and one of its pieces, then the
-        pages in order (each meets those before it), then one write."""
+        pages in order (each meets those before it), then one write: the
+        new pages and their pieces in, what their pieces forgot out."""
         if not pages:
             return []
         db = self.db
@@ -138,13 +161,7 @@ class LocalContentIndex:
             known: dict[bytes, str] = dict(
                 self._select("SELECT digest, url FROM pages", "digest", digests)
             )
-            pieces: dict[int, list[tuple[int, str]]] = collections.defaultdict(list)
-            for key, simhash, url in self._select(
-                "SELECT p.key, p.simhash, u.url FROM pieces p JOIN pages u ON u.id = p.page",
-                "p.key",
-                flat,
-            ):
-                pieces[key].append((simhash & (1 << 64) - 1, url))
+            pieces, forgotten = self._pieces(flat)
             if self._last_id is None:  # (this object is the file's only writer)
                 self._last_id = int(
                     db.execute("SELECT coalesce(max(id), 0) FROM pages").fetchone()[0]
@@ -156,7 +173,8 @@ class LocalContentIndex:
                 if first is not None:
                     met.append(Met(first if first != page.url else None))
                     continue
-                candidates = (c for key in page_keys for c in pieces.get(key, ()))
+                candidates = [(s, u) for key in page_keys for _, s, u in pieces.get(key, ())]
+                self.compared += len(candidates)
                 met.append(Met(None, nearest(page, candidates)))
                 known[digest] = page.url
                 next_id += 1
@@ -164,9 +182,13 @@ class LocalContentIndex:
                 signed = _signed(page.simhash)
                 for key in page_keys:
                     new_pieces.append((key, next_id, signed))
-                    pieces[key].append((page.simhash, page.url))
+                    entries = pieces[key]
+                    entries.append((next_id, page.simhash, page.url))
+                    if len(entries) > self.keep:
+                        forgotten.append((key, entries.pop(0)[0]))
             db.executemany("INSERT INTO pages (id, digest, url) VALUES (?, ?, ?)", new_pages)
             db.executemany("INSERT INTO pieces VALUES (?, ?, ?)", new_pieces)
+            db.executemany("DELETE FROM pieces WHERE key = ? AND page = ?", forgotten)
             db.execute("COMMIT")
             self._last_id = next_id
         except BaseException:
@@ -175,6 +197,29 @@ class LocalContentIndex:
                 db.execute("ROLLBACK")
             raise
         return met
+
+    def _pieces(
+        self, keys: list[int]
+    ) -> tuple[dict[int, list[tuple[int, int, str]]], list[tuple[int, int]]]:
+        """The entries ``(page id, simhash, url)`` of each of ``keys``, oldest
+        first, the newest ``keep`` of each; and the (key, page id) of the
+        older ones (a piece of a job dir from before pieces were bounded,
+        forgotten at its first reading)."""
+        pieces: dict[int, list[tuple[int, int, str]]] = collections.defaultdict(list)
+        for key, page, simhash, url in self._select(
+            "SELECT p.key, p.page, p.simhash, u.url FROM pieces p JOIN pages u ON u.id = p.page",
+            "p.key",
+            keys,
+        ):
+            pieces[key].append((page, simhash & (1 << 64) - 1, url))
+            self.read += 1
+        forgotten = []
+        for key, entries in pieces.items():
+            entries.sort()
+            if len(entries) > self.keep:
+                forgotten += [(key, page) for page, _, _ in entries[: -self.keep]]
+                del entries[: -self.keep]
+        return pieces, forgotten
 
     def _select(self, query: str, column: str, values: list[Any]) -> Iterator[tuple[Any, ...]]:
         """The rows of ``query`` whose ``column`` is one of ``values``, in

@@ -27,7 +27,12 @@ puts a new ``;jsessionid=`` in every link of every answer, as a servlet
 does for a client without cookies.
 
 Each page has a name and text of its own, in a pair of seeded word lists
-of its own (``name``), so no two pages have the same text, nor nearly.
+of its own (``name``), so no two pages have the same text, nor nearly
+(``texts="pairs"``: 4,096 pairs, so page *i* and page *i* + 4,096 are near
+alike).  ``texts="distinct"`` gives each page three word lists (262,144
+triples: a site of 100,000 pages with no two near alike); ``texts="alike"``
+builds every page on one template (19/20 of its text the same on
+every page, the rest its own, as a forum's or a shop's pages are).
 With ``traps=True`` the site also has what eats a crawler's budget by its
 content, linked from ``/``: ``/copy/i`` (page
 *i*'s exact copy), ``/near/i`` (page *i* with one sentence more), a soft-404
@@ -100,6 +105,8 @@ _SYLLABLES = [
 
 
 VOCABULARIES = 64  # word lists of the pages' text: 4,096 pairs
+TEXTS = ("pairs", "distinct", "alike")  # how the pages' texts differ (TestSite's ``texts``)
+_TEMPLATE = -1  # the word list of the text every page of ``texts="alike"`` shares
 
 
 class TestSite:
@@ -118,9 +125,13 @@ class TestSite:
         images: int = 10,
         traps: bool = False,
         app: int = 0,
+        texts: str = "pairs",
     ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
+        if texts not in TEXTS:
+            raise ValueError(f"texts must be one of {', '.join(TEXTS)}")
+        self.texts = texts
         self.pages = pages
         self.size = size
         self.fanout = fanout
@@ -238,9 +249,13 @@ class TestSite:
         room = max(0, self.size - len(head) - len(tail))
         return (head + self._text(i, room) + tail).encode("utf-8")
 
-    def _vocabularies(self, i: int) -> tuple[int, int]:
-        """Page ``i``'s two word lists (of 2 x VOCABULARIES: a pair of its own)."""
-        return i % VOCABULARIES, VOCABULARIES + i // VOCABULARIES % VOCABULARIES
+    def _vocabularies(self, i: int) -> tuple[int, ...]:
+        """Page ``i``'s word lists: a pair of its own (of 2 x VOCABULARIES),
+        or with ``texts`` other than "pairs" a triple (of 3 x VOCABULARIES)."""
+        pair = (i % VOCABULARIES, VOCABULARIES + i // VOCABULARIES % VOCABULARIES)
+        if self.texts == "pairs":
+            return pair
+        return (*pair, 2 * VOCABULARIES + i // VOCABULARIES**2 % VOCABULARIES)
 
     def _filled(self, vocabulary: int) -> tuple[list[str], str]:
         """Word list number ``vocabulary`` (as many words as _WORDS, each of
@@ -260,18 +275,29 @@ class TestSite:
         return found
 
     def name(self, i: int) -> str:
-        """Page ``i``'s name: words of its two lists (no two pages have one)."""
-        (first, _), (second, _) = map(self._filler, self._vocabularies(i))
+        """Page ``i``'s name: words of its word lists (no two pages have one)."""
+        lists = [self._filler(v)[0] for v in self._vocabularies(i)]
+        if self.texts != "pairs":
+            return " ".join(words[j] for words in lists for j in (0, 7, 14))
         k = i // VOCABULARIES**2
-        return " ".join([*first[k % 7 :: 7], *second[k % 5 :: 5]])
+        return " ".join([*lists[0][k % 7 :: 7], *lists[1][k % 5 :: 5]])
 
     def _text(self, i: int, room: int) -> str:
-        """``room`` characters of page ``i``'s text: a half in each of its
-        two word lists, so pages share few of their words (their
-        fingerprints are far apart, as real pages' are)."""
-        (_, first), (_, second) = map(self._filler, self._vocabularies(i))
-        half = room // 2
-        return first[:half] + second[: room - half]
+        """``room`` characters of page ``i``'s text: a part in each of its
+        word lists, so pages share few of their words (their fingerprints
+        are far apart, as real pages' are); with ``texts="alike"``, the
+        template's text first and a twentieth of ``room`` in the page's lists."""
+        template = ""
+        if self.texts == "alike":
+            template = self._filler(_TEMPLATE)[1][: room - room // 20]
+            room -= len(template)
+        fillers = [self._filler(v)[1] for v in self._vocabularies(i)]
+        parts, at = [], 0
+        for n, filler in enumerate(fillers, 1):
+            end = room * n // len(fillers)
+            parts.append(filler[: end - at])
+            at = end
+        return template + "".join(parts)
 
     def trap_body(self, path: str, port: int) -> bytes | None:
         """The answer of a path of the ``traps`` part (None: not one)."""

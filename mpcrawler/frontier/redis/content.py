@@ -16,12 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...web.fingerprint import bands
-from ..content import Met, Page, nearest
+from ..content import PIECE_KEEP, Met, Page, nearest
 from .link import Link
 
-__all__ = ["PIECE_KEEP", "RedisContentIndex"]
-
-PIECE_KEEP = 16  # entries a piece of a host keeps (the newest)
+__all__ = ["RedisContentIndex"]
 
 
 def _path(page: Page) -> str:
@@ -40,6 +38,7 @@ class RedisContentIndex:
 
     def __init__(self, link: Link, prefix: str) -> None:
         self.link, self.prefix = link, prefix
+        self.read = self.compared = 0  # entries of pieces read, candidates compared
 
     def check(self, pages: Sequence[Page]) -> list[Met]:
         if not pages:
@@ -62,8 +61,10 @@ class RedisContentIndex:
             if first:
                 met.append(Met(first if first != page.url else None))
                 continue
-            entries = (line.split(" ", 1) for line in found.split("\n") if line)
-            near = nearest(page, ((int(s, 16), _url(page.host, path)) for s, path in entries))
+            entries = [line.split(" ", 1) for line in found.split("\n") if line]
+            self.read += len(entries)
+            self.compared += len(entries)
+            near = nearest(page, [(int(s, 16), _url(page.host, path)) for s, path in entries])
             met.append(Met(None, near))
         return met
 

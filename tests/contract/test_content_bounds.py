@@ -1,0 +1,113 @@
+"""A page's content check costs the same whatever its host holds: after
+100,000 pages of one host, near-identical (every page in the same pieces)
+or distinct, a page reads at most BANDS * PIECE_KEEP entries of pieces and
+compares at most as many candidates, in the local index and in Redis's.
+Counted, not timed."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mpcrawler.frontier.content import PIECE_KEEP, LocalContentIndex, Met, Page
+from mpcrawler.web.fingerprint import BANDS
+
+PAGES = 100_000
+BATCH = 1_000  # pages a check (the settling's batches are smaller: a bound a page holds for any)
+BOUND = BANDS * PIECE_KEEP  # entries read and candidates compared a page, at most
+HOST = "http://forum.test"
+
+
+def near_identical(n: int, start: int = 0) -> Iterator[Page]:
+    """Pages of one host, each its own text, whose simhashes differ in one
+    low bit at most: every page falls in the same three pieces or more."""
+    for i in range(start, start + n):
+        yield Page(f"{HOST}/t/{i}", HOST, f"{i:032x}", 0x5EED_F00D_CAFE_0000 | (i & 1))
+
+
+def distinct(n: int, start: int = 0) -> Iterator[Page]:
+    rng = random.Random(start)
+    for i in range(start, start + n):
+        yield Page(f"{HOST}/d/{i}", HOST, f"{i + 10**9:032x}", rng.getrandbits(64))
+
+
+@pytest.fixture(params=["local", "redis"])
+def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "local":
+        local = LocalContentIndex(tmp_path)
+        yield local
+        local.close()
+        return
+    import redis_server
+
+    from mpcrawler.frontier.redis.frontier import RedisFrontier
+
+    crawl = f"bounds-{tmp_path.name}"
+    frontier = RedisFrontier(redis_server.url(), crawl, "n1")
+    yield frontier.content_index()
+    frontier.close()
+    redis_server.forget(crawl)
+
+
+def fill(index: Any, pages: Iterator[Page]) -> None:
+    batch: list[Page] = []
+    for page in pages:
+        batch.append(page)
+        if len(batch) == BATCH:
+            index.check(batch)
+            batch = []
+    if batch:
+        index.check(batch)
+
+
+def per_page(index: Any, pages: list[Page]) -> tuple[int, int, list[Met]]:
+    """The most entries read and candidates compared by any of ``pages``,
+    checked one at a time, and what each met."""
+    read = compared = 0
+    met = []
+    for page in pages:
+        before = index.read, index.compared
+        met += index.check([page])
+        read = max(read, index.read - before[0])
+        compared = max(compared, index.compared - before[1])
+    return read, compared, met
+
+
+@pytest.mark.slow
+def test_a_host_of_100000_near_identical_pages_costs_a_page_what_its_first_did(
+    index: Any,
+) -> None:
+    fill(index, near_identical(100))
+    early = per_page(index, list(near_identical(20, start=100)))
+    fill(index, near_identical(PAGES - 120, start=120))
+    read, compared, met = per_page(index, list(near_identical(20, start=PAGES)))
+    assert 0 < read <= BOUND and 0 < compared <= BOUND
+    assert (read, compared) == early[:2]  # the same at the 100,000th page as at the 100th
+    assert all(m.near_duplicate_of for m in met)  # still found near
+
+
+@pytest.mark.slow
+def test_a_host_of_100000_distinct_pages_costs_a_page_what_its_first_did(index: Any) -> None:
+    fill(index, distinct(PAGES))
+    read, compared, met = per_page(index, list(distinct(100, start=PAGES)))
+    assert read <= BOUND and compared <= BOUND
+    assert not any(m.near_duplicate_of for m in met)
+
+
+def test_a_piece_keeps_its_newest_pages(index: Any) -> None:
+    """A page reached only through one piece is found while that piece holds
+    it, and no longer once PIECE_KEEP newer pages came into the piece."""
+    base = 0x0123_4567_89AB_CDEF
+    first = Page(f"{HOST}/first", HOST, f"{1:032x}", base)
+    far = base ^ 0xFF ^ 0xFF << 16 ^ 0xFF << 32  # 24 bits off: only the top piece shared
+    newer = [Page(f"{HOST}/n/{i}", HOST, f"{i + 2:032x}", far) for i in range(PIECE_KEEP - 1)]
+    probe = base ^ 1 ^ 1 << 16 ^ 1 << 32  # 3 bits off the first, in the pieces it does not share
+    index.check([first, *newer[:-1]])  # the top piece: the first and 14 newer
+    again = index.check([Page(f"{HOST}/probe", HOST, f"{100:032x}", probe)])
+    assert again == [Met(None, first.url)]  # the piece: 16, the probe's own entry the newest
+    index.check([newer[-1]])  # 17: the first is forgotten
+    assert index.check([Page(f"{HOST}/probe", HOST, f"{101:032x}", probe)]) == [Met()]
