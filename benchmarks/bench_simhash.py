@@ -158,8 +158,8 @@ def index_quality(texts: list[str], vocabulary: list[str], args: argparse.Namesp
                 right += kin
             seen_family.add(family[page.url])
         label = f"{keep} (newest)" if keep == PIECE_KEEP else "all (unbounded)"
-        recall, precision = found / eligible, right / called
-        print(f"| {label} | {found}/{eligible} = {recall:.4f} | {right}/{called} = {precision:.4f} |")
+        recall, precise = found / eligible, right / called
+        print(f"| {label} | {found}/{eligible} = {recall:.4f} | {right}/{called} = {precise:.4f} |")
 
 
 if __name__ == "__main__":
