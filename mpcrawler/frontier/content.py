@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import store_damaged
-from ..web.fingerprint import NEAR_BITS, bands, hamming
+from ..web.fingerprint import NEAR_BITS, bands
 
 __all__ = [
     "CONTENT_FILE",
@@ -59,6 +59,7 @@ __all__ = [
 
 CONTENT_FILE = "content.sqlite"
 PIECE_KEEP = 16  # pages a piece of a host keeps (its newest): candidates a page, per band
+PIECES_HELD = 4096  # pieces the local index holds in memory, the last used (a host's template's)
 _CHUNK = 500  # values in one IN (...) at most
 WAL_PAGES = 16  # pages of write-ahead log (4 KiB each) folded into the file at most
 
@@ -97,9 +98,9 @@ class ContentIndex(Protocol):
 def nearest(page: Page, candidates: Iterable[tuple[int, str]]) -> str | None:
     """The URL of the candidate ``(simhash, url)`` closest to ``page``,
     within NEAR_BITS bits (ties: the first met), other than itself."""
-    best, best_bits = None, NEAR_BITS + 1
+    best, best_bits, target = None, NEAR_BITS + 1, page.simhash
     for simhash, url in candidates:
-        bits = hamming(simhash, page.simhash)
+        bits = (simhash ^ target).bit_count()  # (hamming's, inline: 64 a page)
         if bits < best_bits and url != page.url:
             best, best_bits = url, bits
     return best
@@ -124,6 +125,10 @@ class LocalContentIndex:
         self.keep = keep
         self.read = self.compared = 0
         self._last_id: int | None = None  # the greatest page id written
+        # key -> its entries (page id, simhash, url), oldest first: the last used
+        self._held: collections.OrderedDict[int, list[tuple[int, int, str]]] = (
+            collections.OrderedDict()
+        )
         try:
             self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -193,6 +198,7 @@ class LocalContentIndex:
             self._last_id = next_id
         except BaseException:
             self._last_id = None  # read again from what the file kept
+            self._held.clear()
             if db.in_transaction:  # (SQLite rolled back already after a full disk)
                 db.execute("ROLLBACK")
             raise
@@ -202,23 +208,36 @@ class LocalContentIndex:
         self, keys: list[int]
     ) -> tuple[dict[int, list[tuple[int, int, str]]], list[tuple[int, int]]]:
         """The entries ``(page id, simhash, url)`` of each of ``keys``, oldest
-        first, the newest ``keep`` of each; and the (key, page id) of the
-        older ones (a piece of a job dir from before pieces were bounded,
-        forgotten at its first reading)."""
-        pieces: dict[int, list[tuple[int, int, str]]] = collections.defaultdict(list)
+        first, the newest ``keep`` of each (held, or read: then held); and
+        the (key, page id) of the older ones (a piece of a job dir from
+        before pieces were bounded, forgotten at its first reading)."""
+        held = self._held
+        pieces: dict[int, list[tuple[int, int, str]]] = {}
+        missing = []
+        for key in keys:
+            entries = held.get(key)
+            if entries is None:
+                missing.append(key)
+            else:
+                held.move_to_end(key)
+                pieces[key] = entries
+        read: dict[int, list[tuple[int, int, str]]] = {key: [] for key in missing}
         for key, page, simhash, url in self._select(
             "SELECT p.key, p.page, p.simhash, u.url FROM pieces p JOIN pages u ON u.id = p.page",
             "p.key",
-            keys,
+            missing,
         ):
-            pieces[key].append((page, simhash & (1 << 64) - 1, url))
+            read[key].append((page, simhash & (1 << 64) - 1, url))
             self.read += 1
         forgotten = []
-        for key, entries in pieces.items():
+        for key, entries in read.items():
             entries.sort()
             if len(entries) > self.keep:
                 forgotten += [(key, page) for page, _, _ in entries[: -self.keep]]
                 del entries[: -self.keep]
+            pieces[key] = held[key] = entries
+        while len(held) > PIECES_HELD:
+            held.popitem(last=False)
         return pieces, forgotten
 
     def _select(self, query: str, column: str, values: list[Any]) -> Iterator[tuple[Any, ...]]:
