@@ -22,6 +22,7 @@ everywhere.  Pure functions of their arguments; no I/O.
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import re
 import threading
@@ -293,7 +294,7 @@ class FirstSeen:
 
     def __init__(self, size: int = 100_000) -> None:
         self.size = size
-        self._keys: dict[str, None] = {}
+        self._keys: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def first(self, key: str) -> bool:
@@ -302,5 +303,5 @@ class FirstSeen:
                 return False
             self._keys[key] = None
             if len(self._keys) > self.size:
-                del self._keys[next(iter(self._keys))]
+                self._keys.popitem(last=False)  # the oldest (not a dict: see SentLinks)
             return True

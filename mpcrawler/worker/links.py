@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 
 from ..messages import Link, link_parts
 from ..web.filters import UrlRules
@@ -144,8 +145,9 @@ class SentLinks:
 
     def __init__(self, size: int = SENT_LINKS) -> None:
         self.size = size
-        self._depths: dict[str, int] = {}
-        self._held: dict[str, tuple[int, int]] = {}  # left out: url -> (priority, depth)
+        # (OrderedDicts: emptied from their front, a dict costs a scan of its holes)
+        self._depths: OrderedDict[str, int] = OrderedDict()
+        self._held: OrderedDict[str, tuple[int, int]] = OrderedDict()  # url -> (priority, depth)
         self._lock = threading.Lock()  # the worker's threads parse at once
 
     def forget(self, urls: list[str]) -> list[tuple[str, int, int]]:
@@ -175,7 +177,7 @@ class SentLinks:
                 elif link[0] not in held:
                     held[link[0]] = (link[1], depth)
             while len(depths) > self.size:
-                del depths[next(iter(depths))]
+                depths.popitem(last=False)
             while len(held) > self.size:
-                del held[next(iter(held))]
+                held.popitem(last=False)
         return fresh

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,7 +51,7 @@ class HostCounts:
                 "to count them again from the records and the queue"
             ) from None
         self._dirty: dict[str, int] = {}  # counted since the last flush
-        self._recent: dict[str, int] = {}  # read from disk, most recent last
+        self._recent: OrderedDict[str, int] = OrderedDict()  # read from disk, newest last
         self._recent_size = recent_size
         # Reads share one transaction between flushes, instead of each
         # taking and dropping SQLite's locks in a transaction of its own.
@@ -88,7 +89,7 @@ class HostCounts:
         recent = self._recent
         recent[host] = count
         if len(recent) > self._recent_size:
-            del recent[next(iter(recent))]  # the oldest
+            recent.popitem(last=False)  # the oldest
 
     def flush(self) -> None:
         """Everything counted so far is durable once this returns."""

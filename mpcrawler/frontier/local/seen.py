@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections import OrderedDict
 from pathlib import Path
 
 import diskcache
@@ -74,7 +75,7 @@ class SeenSet:
         self._flush_every = flush_every
         # Digests known to be on disk, most recent last: most links on a page
         # point to pages linked before, and each disk lookup is an SQLite query.
-        self._recent: dict[bytes, None] = {}
+        self._recent: OrderedDict[bytes, None] = OrderedDict()  # (not a dict: popped at its front)
         self._recent_size = recent_size
         self._recover_batch()
 
@@ -110,7 +111,7 @@ class SeenSet:
         recent = self._recent
         recent[key] = None
         if len(recent) > self._recent_size:
-            del recent[next(iter(recent))]  # the oldest
+            recent.popitem(last=False)  # the oldest
 
     def __len__(self) -> int:
         return len(self._cache) + len(self._pending) + len(self._batch) - self._written
