@@ -8,8 +8,12 @@ layout is WACZ 1.1.1's:
 - ``archive/*.warc.gz``, stored (a WARC is compressed already);
 - ``indexes/index.cdx``: the CDXJ index, as ``WARC_DIR/index.cdxj`` is;
 - ``pages/pages.jsonl``: a header line, then each page recorded with a 2xx
-  answer and no error (not embeds, robots.txt or sitemaps) with its URL,
-  title and the time of its capture;
+  answer and no error (not embeds, robots.txt or sitemaps) with an ``id``
+  (as Browsertrix writes: here a digest of its URL and time), its URL, the
+  time of its capture and its title (empty where it has none).  Every row
+  has the same fields, and an ``id``: the reference validator (py-wacz)
+  reads a row's columns from the header line's (``format``, ``id``,
+  ``title``), so a row whose title is empty and that had no id was blank;
 - ``datapackage.json``: every other file with its size and SHA-256, and
   ``datapackage-digest.json``: the digest of that.
 
@@ -48,11 +52,14 @@ def page_entries(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         if not 200 <= status < 300 or not record.get("warc_file"):
             continue
         fetched = record.get("fetched_at")
-        entry: dict[str, Any] = {"url": record.get("final_url") or record["url"]}
+        url = record.get("final_url") or record["url"]
+        entry: dict[str, Any] = {"id": "", "url": url}
         if isinstance(fetched, int | float):
             entry["ts"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(fetched))
-        if record.get("title"):
-            entry["title"] = record["title"]
+        entry["id"] = hashlib.blake2b(
+            f"{entry.get('ts')} {url}".encode(), digest_size=16
+        ).hexdigest()
+        entry["title"] = record.get("title") or ""
         yield entry
 
 

@@ -335,6 +335,63 @@ def test_a_kill_while_packaging_leaves_no_partial_wacz(make_site: Any, tmp_path:
     assert len(pages) == 1 + 5
 
 
+def test_a_wacz_of_pages_with_and_without_titles_validates(tmp_path: Path) -> None:
+    """Every row of pages.jsonl has the same fields and an id (the reference
+    validator reads a row's columns from the header line's: format, id,
+    title): a page without a title, a frameset and a text file have an
+    empty title, and the package validates."""
+    from hostile import html, links, serve
+
+    routes = {
+        "/": lambda h, n: links("/untitled", "/frames", "/notes.txt", title="Home"),
+        "/untitled": lambda h, n: html("<html><body><p>No title here.</p></body></html>"),
+        "/frames": lambda h, n: html(
+            '<html><frameset cols="50%,50%"><frame src="/left"><frame src="/untitled">'
+            "</frameset></html>"
+        ),
+        "/left": lambda h, n: html("<html><head><title></title></head><body>left</body></html>"),
+        "/notes.txt": lambda h, n: (200, {"Content-Type": "text/plain"}, b"plain notes\n"),
+    }
+    warc, wacz = tmp_path / "warc", tmp_path / "site.wacz"
+    with serve(routes) as server:
+        records = crawl_records(
+            server.url,
+            tmp_path / "job",
+            "--page-requisites",
+            "--warc",
+            str(warc),
+            "--wacz",
+            str(wacz),
+        )
+    fetched = {r["url"].rsplit("/", 1)[1]: r.get("kind") for r in records}
+    assert fetched == {
+        "": None,
+        "untitled": None,
+        "frames": None,
+        "notes.txt": None,
+        "left": "embed",
+    }
+    records = [r for r in records if not r.get("kind")]  # a frame is an embed: no page of its own
+    import zipfile
+
+    with zipfile.ZipFile(wacz) as package:
+        rows = [json.loads(line) for line in package.read("pages/pages.jsonl").splitlines()[1:]]
+    assert len(rows) == len(records)
+    assert all(set(row) == {"id", "url", "ts", "title"} for row in rows), rows
+    assert len({row["id"] for row in rows}) == len(rows)
+    titles = {row["url"].rsplit("/", 1)[1]: row["title"] for row in rows}
+    assert titles["untitled"] == titles["frames"] == titles["notes.txt"] == ""
+    assert titles[""] == "Home"
+    if shutil.which("wacz", path=WACZ):
+        checked = subprocess.run(
+            [str(Path(WACZ or "") / "wacz"), "validate", "-f", str(wacz)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert checked.returncode == 0 and "is valid" in checked.stdout, checked.stdout
+
+
 def test_a_crawl_without_requisites_says_nothing_of_embeds(make_site: Any, tmp_path: Path) -> None:
     site = TestSite(pages=10, size=2_000, embeds=True)
     main, _ = two_hosts(make_site, site)
