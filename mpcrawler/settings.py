@@ -404,8 +404,9 @@ class Settings:
         metavar="LIST",
         group="filters",
         help="skip links whose path ends in one of these extensions, comma-separated "
-        "(default: archives, images, audio, video, office documents and binaries; none with "
-        "--warc; '' for none)",
+        "(default: archives, images, audio, video, office documents and binaries, less those "
+        "of the types --accept-type asks for; none with --warc or --accept-type '*'; '' for "
+        "none)",
     )
     accept_type: str | None = option(
         None,
@@ -580,15 +581,19 @@ class Settings:
 
     def effective_reject_ext(self) -> list[str]:
         """The extensions --reject-ext skips: its own, else the default list
-        (none with --warc: an archive wants everything)."""
+        less the extensions of the types --accept-type asks for (none with
+        --warc or --accept-type '*': an archive, or a crawl of every type,
+        wants everything)."""
         if self.reject_ext is None:
             if self.warc_dir:
                 return []
             from .web.filters import DEFAULT_REJECT_EXT
 
             accepted = self.accepted_types()
+            if accepted is None:  # --accept-type '*': every type asked for, no extension skipped
+                return []
             return sorted(  # an extension of a type asked for (--accept-type) is not skipped
-                e for e in DEFAULT_REJECT_EXT if accepted is None or _type_of(e) not in accepted
+                e for e in DEFAULT_REJECT_EXT if _type_of(e) not in accepted
             )
         return [e.lstrip(".") for e in comma_list(self.reject_ext)]
 

@@ -106,6 +106,10 @@ def test_default_extensions_follow_warc() -> None:
     assert Settings().accepted_types() == {"text/html", "application/xhtml+xml"}
     assert Settings(warc_dir="w").accepted_types() is None
     assert Settings(accept_type="text/html, *").accepted_types() is None
+    # an extension of a type asked for is never skipped: with '*', none is
+    assert Settings(accept_type="*").effective_reject_ext() == []
+    pdf = Settings(accept_type="text/html,application/pdf").effective_reject_ext()
+    assert "pdf" not in pdf and "zip" in pdf
 
 
 @pytest.mark.parametrize(
