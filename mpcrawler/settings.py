@@ -205,7 +205,13 @@ class Settings:
         maximum=86400,
         help="cap on a server's Retry-After, in seconds (default %(default)s)",
     )
-    max_bytes: int = option(10 * MIB, minimum=1, help="cap on a decoded body (default %(default)s)")
+    max_bytes: int = option(
+        10 * MIB,
+        minimum=1,
+        size=True,
+        metavar="BYTES",
+        help="cap on one decoded body, a page's (not the crawl's); K, M, G suffixes (default 10M)",
+    )
     sitemaps: bool = option(
         True, flag="--no-sitemaps", help="do not read the sitemaps that robots.txt names"
     )

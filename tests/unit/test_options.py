@@ -51,6 +51,15 @@ def test_the_parser_gives_each_option_to_its_setting() -> None:
     assert (given.scope, given.lease_timeout) == ("domains", 3.0)
 
 
+def test_every_option_of_bytes_takes_k_m_and_g() -> None:
+    """One size parser for every size: a body's cap as a WARC file's."""
+    sizes = sorted(n for n, how in OPTIONS.items() if how.metavar == "BYTES")
+    assert {"max_bytes", "warc_size"} <= set(sizes)
+    for name in sizes:
+        given = crawl_args(flag_of(name), "40M")
+        assert getattr(given, name) == 40 << 20, name
+
+
 @pytest.mark.parametrize("name", sorted(n for n, how in OPTIONS.items() if how.maximum))
 def test_each_upper_bound_is_checked(name: str) -> None:
     most = UPPER_BOUNDS[name]
