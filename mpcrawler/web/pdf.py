@@ -14,6 +14,9 @@ worker's.
 - Encryption: a PDF encrypted with an empty user password (only its
   permissions are restricted, as most are) is read; one that needs a
   password is an error.
+- Limits: a stream that decompresses past pypdf's bounds (75 MB: a
+  decompression bomb) is an error that says a limit was reached, not that
+  the file is damaged.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class PdfContent(NamedTuple):
 def read_pdf(body: bytes) -> PdfContent:
     """The text, page count, title and links of the PDF ``body``."""
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    from pypdf.errors import LimitReachedError, PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(body))
@@ -63,6 +66,8 @@ def read_pdf(body: bytes) -> PdfContent:
         raise
     except RecursionError as exc:
         raise PdfError("damaged PDF: its objects nest without end") from exc
+    except LimitReachedError as exc:  # a decompression bomb, or a structure past pypdf's bounds
+        raise PdfError(f"PDF past a reading limit (a decompression bomb?): {exc}") from exc
     except (PyPdfError, Exception) as exc:  # whatever the reader trips on is the file's fault
         raise PdfError(f"damaged PDF: {type(exc).__name__}: {exc}") from exc
     return PdfContent("\n\n".join(t for t in texts if t), pages, title or None, links)

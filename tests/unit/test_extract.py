@@ -190,6 +190,39 @@ def test_unreadable_pdfs_are_errors(body: bytes, error: str) -> None:
     assert raised.value.error_kind == "pdf"
 
 
+def _bomb() -> bytes:
+    """A PDF of one page whose content stream is 80 MB of spaces, deflated
+    (78 KB): past pypdf's 75 MB bound."""
+    import zlib
+
+    stream = zlib.compress(b" " * 80_000_000, 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 "
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def test_a_pdf_bomb_is_a_limit_reached_not_a_damaged_file() -> None:
+    with pytest.raises(PdfError, match=r"^PDF past a reading limit") as raised:
+        read_pdf(_bomb())
+    assert raised.value.error_kind == "pdf" and "damaged" not in str(raised.value)
+
+
 def test_a_pdf_error_is_the_pages_error_in_the_analyzer() -> None:
     analyzer = LxmlAnalyzer(Settings(seeds=["http://x/"], extract=True))
     response = Response(
