@@ -1,7 +1,7 @@
 """What each feature that is on by default costs a crawl: CPU a page with it
 on and off, and their ratio, in one run, runs alternated.
 
-    python benchmarks/bench_defaults.py [--repeat 5] [--sites pg,lab] [--analyzer html.parser] \\
+    python benchmarks/bench_defaults.py [--repeat 5] [--sites pg,lab] [--analyzer bs4] \\
         [--downloader http] [--base REV]
 
 Sites: ``pg``, Debian's PostgreSQL 15 docs served by nginx (1,170 pages;
@@ -58,7 +58,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sites", default="pg,lab")
-    parser.add_argument("--analyzer", default="html.parser", help="the default: html.parser")
+    parser.add_argument("--analyzer", default="bs4", help="bs4 (the default) or lxml")
     parser.add_argument("--downloader", default="http")
     parser.add_argument("--features", default=",".join(FEATURES))
     parser.add_argument("--base", metavar="REV", help="a revision to measure too")
