@@ -95,14 +95,15 @@ class ContentIndex(Protocol):
     def close(self) -> None: ...
 
 
-def nearest(page: Page, candidates: Iterable[tuple[int, str]]) -> str | None:
-    """The URL of the candidate ``(simhash, url)`` closest to ``page``,
-    within NEAR_BITS bits (ties: the first met), other than itself."""
-    best, best_bits, target = None, NEAR_BITS + 1, page.simhash
-    for simhash, url in candidates:
-        bits = (simhash ^ target).bit_count()  # (hamming's, inline: 64 a page)
-        if bits < best_bits and url != page.url:
-            best, best_bits = url, bits
+def nearest(simhash: int, candidates: Iterable[tuple[int, str]], own: str) -> str | None:
+    """The name (a URL, or what stands for one) of the candidate ``(simhash,
+    name)`` closest to ``simhash``, within NEAR_BITS bits (ties: the first
+    met), other than ``own`` (the page's own)."""
+    best, best_bits = None, NEAR_BITS + 1
+    for other, name in candidates:
+        bits = (other ^ simhash).bit_count()  # (hamming's, inline: 64 a page)
+        if bits < best_bits and name != own:
+            best, best_bits = name, bits
     return best
 
 
@@ -180,7 +181,7 @@ class LocalContentIndex:
                     continue
                 candidates = [(s, u) for key in page_keys for _, s, u in pieces.get(key, ())]
                 self.compared += len(candidates)
-                met.append(Met(None, nearest(page, candidates)))
+                met.append(Met(None, nearest(page.simhash, candidates, page.url)))
                 known[digest] = page.url
                 next_id += 1
                 new_pages.append((next_id, digest, page.url))

@@ -61,11 +61,12 @@ class RedisContentIndex:
             if first:
                 met.append(Met(first if first != page.url else None))
                 continue
-            entries = [line.split(" ", 1) for line in found.split("\n") if line]
+            # an entry: 16 hex digits of its simhash, a space, its path
+            entries = [(int(line[:16], 16), line[17:]) for line in found.split("\n") if line]
             self.read += len(entries)
             self.compared += len(entries)
-            near = nearest(page, [(int(s, 16), _url(page.host, path)) for s, path in entries])
-            met.append(Met(None, near))
+            near = nearest(page.simhash, entries, _path(page))
+            met.append(Met(None, None if near is None else _url(page.host, near)))
         return met
 
     def checkpoint(self) -> None:
