@@ -1,8 +1,9 @@
 """PDF documents: their text, page count, title and links (``--extract``).
 
 A pure function over a PDF's bytes, with pypdf: the analyzer calls
-``read_pdf`` for a response of type ``application/pdf`` when the crawl
-extracts text, and turns what it returns into the page's record fields and
+``read_pdf`` for a response of type ``application/pdf`` (or an untyped one,
+``application/octet-stream``, whose bytes begin as a PDF's: ``is_pdf``)
+when the crawl extracts text, and turns what it returns into the page's record fields and
 links.  A PDF that cannot be read (damaged, encrypted with a password, not
 a PDF) raises ``PdfError``, which becomes that page's error: never the
 worker's.
@@ -25,11 +26,32 @@ import io
 import logging
 from typing import NamedTuple
 
-__all__ = ["MAX_PAGES", "PdfContent", "PdfError", "read_pdf"]
+__all__ = ["MAX_PAGES", "PdfContent", "PdfError", "is_pdf", "read_pdf"]
 
 MAX_PAGES = 500  # pages whose text and links are read
 PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
+# Types a server gives a file it does not know: a body among them is a PDF by its bytes.
+UNTYPED = frozenset(
+    {
+        "",
+        "application/octet-stream",
+        "binary/octet-stream",
+        "application/unknown",
+        "application/x-download",
+        "application/force-download",
+    }
+)
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings on damaged files are noise here
+
+
+def is_pdf(content_type: str | None, body: bytes) -> bool:
+    """A PDF: served as one, or served as an untyped file (octet-stream) and
+    beginning, as every PDF does, with ``%PDF-`` in its first 1,024 bytes."""
+    if not body:
+        return False
+    if content_type in PDF_TYPES:
+        return True
+    return (content_type or "") in UNTYPED and b"%PDF-" in body[:1024]
 
 
 class PdfError(Exception):

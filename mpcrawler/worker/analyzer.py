@@ -32,7 +32,7 @@ from ..web.extract import extract
 from ..web.fingerprint import text_digest
 from ..web.language import page_language
 from ..web.pagerobots import agent_token, rel_tokens
-from ..web.pdf import PDF_TYPES, read_pdf
+from ..web.pdf import is_pdf, read_pdf
 from ..web.render import Signals, signals
 from .downloader import Response
 
@@ -229,7 +229,7 @@ class HtmlAnalyzer(Analyzer):
     def analyze(self, response: Response) -> Analysis:
         with self.track():
             if not is_html(response):
-                if self.extracts and response.content_type in PDF_TYPES and response.body:
+                if self.extracts and is_pdf(response.content_type, response.body):
                     return self.read_pdf(response)
                 return Analysis(base=response.url, item={"title": None})
             return self.parse(response)

@@ -109,6 +109,36 @@ def test_records_carry_main_text_markdown_language_and_pdfs(tmp_path: Path, anal
     assert all(counts[path] == 1 for path in counts), counts  # no retry, no worker lost
 
 
+def test_a_pdf_served_as_an_untyped_file_is_read_by_its_bytes(tmp_path: Path) -> None:
+    """A server that types a PDF as application/octet-stream: with that type
+    accepted, the body is known by its %PDF- bytes and read as a PDF; an
+    untyped file that is no PDF stays a file without text."""
+    untyped = {"Content-Type": "application/octet-stream"}
+    routes: dict[str, Any] = {
+        "/": lambda h, n: links("/download?id=7", "/blob.bin"),
+        "/from-pdf": lambda h, n: links(title="reached from a PDF"),
+        "/blob.bin": lambda h, n: (200, untyped, b"\x00\x01 not a document"),
+    }
+    with serve(routes) as server:
+        body = pdf(server.url)
+        routes["/download?id=7"] = lambda h, n: (200, untyped, body)
+        records = crawl(
+            server.url,
+            tmp_path / "job",
+            "--extract",
+            "--accept-type",
+            "text/html,application/octet-stream",
+            "--reject-ext",
+            "",
+        )
+    report = records["download?id=7"]
+    assert (report["error"], report["pages"], report["title"]) == (None, 2, "Annual report")
+    assert "First page of the annual report" in report["text"]
+    assert "from-pdf" in records  # its link followed
+    blob = records["blob.bin"]
+    assert blob["error"] is None and "text" not in blob and "pages" not in blob
+
+
 def test_without_extract_records_have_no_text_and_pdfs_are_not_read(tmp_path: Path) -> None:
     routes = site()
     with serve(routes) as server:
