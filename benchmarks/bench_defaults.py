@@ -68,9 +68,7 @@ def main() -> None:
     print(common.machine())
     print(f"--analyzer {args.analyzer} --downloader {args.downloader}, 2 workers x 4 threads")
     with contextlib.ExitStack() as stack:
-        trees = {"this": common.ROOT}
-        if args.base:
-            trees[args.base] = stack.enter_context(common.worktree(args.base))
+        trees = common.trees(stack, args.base)
         for name in args.sites.split(","):
             url = site(name, stack)
             runs = common.alternated(

@@ -72,9 +72,7 @@ def main() -> None:
     print(common.machine())
     print(f"{args.workers} workers x {args.threads} threads, pages of {args.size:,} bytes")
     with contextlib.ExitStack() as stack:
-        trees = {"this": common.ROOT}
-        if args.base:
-            trees[args.base] = stack.enter_context(common.worktree(args.base))
+        trees = common.trees(stack, args.base)
         runs = common.alternated(
             trees, cases, args.repeat, lambda root, case: measure(root, case, args)
         )

@@ -322,6 +322,15 @@ def worktree(rev: str) -> Iterator[Path]:
         )
 
 
+def trees(stack: contextlib.ExitStack, base: str | None) -> dict[str, Path]:
+    """The trees a benchmark crawls with, by name: this one ("this"), and the
+    revision ``base`` (named by it) in a worktree that ``stack`` removes."""
+    found = {"this": ROOT}
+    if base:
+        found[base] = stack.enter_context(worktree(base))
+    return found
+
+
 def start_redis() -> tuple[subprocess.Popen[bytes], str, str]:
     """A redis-server of the benchmark's own on a free loopback port, without
     persistence: (its process, its URL, its directory)."""

@@ -46,6 +46,19 @@ def two_hosts(make_site: Any, site: TestSite) -> tuple[Any, Any]:
     return main, cdn
 
 
+def assert_valid_wacz(wacz: Path) -> None:
+    """The reference validator (py-wacz, where installed: .ci/run installs it)
+    says ``wacz`` is valid."""
+    if shutil.which("wacz", path=WACZ):
+        checked = subprocess.run(
+            [str(Path(WACZ or "") / "wacz"), "validate", "-f", str(wacz)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert checked.returncode == 0 and "is valid" in checked.stdout, checked.stdout
+
+
 def archiving(warc: Path, wacz: Path) -> list[str]:
     """The options of a crawl of the two hosts that archives with its requisites."""
     return [
@@ -226,14 +239,7 @@ def test_pywb_replays_the_archive_whole_in_a_browser(make_site: Any, tmp_path: P
     job, warc, wacz = tmp_path / "job", tmp_path / "warc", tmp_path / "site.wacz"
     records = crawl_records(main.url, job, *archiving(warc, wacz))
     assert wacz.exists() and (warc / "index.cdxj").exists()
-    if shutil.which("wacz", path=WACZ):
-        checked = subprocess.run(
-            [str(Path(WACZ or "") / "wacz"), "validate", "-f", str(wacz)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert checked.returncode == 0 and "is valid" in checked.stdout, checked.stdout
+    assert_valid_wacz(wacz)
     # A pywb collection of the crawl's WARC files and its own index, as they are.
     root = tmp_path / "pywb"
     collection = root / "collections" / "c"
@@ -382,14 +388,7 @@ def test_a_wacz_of_pages_with_and_without_titles_validates(tmp_path: Path) -> No
     titles = {row["url"].rsplit("/", 1)[1]: row["title"] for row in rows}
     assert titles["untitled"] == titles["frames"] == titles["notes.txt"] == ""
     assert titles[""] == "Home"
-    if shutil.which("wacz", path=WACZ):
-        checked = subprocess.run(
-            [str(Path(WACZ or "") / "wacz"), "validate", "-f", str(wacz)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert checked.returncode == 0 and "is valid" in checked.stdout, checked.stdout
+    assert_valid_wacz(wacz)
 
 
 def test_a_crawl_without_requisites_says_nothing_of_embeds(make_site: Any, tmp_path: Path) -> None:
