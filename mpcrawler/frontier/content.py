@@ -108,9 +108,20 @@ def nearest(simhash: int, candidates: Iterable[tuple[int, str]], own: str) -> st
 
 
 def band_key(host: str, band: int, value: int) -> int:
-    """A signed 64-bit key of one piece of a host's simhashes."""
-    data = f"{band}:{value}:{host}".encode()
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+    """A signed 64-bit key of one piece of a host's simhashes (the last
+    ``_KEYS_HELD`` made are kept: a host's template gives the same few)."""
+    found = _keys.get((host, band, value))
+    if found is None:
+        if len(_keys) >= _KEYS_HELD:
+            _keys.clear()
+        data = f"{band}:{value}:{host}".encode()
+        found = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+        _keys[(host, band, value)] = found
+    return found
+
+
+_KEYS_HELD = 16_384
+_keys: dict[tuple[str, int, int], int] = {}
 
 
 def _signed(value: int) -> int:
@@ -179,9 +190,11 @@ class LocalContentIndex:
                 if first is not None:
                     met.append(Met(first if first != page.url else None))
                     continue
-                candidates = [(s, u) for key in page_keys for _, s, u in pieces.get(key, ())]
+                # each page once, though it shares several pieces: url -> simhash
+                candidates = {u: s for key in page_keys for _, s, u in pieces[key]}
                 self.compared += len(candidates)
-                met.append(Met(None, nearest(page.simhash, candidates, page.url)))
+                near = nearest(page.simhash, ((s, u) for u, s in candidates.items()), page.url)
+                met.append(Met(None, near))
                 known[digest] = page.url
                 next_id += 1
                 new_pages.append((next_id, digest, page.url))

@@ -61,11 +61,15 @@ class RedisContentIndex:
             if first:
                 met.append(Met(first if first != page.url else None))
                 continue
-            # an entry: 16 hex digits of its simhash, a space, its path
-            entries = [(int(line[:16], 16), line[17:]) for line in found.split("\n") if line]
+            # an entry: 16 hex digits of its simhash, a space, its path (once
+            # a piece: a page in several of this page's pieces is compared once)
+            entries = found.split("\n") if found else []
+            candidates = {line[17:]: line[:16] for line in entries}
             self.read += len(entries)
-            self.compared += len(entries)
-            near = nearest(page.simhash, entries, _path(page))
+            self.compared += len(candidates)
+            near = nearest(
+                page.simhash, ((int(s, 16), path) for path, s in candidates.items()), _path(page)
+            )
             met.append(Met(None, None if near is None else _url(page.host, near)))
         return met
 
