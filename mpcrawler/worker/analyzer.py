@@ -402,12 +402,75 @@ def _lxml_tree(body: bytes, charset: str | None) -> tuple[Any, str | None]:
     markup = detector.markup
     for encoding in detector.encodings:
         try:
-            parser = etree.HTMLParser(recover=True, encoding=encoding)
-            for start in range(0, max(len(markup), 1), _FEED_CHUNK):
-                parser.feed(markup[start : start + _FEED_CHUNK])
-            return parser.close(), encoding
+            root = _parsed(etree.HTMLParser(recover=True, encoding=encoding), markup)
+            if root is not None and _at_depth_limit(root):  # libxml2 stopped at its depth
+                root = _parsed(
+                    etree.HTMLParser(recover=True, encoding=encoding, target=_DeepTree()), markup
+                )
+            return root, encoding
         except (UnicodeDecodeError, LookupError, ValueError, etree.ParserError):
             continue
         except etree.XMLSyntaxError:  # nothing to build a tree of
             return None, encoding
     return None, None
+
+
+def _parsed(parser: Any, markup: bytes) -> Any:
+    for start in range(0, max(len(markup), 1), _FEED_CHUNK):
+        parser.feed(markup[start : start + _FEED_CHUNK])
+    return parser.close()
+
+
+# libxml2's HTML parser builds no element deeper than 256 and stops there
+# (what follows is lost too), unless asked for a huge tree, and then none
+# deeper than 2,048: generated pages nest deeper.  Its tree then ends at that
+# depth, so the last element in document order tells, in a few steps down
+# the last children; such a tree is built again from the parser's events
+# (_DeepTree), which have no limit.
+_DEPTH_LIMIT = 255
+
+
+def _at_depth_limit(root: Any) -> bool:
+    """Whether the tree's last element is as deep as libxml2 builds."""
+    depth, element = 0, root
+    while len(element):
+        element = element[-1]
+        depth += 1
+        if depth >= _DEPTH_LIMIT:
+            return True
+    return False
+
+
+class _DeepTree:
+    """An lxml parser target that builds the tree from the parser's events,
+    at any depth (libxml2 keeps no depth limit for a target), dropping the
+    attributes whose names lxml refuses (``xmlns:xlink`` in HTML)."""
+
+    def __init__(self) -> None:
+        self.builder = etree.TreeBuilder()
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        try:
+            self.builder.start(tag, attrib)
+        except ValueError:  # a name lxml refuses: the element without it
+            self.builder.start(tag, {k: v for k, v in attrib.items() if _valid_name(k)})
+
+    def end(self, tag: str) -> None:
+        self.builder.end(tag)
+
+    def data(self, data: str) -> None:
+        self.builder.data(data)
+
+    def comment(self, text: str) -> None:
+        self.builder.comment(text)
+
+    def close(self) -> Any:
+        return self.builder.close()
+
+
+def _valid_name(name: str) -> bool:
+    try:
+        etree.Element("x", {name: ""})
+    except ValueError:
+        return False
+    return True

@@ -398,3 +398,27 @@ def test_a_followed_redirect_takes_requests_own_path() -> None:
     )
     assert (response.status, response.url) == (200, "http://site.test/r2")
     assert response.body == b"User-agent: *\nDisallow: /x\n"
+
+
+@pytest.mark.parametrize("depth", [300, 5_000])
+@pytest.mark.parametrize("analyzer", [HtmlAnalyzer, LxmlAnalyzer])
+def test_markup_nested_past_libxml2s_depth_loses_no_link_and_no_text(
+    analyzer: type, depth: int
+) -> None:
+    """libxml2 builds no element deeper than 256 and stops there; both
+    analyzers find every link and the text, whatever the depth (and an
+    attribute lxml refuses, xmlns:xlink, costs its element nothing)."""
+    body = (
+        "<html><head><title>Deep</title></head><body>"
+        + "<div>" * depth
+        + '<a href="/inside">in</a><p xmlns:xlink="http://www.w3.org/1999/xlink">'
+        + "The paragraph at the bottom of the generated nesting, read whole."
+        + "</p>"
+        + "</div>" * depth
+        + '<a href="/after">after</a></body></html>'
+    ).encode()
+    response = Response(url="http://x.test/", status=200, content_type="text/html", body=body)
+    found = analyzer(Settings(seeds=["http://x.test/"], extract=True)).analyze(response)
+    assert found.links == ["/inside", "/after"] and found.item["title"] == "Deep"
+    assert "The paragraph at the bottom of the generated nesting" in found.item["text"]
+    assert "read whole" in (found.text or "")  # the text a fingerprint is taken of
