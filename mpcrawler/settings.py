@@ -483,6 +483,15 @@ class Settings:
         "PDFs where --accept-type takes application/pdf: their text, pages and title); "
         "with --warc, the text is archived as a conversion record",
     )
+    max_text: int = option(
+        1 * MIB,
+        minimum=1,
+        size=True,
+        metavar="CHARS",
+        help="--extract: a record's text and markdown are cut at this many characters each, "
+        "and the record says text_truncated (its text_digest is of the whole text); K, M, G "
+        "suffixes (default 1M)",
+    )
     render: str = option(
         "never",
         choices=RENDER_MODES,

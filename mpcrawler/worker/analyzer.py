@@ -181,12 +181,28 @@ class Analyzer(Module):
         ]
         declarations.append(response.headers.get("content-language"))
         content = extract(root, base)
-        return {
-            "text": content.text,
-            "markdown": content.markdown,
-            "lang": page_language(declarations, content.text),
-            "text_digest": text_digest(content.text),
-        }
+        return self.capped(
+            {
+                "text": content.text,
+                "markdown": content.markdown,
+                "lang": page_language(declarations, content.text),
+                "text_digest": text_digest(content.text),
+            }
+        )
+
+    def capped(self, item: dict[str, Any]) -> dict[str, Any]:
+        """``item`` with its text and markdown cut at --max-text characters
+        each, and ``text_truncated`` where one was (a 30 MB page's text is no
+        record of 60 MB); its digest stays the whole text's."""
+        limit = self.settings.max_text
+        cut = False
+        for name in ("text", "markdown"):
+            value = item.get(name)
+            if isinstance(value, str) and len(value) > limit:
+                item[name], cut = value[:limit], True
+        if cut:
+            item["text_truncated"] = True
+        return item
 
     def read_pdf(self, response: Response) -> Analysis:
         """--extract: a PDF's links, and its text, pages and title for the
@@ -195,13 +211,15 @@ class Analyzer(Module):
         return Analysis(
             base=response.url,
             links=list(content.links),
-            item={
-                "title": content.title,
-                "text": content.text,
-                "pages": content.pages,
-                "lang": page_language([response.headers.get("content-language")], content.text),
-                "text_digest": text_digest(content.text),
-            },
+            item=self.capped(
+                {
+                    "title": content.title,
+                    "text": content.text,
+                    "pages": content.pages,
+                    "lang": page_language([response.headers.get("content-language")], content.text),
+                    "text_digest": text_digest(content.text),
+                }
+            ),
             text=content.text if self.texts else None,
         )
 

@@ -254,3 +254,20 @@ def test_a_document_without_body_gives_no_head_text() -> None:
     root = tree("<frameset><frame src='a.html'></frameset>")
     assert extract(root, "http://x/").text == ""
     assert "Title" not in extract(tree("<title>Title</title>plain words"), "http://x/").text
+
+
+@pytest.mark.parametrize("analyzer", [HtmlAnalyzer, LxmlAnalyzer])
+def test_a_records_text_and_markdown_are_cut_at_max_text(analyzer: type) -> None:
+    """A big page's text is no record of twice its size: text and markdown
+    cut at --max-text characters each, the record saying so, its digest the
+    whole text's; a page under the cap is left whole and says nothing."""
+    words = " ".join(f"word{i}" for i in range(2_000))
+    body = f"<html><body><main><h1>Long</h1><p>{words}</p></main></body></html>".encode()
+    response = Response(url="http://x/", status=200, content_type="text/html", body=body)
+    whole = analyzer(Settings(seeds=["http://x/"], extract=True)).analyze(response).item
+    cut = analyzer(Settings(seeds=["http://x/"], extract=True, max_text=1_000)).analyze(response)
+    assert "text_truncated" not in whole and len(whole["text"]) > 1_000
+    assert cut.item["text_truncated"] is True
+    assert cut.item["text"] == whole["text"][:1_000]
+    assert cut.item["markdown"] == whole["markdown"][:1_000]
+    assert cut.item["text_digest"] == whole["text_digest"]
