@@ -1,6 +1,6 @@
 """What each content trap costs a crawl, with duplicates found by text and without.
 
-    python benchmarks/bench_traps.py [--pages 50] [--max-pages 3000]
+    python benchmarks/bench_traps.py [--pages 50] [--max-pages 3000] [--base REV]
 
 Serves the built-in site with its traps (``TestSite(traps=True)``): exact
 copies of pages (``/copy/i``), near copies (``/near/i``), a soft-404 part
@@ -10,12 +10,14 @@ with ``--max-pages`` as the budget, by default (dedup on) and with
 ``--no-dedup`` (``--max-path-segments 1000`` in both, so that the path rule,
 which ends the soft-404 part on its own at 20 segments, does not hide what
 dedup does).  Prints the server's requests by part of the site, and how many
-of the site's real pages were reached.
+of the site's real pages were reached.  With ``--base REV``, that revision
+crawls the same site too (before and after).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import crawl_env, machine
+from benchmarks.common import crawl_env, machine, trees
 from mpcrawler.testing.site import TestSite, serve_site
 
 PARTS = ("real", "copy", "near", "soft", "cal")
@@ -38,7 +40,7 @@ def by_part(hits: dict[str, int]) -> dict[str, int]:
     return parts
 
 
-def run(pages: int, budget: int, *extra: str) -> tuple[dict[str, int], int]:
+def run(root: Path, pages: int, budget: int, *extra: str) -> tuple[dict[str, int], int]:
     site = TestSite(pages=pages, size=2_000, traps=True)
     with serve_site(site) as server, tempfile.TemporaryDirectory() as job:
         subprocess.run(
@@ -46,7 +48,8 @@ def run(pages: int, budget: int, *extra: str) -> tuple[dict[str, int], int]:
              "--quiet", "--no-robots", "--workers", "2", "--threads", "4",
              "--max-pages", str(budget), "--max-path-segments", "1000", *extra],
             check=True,
-            env=crawl_env(),
+            env=crawl_env(root),
+            cwd=root,
             stdout=subprocess.DEVNULL,
         )  # fmt: skip
         hits = dict(server.hits)
@@ -62,16 +65,19 @@ def main() -> None:
     )
     parser.add_argument("--pages", type=int, default=50, help="the site's real pages")
     parser.add_argument("--max-pages", type=int, default=3000, help="the crawl's budget")
+    parser.add_argument("--base", metavar="REV", help="a revision to crawl with too")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     print(f"site: {args.pages} real pages and its traps; --max-pages {args.max_pages}\n")
-    print(f"{'variant':<12}" + "".join(f"{p:>8}" for p in PARTS) + f"{'real reached':>14}")
-    for name, extra in (("dedup", ()), ("--no-dedup", ("--no-dedup",))):
-        fetched, reached = run(args.pages, args.max_pages, *extra)
-        print(
-            f"{name:<12}" + "".join(f"{fetched[p]:>8}" for p in PARTS)
-            + f"{reached:>8} of {args.pages}"
-        )  # fmt: skip
+    print(f"{'tree':<10}{'variant':<12}" + "".join(f"{p:>8}" for p in PARTS) + f"{'real':>14}")
+    with contextlib.ExitStack() as stack:
+        for tree, root in trees(stack, args.base).items():
+            for name, extra in (("dedup", ()), ("--no-dedup", ("--no-dedup",))):
+                fetched, reached = run(root, args.pages, args.max_pages, *extra)
+                print(
+                    f"{tree:<10}{name:<12}" + "".join(f"{fetched[p]:>8}" for p in PARTS)
+                    + f"{reached:>8} of {args.pages}"
+                )  # fmt: skip
 
 
 if __name__ == "__main__":
