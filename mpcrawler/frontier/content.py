@@ -108,8 +108,9 @@ def nearest(simhash: int, candidates: Iterable[tuple[int, str]], own: str) -> st
 
 
 def band_key(host: str, band: int, value: int) -> int:
-    """A signed 64-bit key of one piece of a host's simhashes (the last
-    ``_KEYS_HELD`` made are kept: a host's template gives the same few)."""
+    """A signed 64-bit key of one piece of a host's simhashes; kept once
+    made (a host's template gives the same few), up to ``_KEYS_HELD`` keys,
+    then all forgotten at once (a dict never emptied from its front)."""
     found = _keys.get((host, band, value))
     if found is None:
         if len(_keys) >= _KEYS_HELD:
