@@ -53,12 +53,13 @@ def page_entries(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             continue
         fetched = record.get("fetched_at")
         url = record.get("final_url") or record["url"]
-        entry: dict[str, Any] = {"id": "", "url": url}
+        ts = None
         if isinstance(fetched, int | float):
-            entry["ts"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(fetched))
-        entry["id"] = hashlib.blake2b(
-            f"{entry.get('ts')} {url}".encode(), digest_size=16
-        ).hexdigest()
+            ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(fetched))
+        page_id = hashlib.blake2b(f"{ts} {url}".encode(), digest_size=16).hexdigest()
+        entry: dict[str, Any] = {"id": page_id, "url": url}
+        if ts is not None:
+            entry["ts"] = ts
         entry["title"] = record.get("title") or ""
         yield entry
 
