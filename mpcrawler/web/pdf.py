@@ -3,8 +3,8 @@
 A pure function over a PDF's bytes, with pypdf: the analyzer calls
 ``read_pdf`` for a response of type ``application/pdf`` (or an untyped one,
 ``application/octet-stream``, whose bytes begin as a PDF's: ``is_pdf``)
-when the crawl extracts text, and turns what it returns into the page's record fields and
-links.  A PDF that cannot be read (damaged, encrypted with a password, not
+when the crawl extracts text, and turns what it returns into the page's
+record fields and links.  A PDF that cannot be read (damaged, encrypted with a password, not
 a PDF) raises ``PdfError``, which becomes that page's error: never the
 worker's.
 
