@@ -17,6 +17,11 @@ up crawl-wide (:mod:`mpcrawler.master.content`).
 
 A text of fewer than ``MIN_WORDS`` words has no fingerprint: an image
 gallery or a page built by a script would otherwise all be "duplicates".
+
+A long text is read in pieces of about ``PIECE`` characters, cut where a
+word ends: the digest is fed piece by piece and only the words' counts
+are kept, so a 30 MB page's text takes a piece's memory, not a list of all
+its words (3.5 million of them: 500 MB).
 """
 
 from __future__ import annotations
@@ -24,13 +29,16 @@ from __future__ import annotations
 import collections
 import hashlib
 import itertools
+import re
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 __all__ = [
     "BANDS",
     "MIN_WORDS",
     "NEAR_BITS",
+    "PIECE",
     "Fingerprint",
     "bands",
     "fingerprint",
@@ -42,6 +50,8 @@ MIN_WORDS = 10
 MAX_WEIGHT = 4  # a word counts at most this many times in the simhash
 NEAR_BITS = 3  # simhashes this close (or closer) are near duplicates
 BANDS = 4  # pieces of 16 bits
+PIECE = 1 << 20  # characters of a text normalized at a time
+_SPACE = re.compile("[ \t\n\r\x0b\x0c\xa0]")  # where _normalized's words part
 _FOLD = bytes.maketrans(b"0123456789", b"0000000000")  # (no UTF-8 sequence holds them)
 # Each byte value spread to 8 fields of 16 bits, one bit each (low bit first):
 # a word's 64-bit hash spread so (``_spreads_of``) is 64 fields, summed in one int.
@@ -63,16 +73,54 @@ class Fingerprint(NamedTuple):
 
 def fingerprint(text: str) -> Fingerprint | None:
     """The fingerprint of ``text`` (None: fewer than MIN_WORDS words)."""
-    words = _normalized(text)
-    if len(words) < MIN_WORDS:
+    if len(text) <= PIECE:  # (most pages: one piece, its words counted once)
+        words = _normalized(text)
+        if len(words) < MIN_WORDS:
+            return None
+        return Fingerprint(_digest(words), _simhash(collections.Counter(words)))
+    digest = hashlib.blake2b(digest_size=16)
+    counts: collections.Counter[bytes] = collections.Counter()
+    for words in _words(text, digest):
+        counts.update(words)
+    if counts.total() < MIN_WORDS:
         return None
-    return Fingerprint(_digest(words), _simhash(words))
+    return Fingerprint(digest.hexdigest(), _simhash(counts))
 
 
 def text_digest(text: str) -> str:
     """The digest of ``text`` normalized, whatever its length (a record's
     ``text_digest`` with --extract)."""
-    return _digest(_normalized(text))
+    digest = hashlib.blake2b(digest_size=16)
+    for _ in _words(text, digest):
+        pass
+    return digest.hexdigest()
+
+
+def _words(text: str, digest: hashlib.blake2b) -> Iterator[list[bytes]]:
+    """The normalized words of each piece of ``text`` (cut where a word
+    ends), each piece's fed to ``digest`` as ``_digest`` joins them."""
+    first = True
+    for piece in _pieces(text):
+        words = _normalized(piece)
+        if words:
+            if not first:
+                digest.update(b" ")
+            digest.update(b" ".join(words))
+            first = False
+            yield words
+
+
+def _pieces(text: str) -> Iterator[str]:
+    """``text`` in pieces of at least ``PIECE`` characters (the last may be
+    shorter), each cut before a space: no word is cut in two."""
+    start = 0
+    while len(text) - start > PIECE:
+        space = _SPACE.search(text, start + PIECE)
+        if space is None:
+            break
+        yield text[start : space.start()]
+        start = space.start()
+    yield text[start:]
 
 
 def _normalized(text: str) -> list[bytes]:
@@ -101,14 +149,13 @@ def _spreads_of(words: list[bytes]) -> list[int]:
     return [int.from_bytes(view[i : i + size], "little") for i in range(0, len(spread), size)]
 
 
-def _simhash(words: list[bytes]) -> int:
-    """Each distinct word's 64-bit hash, weighted by how often it occurs (at
-    most MAX_WEIGHT): a bit is set where more than half the weight has it.
-    The 64 sums are fields of one integer, and a word of weight w is added w
-    times, once in each of the sets of words seen at least 1, 2, ... w
-    times: additions in C, with no multiplication (a new big integer each)
-    and no Python loop over the words."""
-    counts = collections.Counter(words)
+def _simhash(counts: collections.Counter[bytes]) -> int:
+    """Each distinct word's 64-bit hash, weighted by how often it occurs
+    (``counts``; at most MAX_WEIGHT): a bit is set where more than half the
+    weight has it.  The 64 sums are fields of one integer, and a word of
+    weight w is added w times, once in each of the sets of words seen at
+    least 1, 2, ... w times: additions in C, with no multiplication (a new
+    big integer each) and no Python loop over the words."""
     if len(counts) > MAX_WORDS:  # (a dictionary's page)
         counts = collections.Counter(dict(counts.most_common(MAX_WORDS)))
     spreads = _spreads

@@ -3,17 +3,27 @@ on a duplicate's links (master/outcome.follows)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mpcrawler.frontier.content import Met
 from mpcrawler.master.outcome import follows
-from mpcrawler.web.fingerprint import MIN_WORDS, NEAR_BITS, bands, fingerprint, hamming
+from mpcrawler.web import fingerprint as fingerprint_module
+from mpcrawler.web.fingerprint import (
+    MIN_WORDS,
+    NEAR_BITS,
+    bands,
+    fingerprint,
+    hamming,
+    text_digest,
+)
 
 WORDS = [f"{a}{b}" for a in "bcdfghjklmnpqrstvwz" for b in ("a", "e", "i", "o", "u", "ar", "en")]
 
@@ -90,3 +100,52 @@ def test_the_fingerprint_of_a_text_stays_what_it_was() -> None:
         + ["Crawl 2026-12-05: the the the the the the fox, fox; ünïcödé ÉTÉ 12 34 page page"]
     )
     assert fingerprint(text) == ("b797aa54fb92afef1e4916fbdcd2892e", 3979597195212214330)
+
+
+TEXTS = st.text(
+    alphabet=st.sampled_from(list("ab Σ\u03c3ςİ\u0131Éé9\xa0\t\n\u2003.")), min_size=0, max_size=300
+)
+
+
+@given(TEXTS)
+def test_a_text_read_in_pieces_has_the_fingerprint_it_has_whole(text: str) -> None:
+    """A long text is normalized a piece at a time, cut where a word ends:
+    its digest and simhash are those of the text read whole (pieces of 7
+    characters here; final sigmas, dotted capitals, non-breaking spaces)."""
+    whole = fingerprint(text), text_digest(text)
+    with _pieces_of(7):
+        assert (fingerprint(text), text_digest(text)) == whole
+
+
+def test_a_long_texts_words_are_never_all_held_at_once() -> None:
+    """A text of 3 MB (a million words) is normalized in pieces of at most
+    PIECE characters and a word: never as one list of all its words."""
+    long_text = text(7, 1_000_000)
+    assert len(long_text) > 3 * fingerprint_module.PIECE
+    sizes: list[int] = []
+    normalized = fingerprint_module._normalized
+
+    def counted(piece: str) -> list[bytes]:
+        sizes.append(len(piece))
+        return normalized(piece)
+
+    fingerprint_module._normalized = counted
+    try:
+        found = fingerprint(long_text)
+        digest = text_digest(long_text)
+    finally:
+        fingerprint_module._normalized = normalized
+    assert len(sizes) >= 2 * 3 and max(sizes) <= fingerprint_module.PIECE + 4
+    assert found is not None and found.digest == digest
+    with _pieces_of(1 << 30):  # read whole, the same
+        assert fingerprint(long_text) == found
+
+
+@contextlib.contextmanager
+def _pieces_of(size: int) -> Iterator[None]:
+    kept = fingerprint_module.PIECE
+    fingerprint_module.PIECE = size
+    try:
+        yield
+    finally:
+        fingerprint_module.PIECE = kept
