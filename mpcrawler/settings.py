@@ -276,7 +276,8 @@ class Settings:
         None,
         above=0,
         maximum=86400,
-        help="kill a worker that holds one request this long (default: 4 x timeout + 10 s)",
+        help="kill a worker that holds one request this long (default: 4 x timeout + 10 s, "
+        "plus (threads + 1) x --pdf-timeout with --extract, and the render times with --render)",
     )
     revisit_after: float | None = option(
         None,
@@ -491,6 +492,15 @@ class Settings:
         help="--extract: a record's text and markdown are cut at this many characters each, "
         "and the record says text_truncated (its text_digest is of the whole text); K, M, G "
         "suffixes (default 1M)",
+    )
+    pdf_timeout: float = option(
+        30.0,
+        above=0,
+        maximum=3600,
+        duration=True,
+        metavar="DURATION",
+        help="--extract: the longest a PDF may take to read (each in a process of its worker's "
+        "own, off its parser); one that takes longer is its page's error (default 30s)",
     )
     render: str = option(
         "never",

@@ -67,8 +67,11 @@ def default_hang_limit(settings: Settings) -> float:
     """How long a worker may hold one request before it is killed: 4
     timeouts and 10 s; with --render, as many render times more as a page
     can wait for a tab of its worker's browser (its slots' pages share the
-    tabs), and its own."""
+    tabs), and its own; with --extract, as many PDF reading times more as a
+    PDF can wait for its worker's reader, and its own."""
     limit = 4 * settings.timeout + 10
+    if settings.extract:
+        limit += (settings.threads + 1) * settings.pdf_timeout
     if settings.render != "never":
         limit += (settings.threads // settings.render_tabs + 1) * settings.render_timeout
     return limit

@@ -26,8 +26,12 @@ alone is parsed first and goes out with the end of its download, in one
 message, not two.  The master sends a worker only requests for its free
 slots and answers to its own messages, so the pipe's buffer holds what
 comes while a page is parsed (no receiver thread: the loop reads the pipe
-at every turn, what it holds in one read: ``mpcrawler.framing``).  On ``Stop`` the requests already
-received run to their end, and their pages are parsed; if the master is
+at every turn, what it holds in one read: ``mpcrawler.framing``).  A PDF
+(--extract) goes to the worker's documents thread instead of being parsed
+(``Worker.hand_off``); what it has read comes back in
+``Worker.documents_read``, looked at every ``_DOCUMENT_TICK`` at most while
+one is being read.  On ``Stop`` the requests already received run to their
+end, and their pages are parsed (and their PDFs read); if the master is
 gone, the worker exits at once (``Worker.master_gone``).
 """
 
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = ["run_loop"]
 
 _TICK = 1.0  # s: the longest wait, so stalled downloads' timeouts are seen
+_DOCUMENT_TICK = 0.05  # s: the longest wait while a PDF is read, for its page
 
 
 def run_loop(worker: Worker, transfers: Transfers) -> None:
@@ -65,9 +70,10 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
     freed = 0
     last_summary = 0.0
     stopping = False
+    documents, read = worker.documents, worker.documents_read
     try:
         conn.send(Hello(worker.index, os.getpid(), worker.slots))
-        while not stopping or busy or to_parse:
+        while not stopping or busy or to_parse or (documents is not None and documents.pending):
             try:
                 for message in reader.receive() if not stopping else ():
                     stopping = stopping or not worker.take(message)
@@ -93,11 +99,17 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                     continue
                 busy[slot] = (fetch, result, started, time.perf_counter())
                 transfers.start(slot, fetch.url, **call)
+            while read:
+                batch.append(read.popleft())
+            tick = _DOCUMENT_TICK if documents is not None and documents.pending else _TICK
             if busy:
-                ended = transfers.wait(0.0 if to_parse or batch else _TICK, conn.fileno())
+                ended = transfers.wait(0.0 if to_parse or batch else tick, conn.fileno())
             else:
-                if not (to_parse or batch or stopping):
-                    reader.poll(_TICK)
+                if not (to_parse or batch):
+                    if stopping:  # only documents are left
+                        time.sleep(tick)
+                    else:
+                        reader.poll(tick)
                 ended = []
             for slot, outcome in ended:
                 fetch, result, started, clock = busy.pop(slot)
@@ -120,11 +132,16 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                 batch, downloaded, freed = [], [], 0
             if to_parse:  # one page a turn, between turns of the downloads
                 result, response, depth = to_parse.popleft()
-                worker.analyze(result, response, depth)
-                batch.append(result)
+                if not worker.hand_off(result, response, depth):
+                    with worker.parse_lock:  # (the documents thread analyzes too)
+                        worker.analyze(result, response, depth)
+                    batch.append(result)
                 if held:  # a page that waited for room: its slot is free now
                     to_parse.append(held.popleft())
                     freed += 1
+        batch += read
         worker.send_results(batch, downloaded, freed, last_summary)
     finally:
+        if documents is not None:
+            documents.end()
         transfers.close()

@@ -29,6 +29,10 @@ with other pages), so at most ``2 x threads + 1`` responses are in
 memory.  One parser, not one per slot: parsing holds the GIL, so parsers
 would only take turns, and each thread more that wants the GIL costs CPU.
 
+With --extract, a PDF goes from the parser to the worker's documents
+thread (:mod:`mpcrawler.worker.documents`), which has it read in a process
+of its own within --pdf-timeout and reports it: the parser goes on.
+
 With --render, a parsed page that needs a browser goes to the render
 threads instead (:mod:`mpcrawler.worker.rendering`), whose browser's
 requests each wait for the master's permit; the parser and the render
@@ -54,6 +58,7 @@ import signal
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -85,10 +90,12 @@ from ..web.pagerobots import (
     canonical_from_link_header,
     page_directives,
 )
+from ..web.pdf import PdfContent, PdfError
 from ..web.robots import decode_robots
 from ..web.urls import Scope
 from ..web.validators import conditional_headers
 from .analyzer import Analyzer
+from .documents import Documents, Page
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
 from .revisit import Revisit, revisit_of
@@ -198,6 +205,10 @@ class Worker:
             from .rendering import Rendering  # playwright only when rendering
 
             self.rendering = Rendering(self)
+        self.documents: Documents | None = None  # --extract: PDFs read off the parser
+        if settings.extract and self.analyzer.reads_pdfs:
+            self.documents = Documents(settings.pdf_timeout, self.slots, self.document_read)
+        self.documents_read: deque[PageResult] = deque()  # for the event loop to send
 
     # -------------------------------------------------------------- threads
     def receive(self) -> None:
@@ -269,6 +280,8 @@ class Worker:
         """The parser thread: analyze each downloaded page, report it."""
         while (job := self.to_parse.get()) is not None:
             result, response, depth = job
+            if self.hand_off(result, response, depth):
+                continue
             with self.parse_lock:
                 reason = self.analyze(result, response, depth)
             if reason is not None and self.rendering is not None:
@@ -277,7 +290,32 @@ class Worker:
                 self.outbox.put((result, None, 0))
         if self.rendering is not None:
             self.rendering.end()  # the render threads end after the parser
+        if self.documents is not None:  # so does the documents thread, before this one
+            self.documents.end()
+            self.documents.join()
         self.outbox.put(None)
+
+    def hand_off(self, result: PageResult, response: Response, depth: int) -> bool:
+        """Give a document (a PDF to read) to the documents thread, which
+        reports it (True); anything else is for the caller to analyze."""
+        if (
+            self.documents is None
+            or result.kind == "sitemap"
+            or not self.analyzer.is_document(response)
+        ):
+            return False
+        self.documents.put(Page(result, response, depth))
+        return True
+
+    def document_read(self, page: Page, content: PdfContent | PdfError) -> None:
+        """The documents thread: a page whose document was read (``content``,
+        or the error that is the page's), analyzed and reported."""
+        with self.parse_lock:
+            self.analyze(page.result, page.response, page.depth, document=content)
+        if self.looping:
+            self.documents_read.append(page.result)
+        else:
+            self.outbox.put((page.result, None, 0))
 
     def summaries(self) -> list[dict[str, Any]]:
         """Module counters, and this process's own CPU time and memory."""
@@ -285,7 +323,12 @@ class Worker:
             *(d.summary() for d in self.downloaders),
             self.analyzer.summary(),
             *([self.rendering.summary()] if self.rendering is not None else []),
-            {"id": f"W{self.index}|pid-{os.getpid()}", "type": "Worker", **process_usage()},
+            {
+                "id": f"W{self.index}|pid-{os.getpid()}",
+                "type": "Worker",
+                **process_usage(),
+                **(self.documents.summary() if self.documents is not None else {}),
+            },
         ]
 
     def run(self) -> None:
@@ -505,12 +548,14 @@ class Worker:
         depth: int,
         rendered: bool = False,
         navigations: Sequence[str] = (),
+        document: PdfContent | PdfError | None = None,
     ) -> str | None:
         """Add the Analyzer's links (those of ``depth``) and item to
         ``result`` (its error, if it raises).  Returns why the page is to be
         rendered first (--render; nothing is added then), unless it is
         ``rendered`` already (``navigations``: where its scripts tried to go,
-        links too)."""
+        links too).  A ``document`` was read by the documents thread: what it
+        found, or the page's error."""
         if result.kind == "sitemap":
             self.read_sitemap(result, response)
             return None
@@ -518,7 +563,11 @@ class Worker:
             self.read_stylesheet(result, response)
             return None
         try:
-            analysis = self.analyzer.analyze(response)
+            analysis = (
+                self.analyzer.analyze(response)
+                if document is None
+                else self.analyzer.read_document(response, document)
+            )
             if self.rendering is not None and not rendered:
                 reason = self.rendering.reason(result, response, analysis)
                 if reason is not None:

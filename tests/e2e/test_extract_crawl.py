@@ -14,6 +14,7 @@ from support import crawl_records
 from test_warc import records_of, warc_files, warcio_check
 
 from mpcrawler.testing.extraction import gold_pages
+from mpcrawler.testing.pdfs import long_pdf
 from mpcrawler.web.fingerprint import text_digest
 
 GOLD = {p.file: p for p in gold_pages(Path(__file__).resolve().parent.parent / "data" / "extract")}
@@ -176,3 +177,37 @@ def test_warc_holds_a_conversion_record_for_each_text(tmp_path: Path) -> None:
     for file in files:
         check = warcio_check(file)
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize("downloader", ["http", "curl"])
+def test_a_long_pdf_holds_neither_its_workers_other_pages_nor_past_its_limit(
+    tmp_path: Path, downloader: str
+) -> None:
+    """One worker of two slots: while a PDF that takes tens of seconds to
+    read is read (in the worker's reader process), the worker's other pages
+    are parsed and their links fetched, three levels of them; past
+    --pdf-timeout the PDF is its page's error, and nothing is retried."""
+    routes: dict[str, Any] = {
+        "/": lambda h, n: links("/long.pdf", "/a"),
+        "/long.pdf": lambda h, n: pdf_reply(LONG),
+        "/a": lambda h, n: links("/b"),
+        "/b": lambda h, n: links("/c"),
+        "/c": lambda h, n: links(title="three levels down"),
+    }
+    with serve(routes) as server:
+        records = crawl_records(
+            server.url + "/",
+            tmp_path / "job",
+            *("--workers", "1", "--threads", "2", "--downloader", downloader),
+            *("--no-robots", "--extract", "--pdf-timeout", "5", *PDF_ACCEPTED),
+        )
+        counts = server.log.counts()
+    order = [r["url"].split("/", 3)[3] for r in records]
+    assert order.index("c") < order.index("long.pdf"), order
+    long = records[order.index("long.pdf")]
+    assert long["error_kind"] == "pdf"
+    assert long["error"] == "pdf: reading the PDF took longer than 5 s (--pdf-timeout)"
+    assert all(count == 1 for count in counts.values()), counts
+
+
+LONG = long_pdf()  # about 35 s to read here
