@@ -21,7 +21,6 @@ from bs4 import (
     XMLParsedAsHTMLWarning,
 )
 from bs4.builder import LXMLTreeBuilder
-from bs4.dammit import EncodingDetector
 from lxml import etree
 
 from ..messages import Link
@@ -35,6 +34,7 @@ from ..web.pagerobots import agent_token, rel_tokens
 from ..web.pdf import PdfContent, PdfError, is_pdf, read_pdf
 from ..web.render import Signals, signals
 from .downloader import Response
+from .stream import HIDDEN_TAGS, STREAM_BYTES, parse_decoded, read_stream, tree_prefix
 
 __all__ = [
     "BUILTIN_ANALYZERS",
@@ -54,7 +54,7 @@ warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
 _KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link"})
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
-_HIDDEN_TAGS = ("script", "style", "template", "noscript")  # no text a reader sees
+_HIDDEN_TAGS = HIDDEN_TAGS  # no text a reader sees
 
 
 class _StrainedBuilder(LXMLTreeBuilder):
@@ -258,7 +258,9 @@ class HtmlAnalyzer(Analyzer):
     charset, then detection (BeautifulSoup's UnicodeDammit); a declared
     charset that lxml refuses is ignored.  ``<base href>`` is honoured.
     Anything that is not HTML yields no links and no title, whatever its URL
-    looks like.  PDFs are read with --extract (``reads_pdfs``).
+    looks like.  PDFs are read with --extract (``reads_pdfs``).  A page past
+    ``STREAM_BYTES`` is read as a stream, with no tree (``parse_stream``, the
+    same for both analyzers; :mod:`mpcrawler.worker.stream`).
     """
 
     reads_pdfs = True
@@ -274,7 +276,38 @@ class HtmlAnalyzer(Analyzer):
                 if self.is_document(response):
                     return self.read_pdf(response)
                 return Analysis(base=response.url, item={"title": None})
+            if len(response.body) > STREAM_BYTES:
+                return self.parse_stream(response)
             return self.parse(response)
+
+    def parse_stream(self, response: Response) -> Analysis:
+        """A big page's links, base, title and text from its parser's
+        events, with no tree (:mod:`mpcrawler.worker.stream`); its main
+        content from a tree of its first part, ``text_truncated``."""
+        found = read_stream(
+            response.body, response.charset, self.robots_names, self.requisites, self.texts
+        )
+        base = found.base or response.url
+        item: dict[str, Any] = {"title": found.title, "encoding": found.encoding}
+        signals_found = None
+        if self.extracts or self.signals:
+            root, _ = _lxml_tree(tree_prefix(response.body), found.encoding or response.charset)
+            if root is not None and self.signals:
+                signals_found = signals(root)
+            if root is not None and self.extracts:
+                item.update(self.main_content(root, base, response))
+                item["text_truncated"] = True  # (of the page's first part only)
+        return Analysis(
+            base=base,
+            links=list(found.links),
+            item=item,
+            metas=found.metas,
+            nofollow=found.nofollow,
+            canonical=found.canonical,
+            embeds=found.embeds,
+            text=found.text,
+            signals=signals_found,
+        )
 
     def parse(self, response: Response) -> Analysis:
         """Links, base and title of an HTML response (``analyze`` has checked
@@ -432,37 +465,19 @@ class LxmlAnalyzer(HtmlAnalyzer):
         )
 
 
-# The whole document fed in one call to lxml's push parser, as BeautifulSoup's
-# HTML builder feeds it: the same path, so the same tree.  Fed in small
-# pieces, libxml2 2.14 takes time that grows with the square of the size
-# (512-byte pieces: 6 s for 10 MB, about a minute for 30 MB; in one: 0.2 s).
-
-
 def _lxml_tree(body: bytes, charset: str | None) -> tuple[Any, str | None]:
     """(root element or None, encoding) of an HTML document, decoded by
-    BeautifulSoup's rules: each candidate encoding in turn until one parses."""
-    detector = EncodingDetector(
-        body, known_definite_encodings=[charset] if charset else [], is_html=True
+    BeautifulSoup's rules (``stream.parse_decoded``)."""
+    root, encoding = parse_decoded(
+        body, charset, lambda encoding: etree.HTMLParser(recover=True, encoding=encoding)
     )
-    markup = detector.markup
-    for encoding in detector.encodings:
-        try:
-            root = _parsed(etree.HTMLParser(recover=True, encoding=encoding), markup)
-            if root is not None and _at_depth_limit(root):  # libxml2 stopped at its depth
-                root = _parsed(
-                    etree.HTMLParser(recover=True, encoding=encoding, target=_DeepTree()), markup
-                )
-            return root, encoding
-        except (UnicodeDecodeError, LookupError, ValueError, etree.ParserError):
-            continue
-        except etree.XMLSyntaxError:  # nothing to build a tree of
-            return None, encoding
-    return None, None
-
-
-def _parsed(parser: Any, markup: bytes) -> Any:
-    parser.feed(markup)
-    return parser.close()
+    if root is not None and _at_depth_limit(root):  # libxml2 stopped at its depth
+        root, encoding = parse_decoded(
+            body,
+            encoding,
+            lambda encoding: etree.HTMLParser(recover=True, encoding=encoding, target=_DeepTree()),
+        )
+    return root, encoding
 
 
 # libxml2's HTML parser builds no element deeper than 256 and stops there

@@ -416,3 +416,38 @@ def test_max_embeds_bounds_the_embeds_queued(make_site: Any, tmp_path: Path) -> 
     assert fetched <= 7
     stats = json.loads((tmp_path / "job" / "stats.json").read_text())
     assert stats["embeds"]["queued"] == 7 and stats["embeds"]["skipped"] > 0
+
+
+def test_hostile_requisites_are_each_fetched_once(tmp_path: Path) -> None:
+    """A page of 5,027 embeds: 4,000 distinct images, one image named 1,000
+    times, a garbage srcset, a stylesheet that imports itself and two that
+    import each other: each URL fetched exactly once, and the crawl ends."""
+    from hostile import serve
+
+    css = {"Content-Type": "text/css"}
+    png = {"Content-Type": "image/png"}
+    body = (
+        "<html><head><title>embeds</title>"
+        "<link rel=stylesheet href=/self.css><link rel=stylesheet href=/a.css></head><body>"
+        + "".join(f"<img src=/img/{n}.png>" for n in range(4_000))
+        + "<img src=/same.png>" * 1_000
+        + "<img srcset=', ,,  1x, /set.png 2x ,, ,bogus 3q, ,'>" * 25
+        + "</body></html>"
+    ).encode()
+    routes: dict[str, Any] = {
+        "/": lambda h, n: (200, {"Content-Type": "text/html"}, body),
+        "/self.css": lambda h, n: (200, css, b'@import "/self.css"; p { color: red }'),
+        "/a.css": lambda h, n: (200, css, b"@import url(/b.css);"),
+        "/b.css": lambda h, n: (200, css, b'@import "a.css"; body { background: url(/bg.png) }'),
+    }
+    with serve(routes, default=lambda h, n: (200, png, b"\x89PNG\r\n\x1a\n")) as server:
+        records = crawl_records(
+            server.url + "/", tmp_path / "job", "--page-requisites", "--no-robots"
+        )
+        counts = server.log.counts()
+    assert all(count == 1 for count in counts.values()), {
+        path: count for path, count in counts.items() if count != 1
+    }
+    expected = {"/", "/self.css", "/a.css", "/b.css", "/bg.png", "/same.png", "/set.png"}
+    assert set(counts) >= expected | {f"/img/{n}.png" for n in range(4_000)}
+    assert len(records) == len(counts)

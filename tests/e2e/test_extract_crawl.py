@@ -47,7 +47,13 @@ def html_reply(name: str) -> Reply:
 def site() -> dict[str, Any]:
     routes: dict[str, Any] = {
         "/": lambda h, n: links(
-            "/blog", "/news", "/report.pdf", "/locked.pdf", "/damaged.pdf", "/owner.pdf"
+            "/blog",
+            "/news",
+            "/report.pdf",
+            "/locked.pdf",
+            "/damaged.pdf",
+            "/owner.pdf",
+            "/cyclic.pdf",
         ),
         "/blog": lambda h, n: html_reply("blog-en.html"),
         "/news": lambda h, n: html_reply("news-de.html"),
@@ -67,6 +73,33 @@ def add_pdfs(routes: dict[str, Any], base: str) -> None:
     routes["/locked.pdf"] = lambda h, n: pdf_reply(pdf(base, password="secret"))
     routes["/owner.pdf"] = lambda h, n: pdf_reply(pdf(base, password=""))
     routes["/damaged.pdf"] = lambda h, n: pdf_reply(good[: len(good) // 2])
+    routes["/cyclic.pdf"] = lambda h, n: pdf_reply(CYCLIC)
+
+
+def _pdf_of(objects: list[bytes]) -> bytes:
+    """A PDF of ``objects`` (the first its catalog), with its cross-reference table."""
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+# A page tree that is its own child, through another.
+CYCLIC = _pdf_of(
+    [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>",
+    ]
+)
 
 
 @pytest.mark.parametrize("analyzer", ["bs4", "lxml"])
@@ -107,6 +140,9 @@ def test_records_carry_main_text_markdown_language_and_pdfs(tmp_path: Path, anal
     )
     assert damaged["error_kind"] == "pdf" and damaged["error"].startswith("pdf: damaged PDF")
     assert "text" not in locked and "text" not in damaged
+    assert records["cyclic.pdf"]["error"] == (
+        "pdf: damaged PDF: PdfReadError: Detected cyclic page references."
+    )
     assert all(counts[path] == 1 for path in counts), counts  # no retry, no worker lost
 
 
@@ -211,3 +247,38 @@ def test_a_long_pdf_holds_neither_its_workers_other_pages_nor_past_its_limit(
 
 
 LONG = long_pdf()  # about 35 s to read here
+
+
+@pytest.mark.parametrize("downloader", ["http", "curl"])
+def test_a_big_page_is_read_whole_for_its_links_and_in_part_for_its_text(
+    tmp_path: Path, downloader: str
+) -> None:
+    """A 6 MB page (past the 4 MB read as a stream) with --extract: every
+    link of it followed, its title, a text of at most --max-text characters
+    read from its first part, and a record that says text_truncated."""
+    paragraph = "<p>Paragraph {n} of the big page, <a href='/to/{m}'>link {n}</a> in it.</p>\n"
+    body = (
+        "<html><title>The big page</title><body><main>"
+        + "".join(paragraph.format(n=n, m=n % 50) for n in range(90_000))
+        + "</main><a href='/last'>the last link</a></body></html>"
+    ).encode()
+    assert len(body) > 6 << 20
+    routes: dict[str, Any] = {
+        "/": lambda h, n: (200, {"Content-Type": "text/html; charset=utf-8"}, body),
+        "/last": lambda h, n: links(title="the end"),
+        **{f"/to/{m}": (lambda h, n: links(title="a paragraph's")) for m in range(50)},
+    }
+    with serve(routes) as server:
+        records = crawl_records(
+            server.url + "/",
+            tmp_path / "job",
+            *("--downloader", downloader, "--no-robots", "--extract"),
+            *("--max-bytes", "8M", "--max-text", "100K", "--max-depth", "1"),
+        )
+        counts = server.log.counts()
+    by_path = {r["url"].split("/", 3)[3]: r for r in records}
+    big = by_path[""]
+    assert big["error"] is None and big["title"] == "The big page"
+    assert big["links"] == 51 and big["text_truncated"] is True  # (distinct links)
+    assert len(big["text"]) == 100 * 1024 and big["text"].startswith("Paragraph 0 of the big page")
+    assert counts["/last"] == 1 and all(counts[f"/to/{m}"] == 1 for m in range(50)), counts

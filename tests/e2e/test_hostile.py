@@ -184,6 +184,25 @@ def test_body_caps_and_bombs(tmp_path: Path) -> None:
     assert records["ok"]["error"] is None
 
 
+def test_the_default_body_cap_is_10_mb(tmp_path: Path) -> None:
+    """Without --max-bytes, a body past 10 MB is too large, once; one just
+    under is read (a big page: its links, as a stream)."""
+    page = b"<title>almost ten</title><a href=/ok>ok</a>"
+    under = page + b" " * ((10 << 20) - len(page) - 1)
+    over = under + b"  "
+    routes = {
+        "/": lambda h, n: links("/under", "/over"),
+        "/under": lambda h, n: (200, {"Content-Type": "text/html"}, under),
+        "/over": lambda h, n: (200, {"Content-Type": "text/html"}, over),
+    }
+    with serve(routes, default=lambda h, n: links()) as server:
+        records = crawl(server.url + "/", tmp_path)
+        counts = server.log.counts()
+    assert records["over"]["error_kind"] == "too_large" and counts["/over"] == 1
+    assert records["under"]["error"] is None and records["under"]["title"] == "almost ten"
+    assert records["under"]["bytes"] == (10 << 20) - 1 and counts["/ok"] == 1
+
+
 def test_long_and_non_http_links_are_dropped(tmp_path: Path) -> None:
     long_path = "/" + "a" * 300
     routes = {
@@ -238,20 +257,37 @@ def test_encodings_titles_and_link_urls(tmp_path: Path) -> None:
         "<title>\u65e5\u672c\u8a9e\u30da\u30fc\u30b8</title></head>"
         "<body><a href='/\u6771\u4eac'>t</a></body></html>"
     )
+    cyrillic = (
+        "<title>\u041f\u0440\u0438\u0432\u0435\u0442</title><p>\u0422\u0435\u043a\u0441\u0442</p>"
+    )
     broken = (
         "<HTML><BODY><A HREF=/b1>one<A HREF='/b2'>two<a href=\"\">self"
         "<a href=/b3#frag>three<p><table><tr><td><a href = /b4>four"
     )
     routes = {
-        "/": lambda h, n: links("/latin", "/sjis", "/broken", "/based"),
+        "/": lambda h, n: links(
+            "/latin", "/sjis", "/broken", "/based", "/cyrillic", "/sixteen", "/bad-bytes"
+        ),
         "/latin": lambda h, n: html(latin, charset="iso-8859-1", encoding="iso-8859-1"),
         "/sjis": lambda h, n: html(sjis, charset=None, encoding="shift_jis"),
         "/broken": lambda h, n: html(broken),
         "/based": lambda h, n: html("<base href='/sub/'><a href='leaf'>l</a>"),
+        "/cyrillic": lambda h, n: html(cyrillic, charset="windows-1251", encoding="cp1251"),
+        "/sixteen": lambda h, n: html("\ufeff" + cyrillic, charset=None, encoding="utf-16-le"),
+        "/bad-bytes": lambda h, n: (
+            200,
+            {"Content-Type": "text/html; charset=utf-8"},
+            b"<title>caf\xff\xfe ok</title><p>Bad \xc3( bytes in a paragraph of words</p>",
+        ),
     }
     with serve(routes, default=lambda h, n: links()) as server:
-        records = crawl(server.url + "/", tmp_path)
+        records = crawl(server.url + "/", tmp_path, "--extract")
         fetched = set(server.log.counts())
+    for name in ("cyrillic", "sixteen"):
+        assert records[name]["title"] == "\u041f\u0440\u0438\u0432\u0435\u0442", name
+        assert records[name]["text"] == "\u0422\u0435\u043a\u0441\u0442", name
+    assert records["bad-bytes"]["title"] == "caf\ufffd\ufffd ok"
+    assert records["bad-bytes"]["text"] == "Bad \ufffd( bytes in a paragraph of words"
     assert records["latin"]["title"] == "Caf\u00e9 cr\u00e8me"
     assert records["sjis"]["title"] == "\u65e5\u672c\u8a9e\u30da\u30fc\u30b8"
     assert "/men%C3%BC" in fetched

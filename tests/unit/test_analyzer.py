@@ -18,6 +18,8 @@ from mpcrawler.testing.redis import free_port
 from mpcrawler.testing.site import TestSite
 from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope
+from mpcrawler.worker import analyzer as analyzer_module
+from mpcrawler.worker import stream as stream_module
 from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.curl import CurlDownloader
 from mpcrawler.worker.downloader import (
@@ -422,3 +424,113 @@ def test_markup_nested_past_libxml2s_depth_loses_no_link_and_no_text(
     assert found.links == ["/inside", "/after"] and found.item["title"] == "Deep"
     assert "The paragraph at the bottom of the generated nesting" in found.item["text"]
     assert "read whole" in (found.text or "")  # the text a fingerprint is taken of
+
+
+# ------------------------------------------------- big pages, as a stream
+def _read(cls: type[HtmlAnalyzer], response: Response, stream: bool, **options: Any) -> Any:
+    """An analysis of ``response`` by ``cls``, read as a big page is (as a
+    stream of the parser's events, fed in pieces of 97 bytes) or as a tree,
+    whatever its size."""
+    kept = analyzer_module.STREAM_BYTES, stream_module.PIECE
+    analyzer_module.STREAM_BYTES = -1 if stream else 1 << 40
+    stream_module.PIECE = 97  # fed in pieces, cut anywhere (a tag, a character)
+    try:
+        return cls(Settings(**options)).analyze(response)
+    finally:
+        analyzer_module.STREAM_BYTES, stream_module.PIECE = kept
+
+
+def _reading(analysis: Any) -> tuple[Any, ...]:
+    return (
+        analysis.base,
+        analysis.links,
+        analysis.item["title"],
+        analysis.item.get("encoding"),
+        sorted(analysis.nofollow),
+        analysis.metas,
+        analysis.canonical,
+        analysis.embeds,
+        _words(analysis.text),
+    )
+
+
+STREAM_CORPUS = [
+    *_corpus(),
+    (
+        "robots, canonical, nofollow, requisites",
+        b'<meta name="ROBOTS" content="noindex"><meta name=robots><meta name=other content=x>'
+        b'<link rel="Canonical" href=" /c1 "><link rel=canonical href=/c2>'
+        b'<link rel=stylesheet href=/s.css><style>@import "/i.css"; p{background:url(/b.png)}'
+        b'</style><p style="background:url(/p.png)">x</p><img src=/i.png srcset="/a.png 1x">'
+        b'<a href=/n rel="external nofollow">n</a><a href=/f>f</a><script src=/j.js></script>',
+        None,
+    ),
+    ("text runs", b"<p>AT&amp;T</p>\n<p>one</p>\n<p>two<br>three</p>caf&eacute;s", None),
+]
+
+
+@pytest.mark.parametrize("name, body, charset", STREAM_CORPUS, ids=[c[0] for c in STREAM_CORPUS])
+@pytest.mark.parametrize("cls", [HtmlAnalyzer, LxmlAnalyzer], ids=["bs4", "lxml"])
+def test_a_big_page_read_as_a_stream_reads_as_the_tree_does(
+    cls: type[HtmlAnalyzer], name: str, body: bytes, charset: str | None
+) -> None:
+    """Past STREAM_BYTES a page is read from its parser's events, with no
+    tree: the same base, links, title, encoding, nofollow marks, robots meta
+    tags, canonical link, requisites and text's words as from the tree."""
+    response = Response(url=BASE, status=200, body=body, content_type="text/html", charset=charset)
+    stream = _read(cls, response, True, page_requisites=True)
+    tree = _read(LxmlAnalyzer, response, False, page_requisites=True)
+    assert _reading(stream) == _reading(tree)
+
+
+@settings(max_examples=500, derandomize=True, deadline=None, database=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=30).map(b"".join))
+def test_a_stream_reads_any_token_soup_as_the_tree_does(body: bytes) -> None:
+    response = Response(url=BASE, status=200, body=body, content_type="text/html")
+    assert _reading(_read(LxmlAnalyzer, response, True)) == _reading(
+        _read(LxmlAnalyzer, response, False)
+    )
+
+
+def test_a_big_pages_main_content_is_read_from_its_first_part() -> None:
+    """With --extract, a page past STREAM_BYTES has its main content read
+    from a tree of its first TREE_BYTES, and says text_truncated; its links
+    and the text its fingerprint is of are all of the page's."""
+    paragraph = b"<p>A paragraph of the long page, <a href=/p%d>one link</a> in it.</p>\n"
+    body = (
+        b"<html><title>Long</title><body><main>"
+        + b"".join(paragraph % n for n in range(60_000))
+        + b"</main><p>The very end.</p></body></html>"
+    )
+    assert len(body) > stream_module.STREAM_BYTES
+    response = Response(url=BASE, status=200, body=body, content_type="text/html")
+    for cls in (HtmlAnalyzer, LxmlAnalyzer):
+        found = cls(Settings(extract=True)).analyze(response)
+        assert len(found.links) == 60_000 and found.links[-1] == "/p59999"
+        assert found.item["title"] == "Long" and found.item["text_truncated"] is True
+        assert "A paragraph of the long page" in found.item["text"]
+        assert "The very end." not in found.item["text"]  # past the first part
+        assert (found.text or "").endswith("The very end.")
+
+
+def test_no_tree_is_made_of_a_big_page_past_its_first_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory a big page takes is bounded by what is built of it: no
+    BeautifulSoup, and one lxml tree, of at most TREE_BYTES (counted)."""
+    trees: list[int] = []
+    made = analyzer_module._lxml_tree
+
+    def counted(body: bytes, charset: str | None) -> Any:
+        trees.append(len(body))
+        return made(body, charset)
+
+    def no_soup(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a soup of a big page")
+
+    monkeypatch.setattr(analyzer_module, "_lxml_tree", counted)
+    monkeypatch.setattr(analyzer_module, "BeautifulSoup", no_soup)
+    body = b"<title>Big</title>" + b"<p>words and <a href=/x>a link</a></p>" * 300_000
+    response = Response(url=BASE, status=200, body=body, content_type="text/html")
+    for cls in (HtmlAnalyzer, LxmlAnalyzer):
+        found = cls(Settings(extract=True, render="auto")).analyze(response)
+        assert len(found.links) == 300_000
+    assert len(trees) == 2 and max(trees) <= stream_module.TREE_BYTES < len(body) // 2
