@@ -216,6 +216,8 @@ def stop_runs(
         if proc.returncode == 130:
             assert "rerun the same command to resume" in err, (moment.__name__, err)
         outcomes.append((moment.__name__, proc.returncode))
+        if proc.returncode != 130:  # (said with the outcomes, should they fail)
+            print(f"{moment.__name__}: exit {proc.returncode}: {err.strip()[-500:]!r}")
     return outcomes
 
 
