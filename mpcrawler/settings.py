@@ -136,6 +136,30 @@ class Settings:
     )
     max_pages: int | None = option(None, minimum=1, help="stop after this many records")
     max_depth: int | None = option(None, minimum=0, help="seeds are depth 0")
+    max_duration: float | None = option(
+        None,
+        above=0,
+        duration=True,
+        metavar="DURATION",
+        help="end this run gracefully after this long (90s, 30m, 2h, 1d): in-flight requests "
+        "finish, the job is saved, exit 3; the same command goes on with a new budget",
+    )
+    on_finish: str | None = option(
+        None,
+        metavar="CMD",
+        help="run CMD with /bin/sh once a run has ended and its outputs are closed, with "
+        "MPCRAWLER_EXIT_STATUS, MPCRAWLER_OUTCOME, MPCRAWLER_JOB_DIR, MPCRAWLER_OUT, "
+        "MPCRAWLER_PAGES and MPCRAWLER_ERRORS in its environment; its failure is reported and "
+        "leaves the crawl's exit status as it was",
+    )
+    max_total_bytes: int | None = option(
+        None,
+        minimum=1,
+        size=True,
+        metavar="BYTES",
+        help="end this run gracefully once the bodies it downloaded add up to this (600KB, "
+        "500MB, 5GB): as --max-duration; not a page's cap (that is --max-bytes)",
+    )
     depth_priority: int = option(
         0,
         metavar="N",

@@ -9,17 +9,20 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..configfile import to_toml
-from ..errors import FrontierError, UsageError
+from ..errors import FrontierError, MpcrawlerError, UsageError
 from ..settings import (
     OPTIONS,
     Settings,
 )
 from ..web.redact import redact_url
 from ..web.urls import InvalidURL, host_key, split_credentials
-from .parser import EXIT_INTERRUPTED, EXIT_OK
+from .parser import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+
+if TYPE_CHECKING:
+    from ..master.crawler import CrawlResult
 
 
 def read_seeds(
@@ -198,12 +201,32 @@ def run_crawl(settings: Settings) -> int:
         result = crawler.run()
     except FrontierError as exc:  # a job directory this version cannot use
         raise UsageError(str(exc)) from None
+    except UsageError:  # exit 2: nothing ran
+        raise
+    except MpcrawlerError:  # said by main, in one line; the hook hears of it first
+        _on_finish(settings, EXIT_ERROR, None)
+        raise
+    code = report_end(result)
+    _on_finish(settings, code, result)
+    return code
+
+
+def report_end(result: CrawlResult) -> int:
+    """Print the run's summary and how it ended; its exit status."""
     if result.already_finished:
         print(f"job in {result.job_dir} is already finished; nothing to do", flush=True)
     if "modules" in result.stats:
         print(format_summary(result.stats), flush=True)
     else:
         print(f"pages      {result.stats.get('pages')}", flush=True)
+    if result.budget is not None:
+        print(
+            f"stopped: {result.budget} reached; rerun the same command to go on"
+            + (f" from {result.job_dir}" if result.job_dir else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_BUDGET
     if result.interrupted:
         print(
             f"interrupted: rerun the same command to resume from {result.job_dir}"
@@ -214,6 +237,24 @@ def run_crawl(settings: Settings) -> int:
         )
         return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+def _on_finish(settings: Settings, code: int, result: CrawlResult | None) -> None:
+    """--on-finish: the command, once the run has ended (``result``: None
+    if it failed); its failure said on stderr, the exit status unchanged."""
+    if not settings.on_finish:
+        return
+    from ..output import finish
+
+    job_dir = Path(settings.job_dir) if settings.job_dir else None
+    if result is None:
+        variables = finish.environment(code, job_dir, None, {})
+    else:
+        stats = {"pages": result.stats.get("pages", 0), "errors": result.stats.get("errors", 0)}
+        variables = finish.environment(code, result.job_dir, result.out, stats, result.budget)
+    problem = finish.run(settings.on_finish, variables)
+    if problem is not None:
+        print(f"mpcrawler: {problem}", file=sys.stderr, flush=True)
 
 
 def effective_settings(args: argparse.Namespace) -> Settings:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Any
 
 __all__ = [
@@ -49,15 +50,17 @@ _non_negative_int = number(int, minimum=0)
 _non_negative_float = number(float, minimum=0)
 _port = number(int, minimum=0, maximum=65535, name="a port")
 
-_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE = re.compile(r"\s*([-+]?[0-9]+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 
 
 def _size(text: str) -> int:
-    """Bytes, with an optional K, M or G (powers of 1024): ``1G``, ``500M``."""
-    number, unit = text.strip(), ""
-    if number[-1:].upper() in _SIZE_UNITS:
-        number, unit = number[:-1], number[-1].upper()
-    return int(_integer(number)) * _SIZE_UNITS[unit]
+    """Bytes, with an optional K, M, G or T (powers of 1024), and B or iB
+    after it: ``1G``, ``500M``, ``600KB``, ``5GB``, ``2GiB``, ``4096``."""
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"not a size (4096, 600K, 500MB, 5GB): {text!r}")
+    return int(_integer(found.group(1))) * _SIZE_UNITS[found.group(2).upper()]
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -88,6 +88,7 @@ class CrawlResult:
     job_dir: Path | None
     interrupted: bool = False
     already_finished: bool = False
+    budget: str | None = None  # the run's budget that stopped it ("--max-duration 2h")
 
 
 def _refusals(refused: dict[str, str]) -> str:
@@ -343,7 +344,13 @@ class Crawler:
                 if is_disk_full(failure)
                 else str(failure)
             ) from failure
-        return CrawlResult(stats, job.out, job.path, interrupted=not engine.finished)
+        return CrawlResult(
+            stats,
+            job.out,
+            job.path,
+            interrupted=not engine.finished,
+            budget=engine.budget_spent if not engine.finished else None,
+        )
 
     def _add_seeds(
         self,
@@ -533,6 +540,8 @@ class Crawler:
             message = f"out of disk space ({failure})"
         if failure is None and engine.finished and len(frontier):
             message = FINISHED_AT_BUDGET
+        if failure is None and engine.budget_spent and not engine.finished:
+            message = f"{engine.budget_spent} reached; rerun the same command to go on"
         outcome = (
             "failed" if failure is not None else "finished" if engine.finished else "interrupted"
         )

@@ -47,6 +47,7 @@ from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
+from .budget import RunBudget
 from .counters import Counters, metrics_snapshot
 from .pool import Asked, Done, Downloaded, Event, Late, Lost, SubOver, WorkerPool
 from .request import Request
@@ -115,12 +116,14 @@ class Engine:
         self.stop_requested = self.abort = self.finished = False
         self.hang_limit = settings.hang_timeout or default_hang_limit(settings)
         self.slots = settings.workers * settings.threads
+        self.budget = RunBudget.from_settings(settings)
+        self.budget_spent: str | None = None  # the budget that stopped this run
 
     # ----------------------------------------------------------------- run
     def run(self) -> None:
         """Turn until the crawl is done (``finished``) or stopped."""
         grace_deadline: float | None = None
-        last_checkpoint = last_hang_check = self.clock()
+        started = last_checkpoint = last_hang_check = self.clock()
         self._at_start = (dict(self.counters.statuses), dict(self.counters.errors))
         self.report()
         while not self.abort:
@@ -155,6 +158,11 @@ class Engine:
             if self.metrics is not None and now >= self._metrics_due:
                 self._metrics_due = now + METRICS_INTERVAL
                 self.metrics.publish(self.metrics_snapshot())
+            if not self.stop_requested and (
+                spent := self.budget.spent(now - started, self.counters.run_bytes)
+            ):
+                self.budget_spent, self.stop_requested = spent, True
+                log.info("%s reached: stopping (the job can be resumed)", spent)
             if now - last_hang_check >= 1.0:
                 last_hang_check = now
                 self.pool.kill_hung(self.hang_limit)

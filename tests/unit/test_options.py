@@ -54,10 +54,11 @@ def test_the_parser_gives_each_option_to_its_setting() -> None:
 def test_every_option_of_bytes_takes_k_m_and_g() -> None:
     """One size parser for every size: a body's cap as a WARC file's."""
     sizes = sorted(n for n, how in OPTIONS.items() if how.metavar == "BYTES")
-    assert {"max_bytes", "warc_size"} <= set(sizes)
+    assert {"max_bytes", "warc_size", "max_total_bytes"} <= set(sizes)
     for name in sizes:
-        given = crawl_args(flag_of(name), "40M")
-        assert getattr(given, name) == 40 << 20, name
+        for text in ("40M", "40MB", "40MiB", "40m", str(40 << 20)):
+            given = crawl_args(flag_of(name), text)
+            assert getattr(given, name) == 40 << 20, (name, text)
 
 
 @pytest.mark.parametrize("name", sorted(n for n, how in OPTIONS.items() if how.maximum))

@@ -1,0 +1,76 @@
+"""A run's budgets (master/budget.py), the --on-finish environment
+(output/finish.py) and the sizes the options take (cli/values.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from mpcrawler.cli.values import _size
+from mpcrawler.master.budget import RunBudget, format_bytes, format_duration
+from mpcrawler.output.finish import environment
+from mpcrawler.settings import Settings
+
+
+def test_no_budget_is_never_spent() -> None:
+    assert RunBudget().spent(10**9, 10**15) is None
+
+
+def test_the_budget_spent_is_named_as_its_option_takes_it() -> None:
+    budget = RunBudget.from_settings(Settings(max_duration=7200, max_total_bytes=5 << 30))
+    assert budget.spent(7199.9, (5 << 30) - 1) is None
+    assert budget.spent(7200, 0) == "--max-duration 2h"
+    assert budget.spent(0, 5 << 30) == "--max-total-bytes 5GB"
+    assert RunBudget(max_duration=5400).spent(6000, 0) == "--max-duration 1h30m"
+
+
+@pytest.mark.parametrize(
+    "seconds, text", [(90, "1m30s"), (30, "30s"), (1.5, "1.5s"), (86400, "1d"), (1800, "30m")]
+)
+def test_durations_read_as_the_option_takes_them(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    "count, text", [(600 << 10, "600KB"), (500 << 20, "500MB"), (5 << 30, "5GB"), (1000, "1000")]
+)
+def test_sizes_read_as_the_option_takes_them(count: int, text: str) -> None:
+    assert format_bytes(count) == text
+    assert _size(text) == count
+
+
+@pytest.mark.parametrize(
+    "text, count",
+    [("4096", 4096), ("600K", 600 << 10), ("600KB", 600 << 10), ("5GB", 5 << 30),
+     ("2GiB", 2 << 30), ("10m", 10 << 20), (" 7 ", 7), ("12B", 12)],
+)  # fmt: skip
+def test_a_size_takes_k_m_g_t_with_or_without_b(text: str, count: int) -> None:
+    assert _size(text) == count
+
+
+@pytest.mark.parametrize("text", ["", "KB", "5XB", "1.5G", "5 G B", "G5"])
+def test_what_is_no_size_is_said_in_one_line(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^not a size \(4096, 600K"):
+        _size(text)
+
+
+def test_the_finish_commands_environment() -> None:
+    job = Path("/jobs/nightly")
+    found = environment(
+        3, job, job / "pages.jsonl", {"pages": 71, "errors": 2}, "--max-duration 2h"
+    )
+    assert found == {
+        "MPCRAWLER_EXIT_STATUS": "3",
+        "MPCRAWLER_OUTCOME": "budget",
+        "MPCRAWLER_JOB_DIR": "/jobs/nightly",
+        "MPCRAWLER_OUT": "/jobs/nightly/pages.jsonl",
+        "MPCRAWLER_STATS": "/jobs/nightly/stats.json",
+        "MPCRAWLER_PAGES": "71",
+        "MPCRAWLER_ERRORS": "2",
+        "MPCRAWLER_BUDGET": "--max-duration 2h",
+    }
+    failed = environment(1, None, None, {})
+    assert failed["MPCRAWLER_OUTCOME"] == "failed" and failed["MPCRAWLER_JOB_DIR"] == ""
+    assert environment(130, job, None, {})["MPCRAWLER_OUTCOME"] == "interrupted"
