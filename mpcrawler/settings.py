@@ -144,6 +144,12 @@ class Settings:
         help="end this run gracefully after this long (90s, 30m, 2h, 1d): in-flight requests "
         "finish, the job is saved, exit 3; the same command goes on with a new budget",
     )
+    retry_failed: bool = option(
+        False,
+        help="fetch again every page of the job that failed for want of an answer "
+        "(connection, DNS, timeout, robots.txt unreachable) or with a 5xx or 429, a finished "
+        "job's too; with --job-dir, not --redis",
+    )
     on_finish: str | None = option(
         None,
         metavar="CMD",
@@ -711,6 +717,8 @@ class Settings:
             raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
         if self.redis is not None:
             check_redis_url(self.redis)
+        if self.retry_failed and (self.redis is not None or not self.job_dir):
+            raise ValueError("--retry-failed takes a local job: --job-dir DIR, without --redis")
         if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):
             raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
         self._validate_filters()

@@ -19,7 +19,7 @@ from ..settings import (
 )
 from ..web.redact import redact_url
 from ..web.urls import InvalidURL, host_key, split_credentials
-from .parser import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from .parser import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK
 
 if TYPE_CHECKING:
     from ..master.crawler import CrawlResult
@@ -227,6 +227,14 @@ def report_end(result: CrawlResult) -> int:
             flush=True,
         )
         return EXIT_BUDGET
+    if result.fetched_nothing is not None:
+        print(
+            f"mpcrawler: error: {result.fetched_nothing}; rerun the same command to try its "
+            "seeds again",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_NOTHING
     if result.interrupted:
         print(
             f"interrupted: rerun the same command to resume from {result.job_dir}"

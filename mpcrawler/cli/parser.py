@@ -32,6 +32,7 @@ from .values import (
 # The exit codes (the parser's epilog says them too).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_BUDGET = 3  # --max-duration or --max-total-bytes ended the run: resumable
+EXIT_NOTHING = 4  # no page was answered (as wget's 4, a network failure): the seeds again next run
 
 EPILOG = """exit codes:
   0    the crawl completed (pages that failed are data, not a failure of the job)

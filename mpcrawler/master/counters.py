@@ -64,6 +64,7 @@ class Counters:
     run_bytes: int = 0
     fetch_counts: list[int] = field(default_factory=lambda: [0] * (len(FETCH_BUCKETS) + 1))
     fetch_sum: float = 0.0
+    first_error: str | None = None  # this run's first record with an error: "URL: error"
     # This run's browsers' requests (--render): granted, refused (robots.txt).
     browser_requests: collections.Counter[str] = field(default_factory=collections.Counter)
 
@@ -118,6 +119,8 @@ class Counters:
             self.fetch_counts[bisect.bisect_left(FETCH_BUCKETS, seconds)] += 1
             self.fetch_sum += seconds
         self.new_pages += record.get("change", "new") == "new"
+        if self.first_error is None and record.get("error"):
+            self.first_error = f"{record.get('url')}: {record['error']}"
         count_duplicate(record, self.duplicates)
         self.bytes_saved += count_record(record, self.statuses, self.errors, self.changes)
 

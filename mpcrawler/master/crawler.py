@@ -63,6 +63,7 @@ from ..web.filters import UrlRules, rule_flag
 from ..web.redact import hide_userinfo
 from ..web.urls import InvalidURL, Scope, host_key, split_credentials
 from .counters import Counters, crawl_stats
+from .ends import fetched_nothing, retryable
 from .engine import Engine
 from .job import FINISHED_AT_BUDGET, Job
 from .parked import FILE as PARKED_FILE
@@ -89,6 +90,7 @@ class CrawlResult:
     interrupted: bool = False
     already_finished: bool = False
     budget: str | None = None  # the run's budget that stopped it ("--max-duration 2h")
+    fetched_nothing: str | None = None  # no page was answered: the first error, or ""
 
 
 def _refusals(refused: dict[str, str]) -> str:
@@ -350,6 +352,7 @@ class Crawler:
             job.path,
             interrupted=not engine.finished,
             budget=engine.budget_spent if not engine.finished else None,
+            fetched_nothing=job.state.message if job.state.fetched_nothing else None,
         )
 
     def _add_seeds(
@@ -466,6 +469,13 @@ class Crawler:
         ahead = s.workers * s.threads  # a shared frontier leases that many in the same call
         seeds = {u: priorities.get(u, 0) for u in s.seeds} | job.state.added_seeds
         settling.admit([(u, 0, p, "page", None) for u, p in seeds.items()], ahead)
+        frontier = engine.frontier
+        if isinstance(frontier, LocalFrontier):
+            again = self._again(job, seeds, settling.pipelines)
+            if again:
+                frontier.retry(again)
+                log.info("fetching again %d pages that failed before", len(again))
+        job.state.fetched_nothing = False
         if job.repaired is not None:  # what was queued once and lost, found again
             settling.admit(
                 [(u, d, 0, "page", None) for u, d in job.repaired.links if self.rules.allows(u)],
@@ -491,6 +501,35 @@ class Crawler:
                 from ..output.cdxj import CdxjIndex
 
                 engine.pool.index = CdxjIndex(s.warc_dir)
+
+    def _again(
+        self, job: Job, seeds: dict[str, int], pipelines: Pipelines
+    ) -> list[tuple[str, int, int, str, str | None]]:
+        """What this run fetches again, seen or not: the seeds, if no page of
+        the job was answered before; with --retry-failed, every page whose
+        last record failed for want of an answer (``ends.retryable``)."""
+        again: dict[str, tuple[str, int, int, str, str | None]] = {}
+        if job.state.fetched_nothing:
+            again = {u: (u, 0, p, "page", None) for u, p in seeds.items()}
+        if self.settings.retry_failed:
+            failed: dict[str, tuple[str, int, int, str, str | None]] = {}
+            for record in pipelines.output.records():  # once a run: the failed ones kept
+                url = record.get("url")
+                if not isinstance(url, str):
+                    continue
+                if retryable(record):
+                    depth, priority = record.get("depth"), record.get("priority")
+                    failed[url] = (
+                        url,
+                        depth if isinstance(depth, int) else 0,
+                        priority if isinstance(priority, int) else 0,
+                        "page",
+                        None,
+                    )
+                else:
+                    failed.pop(url, None)  # a later record of it did not fail
+            again |= failed
+        return list(again.values())
 
     @staticmethod
     def _checkpoint(
@@ -542,8 +581,21 @@ class Crawler:
             message = FINISHED_AT_BUDGET
         if failure is None and engine.budget_spent and not engine.finished:
             message = f"{engine.budget_spent} reached; rerun the same command to go on"
+        nothing = (
+            failure is None
+            and engine.finished
+            and isinstance(frontier, LocalFrontier)
+            and fetched_nothing(engine.counters.statuses)
+        )
+        if nothing:
+            message = f"no page could be fetched ({engine.counters.first_error or 'no record'})"
+        job.state.fetched_nothing = nothing
         outcome = (
-            "failed" if failure is not None else "finished" if engine.finished else "interrupted"
+            "failed"
+            if failure is not None or nothing
+            else "finished"
+            if engine.finished
+            else "interrupted"
         )
         settling = engine.settling
         stats = job.close(

@@ -47,8 +47,8 @@ from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
-from .budget import RunBudget
 from .counters import Counters, metrics_snapshot
+from .ends import RunBudget
 from .pool import Asked, Done, Downloaded, Event, Late, Lost, SubOver, WorkerPool
 from .request import Request
 from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure

@@ -95,7 +95,7 @@ class Job:
             if self.state.state == "finished":
                 if Revisits.from_settings(s).enabled:
                     self.new_pass()
-                elif not shared and not self._budget_raised():
+                elif not shared and not self._budget_raised() and not s.retry_failed:
                     self._answer_waiting(stored)  # for the run that takes it up again
                     return False
             if not shared and (reasons := self.dir.damage(self.state, self.out)):

@@ -106,6 +106,7 @@ class JobState:
     excluded: list[str] = field(default_factory=list)  # `exclude`: the patterns, in order
     control_read: int = 0  # --redis: the crawl's control commands this node has read
     scheduled: int = 0  # URLs in the revisit schedule (revisits.db) at the last checkpoint
+    fetched_nothing: bool = False  # no page of the job was answered: the next run retries its seeds
 
 
 def _same_kind(value: Any, default: Any) -> bool:

@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from hostile import links, serve
 from support import DOWNLOADER, read_records, run_cli
 
+from mpcrawler.testing.redis import free_port
 from mpcrawler.testing.site import TestSite, serve_site
 
 PAGES = 200
@@ -98,3 +101,73 @@ def test_the_finish_command_hears_of_a_failure_too(tmp_path: Path) -> None:
         code, _, err = crawl(site.url, job, "--on-finish", hook)
     assert code == 1 and len(err.strip().splitlines()) == 1, err
     assert seen.read_text() == "1 failed\n"
+
+
+def test_a_crawl_that_got_nothing_exits_4_and_its_rerun_tries_the_seeds_again(
+    tmp_path: Path,
+) -> None:
+    """The site is down (a closed port): exit 4 with one line, the job
+    failed, not finished; once the site is up, the same command fetches the
+    seed again and crawls the site (a cron job whose site was down once)."""
+    job, port = tmp_path / "job", free_port()
+    url = f"http://127.0.0.1:{port}/"
+    code, out, err = crawl(url, job)
+    assert code == 4, err
+    assert err.strip().splitlines()[-1] == (
+        f"mpcrawler: error: no page could be fetched ({url}: robots.txt unavailable: connection "
+        "failed: connection refused (127.0.0.1)); rerun the same command to try its seeds again"
+    )
+    status = json.loads(run_cli("status", str(job), "--json").stdout)
+    assert status["state"] == "failed" and status["message"].startswith("no page could be fetched")
+    code, _, err = crawl(url, job)  # still down: the same
+    assert code == 4, err
+    with serve_site(TestSite(pages=20, size=1_000), port=port) as site:
+        code, out, err = crawl(url, job)
+        assert code == 0, err
+        assert "already finished" not in out
+        hits = Counter({p: n for p, n in site.hits.items() if p != "/robots.txt"})
+    records = read_records(job / "pages.jsonl")
+    answered = [r for r in records if r["status"] is not None]
+    assert len(answered) == len({r["url"] for r in answered}) == 20
+    assert [r["error_kind"] for r in records if r["url"] == url] == ["connection"] * 2 + [None]
+    assert max(hits.values()) == 1
+    again = run_cli("crawl", url, "--job-dir", str(job), "--quiet")  # finished now
+    assert again.returncode == 0 and "already finished" in again.stdout
+
+
+def test_retry_failed_fetches_again_the_pages_that_got_no_answer(tmp_path: Path) -> None:
+    """Pages that answered 503 past their retries are the job's errors; the
+    job finishes (exit 0).  --retry-failed fetches those pages again (a
+    finished job's), and nothing else; a 404 is an answer, not retried."""
+    job = tmp_path / "job"
+    down = {"on": True}
+
+    def flaky(handler: Any, n: int) -> Any:
+        if down["on"]:
+            return 503, {"Content-Type": "text/html"}, b"busy"
+        return links(title="back")
+
+    routes: dict[str, Any] = {
+        "/": lambda h, n: links("/a", "/b", "/flaky/1", "/flaky/2", "/missing"),
+        "/a": lambda h, n: links(title="a"),
+        "/b": lambda h, n: links(title="b"),
+        "/flaky/1": flaky,
+        "/flaky/2": flaky,
+        "/missing": lambda h, n: (404, {"Content-Type": "text/html"}, b"gone"),
+    }
+    with serve(routes) as server:
+        url = server.url + "/"
+        code, _, err = crawl(url, job, "--no-robots", "--retries", "1", "--retry-delay", "0")
+        assert code == 0, err
+        first = server.log.counts()
+        down["on"] = False
+        code, out, err = crawl(url, job, "--no-robots", "--retry-failed")
+        assert code == 0, err
+        assert "already finished" not in out
+        counts = server.log.counts()
+    assert first["/flaky/1"] == first["/flaky/2"] == 2  # a try and a retry
+    assert counts["/flaky/1"] == counts["/flaky/2"] == 3  # and one more, asked for
+    assert all(counts[p] == 1 for p in ("/", "/a", "/b", "/missing")), counts
+    last = {r["url"].split("/", 3)[3]: r for r in read_records(job / "pages.jsonl")}
+    assert last["flaky/1"]["status"] == last["flaky/2"]["status"] == 200
+    assert last["missing"]["status"] == 404

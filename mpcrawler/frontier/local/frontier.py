@@ -192,6 +192,16 @@ class LocalFrontier:
     def admit_many(self, items: Sequence[Admission], want: int = 0) -> list[bool]:
         return [self.admit(*item) for item in items]
 
+    def retry(self, items: Sequence[Admission]) -> int:
+        """Queue each URL again, seen or not (a seed no server answered, a
+        page --retry-failed fetches again); its host's budget counted it
+        when it was first admitted.  How many were queued."""
+        for url, depth, priority, kind, lastmod in items:
+            self.seen.add(url)
+            self.queue.put(url, depth, priority, kind, lastmod)
+            self._count_embed(kind, 1)
+        return len(items)
+
     def take_over_budget(self) -> int:
         taken, self.over_budget = self.over_budget, 0
         return taken

@@ -1,4 +1,5 @@
-"""A run's budgets (master/budget.py), the --on-finish environment
+"""How a run ends (master/ends.py): its budgets, a job that fetched
+nothing, the pages a retry fetches again; the --on-finish environment
 (output/finish.py) and the sizes the options take (cli/values.py)."""
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from mpcrawler.cli.values import _size
-from mpcrawler.master.budget import RunBudget, format_bytes, format_duration
+from mpcrawler.master.ends import (
+    RunBudget,
+    fetched_nothing,
+    format_bytes,
+    format_duration,
+    retryable,
+)
 from mpcrawler.output.finish import environment
 from mpcrawler.settings import Settings
 
@@ -74,3 +81,31 @@ def test_the_finish_commands_environment() -> None:
     failed = environment(1, None, None, {})
     assert failed["MPCRAWLER_OUTCOME"] == "failed" and failed["MPCRAWLER_JOB_DIR"] == ""
     assert environment(130, job, None, {})["MPCRAWLER_OUTCOME"] == "interrupted"
+
+
+def test_a_job_fetched_nothing_when_no_record_has_an_answer() -> None:
+    assert fetched_nothing({"none": 3})
+    assert not fetched_nothing({"none": 3, "200": 1})
+    assert not fetched_nothing({"404": 1})  # a server answered: the site is up
+    assert not fetched_nothing({})  # nothing recorded (a seed refused by the rules)
+    assert fetched_nothing({"none": 2, "200": 0})
+
+
+@pytest.mark.parametrize(
+    "record, again",
+    [
+        ({"url": "u", "status": None, "error": "refused", "error_kind": "connection"}, True),
+        ({"url": "u", "status": None, "error": "x", "error_kind": "dns"}, True),
+        ({"url": "u", "status": None, "error": "x", "error_kind": "timeout"}, True),
+        ({"url": "u", "status": 503, "error": "HTTP 503", "error_kind": "http_5xx"}, True),
+        ({"url": "u", "status": 429, "error": "HTTP 429", "error_kind": "http_4xx"}, True),
+        ({"url": "u", "status": 404, "error": "HTTP 404", "error_kind": "http_4xx"}, False),
+        ({"url": "u", "status": 200, "error": None, "error_kind": None}, False),
+        ({"url": "u", "status": None, "error": "x", "error_kind": "too_large"}, False),
+        ({"url": "u", "status": 200, "error": "pdf: damaged", "error_kind": "pdf"}, False),
+        ({"url": "u", "status": None, "error": "x", "error_kind": "worker_crash"}, False),
+        ({"url": "u", "kind": "embed", "status": None, "error": "x", "error_kind": "dns"}, False),
+    ],
+)
+def test_what_a_retry_of_the_failed_pages_fetches_again(record: dict, again: bool) -> None:
+    assert retryable(record) is again
