@@ -167,10 +167,11 @@ DOWNLOADER = (
 )
 
 
-def crawl_records(url: str, job: Path, *args: str) -> list[dict[str, Any]]:
-    """Run ``crawl_args``; the records.  The crawl must exit 0."""
+def crawl_records(url: str, job: Path, *args: str, code: int = 0) -> list[dict[str, Any]]:
+    """Run ``crawl_args``; the records.  The crawl must exit ``code`` (4:
+    no page got an answer)."""
     proc = run_cli(*crawl_args(url, job, *args), timeout=90)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == code, proc.stderr
     return read_records(job / "pages.jsonl")
 
 

@@ -71,7 +71,9 @@ def test_the_finish_command_hears_how_the_run_ended(tmp_path: Path) -> None:
     end in its environment; a command that fails is said, and the crawl's
     exit status stays its own."""
     job, seen = tmp_path / "job", tmp_path / "seen.env"
-    hook = f'env | grep ^MPCRAWLER_ | sort > {seen}; wc -l < "$MPCRAWLER_OUT" >> {seen}; exit 7'
+    names = "EXIT_STATUS|OUTCOME|JOB_DIR|OUT|STATS|PAGES|ERRORS|BUDGET"  # (not the tests' own)
+    hook = f"env | grep -E '^MPCRAWLER_({names})=' > {seen}; wc -l < \"$MPCRAWLER_OUT\" >> {seen}"
+    hook += "; exit 7"
     with serve_site(TestSite(pages=30, size=1_000)) as site:
         code, _, err = crawl(site.url, job, "--on-finish", hook)
     assert code == 0, err

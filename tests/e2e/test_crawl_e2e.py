@@ -215,7 +215,7 @@ def test_malformed_seeds_file_lines_reported(tmp_path: Path) -> None:
     assert "line(s) 2, 4" in proc.stderr
 
 
-def test_unreachable_seed_is_a_record_not_a_failure(tmp_path: Path) -> None:
+def test_an_unreachable_seed_is_a_record_and_the_crawl_exits_4(tmp_path: Path) -> None:
     job = tmp_path / "job"
     # port 9 (discard) on loopback: nothing listens, so the connection is refused
     proc = run_cli(
@@ -232,7 +232,8 @@ def test_unreachable_seed_is_a_record_not_a_failure(tmp_path: Path) -> None:
         str(job),
         "--quiet",
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # nothing got an answer: not a success
+    assert proc.stderr.startswith("mpcrawler: error: no page could be fetched")
     [record] = read_records(job / "pages.jsonl")
     assert record["status"] is None and record["error_kind"] == "connection"
     assert record["attempts"] == 2

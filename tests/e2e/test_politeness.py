@@ -74,7 +74,9 @@ def test_robots_5xx_disallows_then_retries(tmp_path: Path) -> None:
 def test_robots_that_keeps_failing_gives_the_host_up(tmp_path: Path) -> None:
     routes = {"/robots.txt": lambda h, n: html("down", status=500)}
     with serve(routes, default=lambda h, n: links()) as server:
-        records = crawl(server.url + "/", tmp_path, "--robots-retry-delay", "0.05")
+        records = crawl_records(  # exit 4: no page got an answer
+            server.url + "/", tmp_path / "job", "--robots-retry-delay", "0.05", code=4
+        )
         assert server.log.paths() == ["/robots.txt"] * 3
     [record] = records
     assert record["error"] == "robots.txt unavailable: HTTP 500" and record["status"] is None

@@ -64,7 +64,7 @@ def test_an_untrusted_certificate_fails_at_once_and_says_why(
     self_signed: Server, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    [record] = crawl_records(self_signed.url + "/", tmp_path / "job")
+    [record] = crawl_records(self_signed.url + "/", tmp_path / "job", code=4)  # no answer
     took = time.monotonic() - started
     assert record["error_kind"] == "tls"
     assert record["error"].startswith("robots.txt unavailable: tls: certificate verify failed")
@@ -74,7 +74,7 @@ def test_an_untrusted_certificate_fails_at_once_and_says_why(
 
 
 def test_without_robots_the_page_fails_once_as_tls(self_signed: Server, tmp_path: Path) -> None:
-    [record] = crawl_records(self_signed.url + "/", tmp_path / "job", "--no-robots")
+    [record] = crawl_records(self_signed.url + "/", tmp_path / "job", "--no-robots", code=4)
     assert record["error_kind"] == "tls" and record["attempts"] == 1
     assert record["error"].startswith("tls: certificate verify failed")
 
