@@ -1,11 +1,12 @@
-"""PDFs for tests and benchmarks that pypdf is slow to read: many pages
+"""PDFs for tests and benchmarks, written object by object (``pdf_of``),
+and one that pypdf is slow to read (``long_pdf``): many pages
 sharing one content stream of many text operations, so the file stays small
 (a 500-page PDF of 2,000 lines a page is 60 KB) while reading its text takes
 tens of seconds (about 85 ms a page of 2,000 lines, here)."""
 
 from __future__ import annotations
 
-__all__ = ["long_pdf"]
+__all__ = ["long_pdf", "pdf_of"]
 
 
 def long_pdf(pages: int = 500, lines: int = 2000, title: str = "A long report") -> bytes:
@@ -27,15 +28,23 @@ def long_pdf(pages: int = 500, lines: int = 2000, title: str = "A long report") 
     )
     for n in range(pages):
         objects[6 + n] = page
+    return pdf_of([objects[n] for n in range(1, len(objects) + 1)], info=5)
+
+
+def pdf_of(objects: list[bytes], info: int | None = None) -> bytes:
+    """A PDF of ``objects`` (numbered from 1, the first its catalog; object
+    ``info`` its document information), with its cross-reference table."""
     out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number in range(1, len(objects) + 1):
+    for number, body in enumerate(objects, 1):
         offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + objects[number] + b"\nendobj\n"
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 5 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+    extra = b" /Info %d 0 R" % info if info is not None else b""
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objects) + 1,
+        extra,
         xref,
     )
     return bytes(out)

@@ -14,7 +14,7 @@ from support import crawl_records
 from test_warc import records_of, warc_files, warcio_check
 
 from mpcrawler.testing.extraction import gold_pages
-from mpcrawler.testing.pdfs import long_pdf
+from mpcrawler.testing.pdfs import long_pdf, pdf_of
 from mpcrawler.web.fingerprint import text_digest
 
 GOLD = {p.file: p for p in gold_pages(Path(__file__).resolve().parent.parent / "data" / "extract")}
@@ -76,24 +76,8 @@ def add_pdfs(routes: dict[str, Any], base: str) -> None:
     routes["/cyclic.pdf"] = lambda h, n: pdf_reply(CYCLIC)
 
 
-def _pdf_of(objects: list[bytes]) -> bytes:
-    """A PDF of ``objects`` (the first its catalog), with its cross-reference table."""
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
 # A page tree that is its own child, through another.
-CYCLIC = _pdf_of(
+CYCLIC = pdf_of(
     [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",

@@ -11,6 +11,7 @@ from lxml import etree
 
 from mpcrawler.settings import Settings
 from mpcrawler.testing.extraction import boilerplate_share, f1, gold_pages, html_text, tokens
+from mpcrawler.testing.pdfs import pdf_of
 from mpcrawler.web.extract import extract
 from mpcrawler.web.language import declared, detect, page_language
 from mpcrawler.web.pdf import PdfError, read_pdf
@@ -203,18 +204,7 @@ def _bomb() -> bytes:
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >> /Contents 4 0 R >>",
         b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
     ]
-    out, offsets = bytearray(b"%PDF-1.4\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return pdf_of(objects)
 
 
 def test_a_pdf_bomb_is_a_limit_reached_not_a_damaged_file() -> None:
