@@ -146,9 +146,9 @@ class Settings:
     )
     retry_failed: bool = option(
         False,
-        help="fetch again every page of the job that failed for want of an answer "
-        "(connection, DNS, timeout, robots.txt unreachable) or with a 5xx or 429, a finished "
-        "job's too; with --job-dir, not --redis",
+        help="a finished job: fetch again every page that failed for want of an answer "
+        "(connection, DNS, timeout, robots.txt unreachable) or with a 5xx or 429; with "
+        "--job-dir, not --redis",
     )
     on_finish: str | None = option(
         None,

@@ -506,12 +506,18 @@ class Crawler:
         self, job: Job, seeds: dict[str, int], pipelines: Pipelines
     ) -> list[tuple[str, int, int, str, str | None]]:
         """What this run fetches again, seen or not: the seeds, if no page of
-        the job was answered before; with --retry-failed, every page whose
-        last record failed for want of an answer (``ends.retryable``)."""
+        the job was answered before; with --retry-failed, of a finished job
+        (an unfinished one may hold them in its queue already), every page
+        whose last record failed for want of an answer (``ends.retryable``)."""
         again: dict[str, tuple[str, int, int, str, str | None]] = {}
         if job.state.fetched_nothing:
             again = {u: (u, 0, p, "page", None) for u, p in seeds.items()}
-        if self.settings.retry_failed:
+        if self.settings.retry_failed and not job.was_finished:
+            log.warning(
+                "--retry-failed: the job is not finished; its failed pages are fetched again "
+                "by a run with --retry-failed once it is"
+            )
+        elif self.settings.retry_failed:
             failed: dict[str, tuple[str, int, int, str, str | None]] = {}
             for record in pipelines.output.records():  # once a run: the failed ones kept
                 url = record.get("url")

@@ -73,6 +73,7 @@ class Job:
         self.state = JobState()
         self.repaired: Repair | None = None
         self.unclean = False
+        self.was_finished = False  # the job was finished when this run opened it
         self.waiting_applied: list[str] = []  # control commands applied at the start
         self.unanswered: list[tuple[CommandInbox, list[Answer]]] = []  # until a checkpoint
         self._lock: int | None = None
@@ -103,6 +104,7 @@ class Job:
                     raise JobDamaged(damage_message(self.path, reasons))
                 self.repaired = self._repair(reasons)
         self.unclean = self.state.state == "running"
+        self.was_finished = self.state.state == "finished"  # (--retry-failed takes such a job)
         self.state.runs += 1
         self.state.run_starts.append(round(time.time(), 3))
         self.state.pass_started_at = self.state.pass_started_at or self.state.run_starts[0]
