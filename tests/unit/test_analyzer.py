@@ -534,3 +534,30 @@ def test_no_tree_is_made_of_a_big_page_past_its_first_part(monkeypatch: pytest.M
         found = cls(Settings(extract=True, render="auto")).analyze(response)
         assert len(found.links) == 300_000
     assert len(trees) == 2 and max(trees) <= stream_module.TREE_BYTES < len(body) // 2
+
+
+def test_a_page_is_fed_to_its_parser_whole_or_in_pieces_of_a_megabyte() -> None:
+    """Fed in pieces of 512 bytes, libxml2 took time growing with the square
+    of the size (a minute for 30 MB): a tree's document is fed in one call,
+    a stream's in pieces of PIECE bytes (counted)."""
+    from lxml import etree
+
+    feeds: list[int] = []
+
+    class Counted:
+        def __init__(self, encoding: str) -> None:
+            self.parser = etree.HTMLParser(recover=True, encoding=encoding)
+
+        def feed(self, data: bytes) -> None:
+            feeds.append(len(data))
+            self.parser.feed(data)
+
+        def close(self) -> Any:
+            return self.parser.close()
+
+    body = b"<title>t</title>" + b"<p>words <a href=/x>x</a></p>" * 100_000  # 3 MB
+    root, encoding = stream_module.parse_decoded(body, "utf-8", Counted)
+    assert encoding == "utf-8" and root is not None and feeds == [len(body)]
+    feeds.clear()
+    stream_module.parse_decoded(body, "utf-8", Counted, stream_module.PIECE)
+    assert len(feeds) == -(-len(body) // stream_module.PIECE) == 3
