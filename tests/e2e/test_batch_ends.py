@@ -113,7 +113,8 @@ def test_a_crawl_that_got_nothing_exits_4_and_its_rerun_tries_the_seeds_again(
     seed again and crawls the site (a cron job whose site was down once)."""
     job, port = tmp_path / "job", free_port()
     url = f"http://127.0.0.1:{port}/"
-    code, out, err = crawl(url, job)
+    fast = ("--robots-retry-delay", "0.05")  # robots.txt's three tries, quickly
+    code, out, err = crawl(url, job, *fast)
     assert code == 4, err
     assert err.strip().splitlines()[-1] == (
         f"mpcrawler: error: no page could be fetched ({url}: robots.txt unavailable: connection "
@@ -121,10 +122,10 @@ def test_a_crawl_that_got_nothing_exits_4_and_its_rerun_tries_the_seeds_again(
     )
     status = json.loads(run_cli("status", str(job), "--json").stdout)
     assert status["state"] == "failed" and status["message"].startswith("no page could be fetched")
-    code, _, err = crawl(url, job)  # still down: the same
+    code, _, err = crawl(url, job, *fast)  # still down: the same
     assert code == 4, err
     with serve_site(TestSite(pages=20, size=1_000), port=port) as site:
-        code, out, err = crawl(url, job)
+        code, out, err = crawl(url, job, *fast)
         assert code == 0, err
         assert "already finished" not in out
         hits = Counter({p: n for p, n in site.hits.items() if p != "/robots.txt"})
