@@ -40,7 +40,7 @@ __all__ = ["Extracted", "extract"]
 
 # Never text a reader reads as the page's content.
 _DROPPED_TAGS = (
-    "script", "style", "template", "noscript", "iframe", "svg", "canvas", "button",
+    "script", "style", "template", "noscript", "noframes", "iframe", "svg", "canvas", "button",
     "select", "input", "textarea", "option", "dialog", "object", "embed", "video",
     "audio", "map", "nav", "aside", "img", "picture", "source", "link", "meta", "head",
 )  # fmt: skip
@@ -112,11 +112,22 @@ def extract(root: Any, base: str) -> Extracted:
 
 
 def _body(root: Any) -> Any:
+    """The page's body; without a ``<body>``, the whole page, its ``<head>``
+    read as a block: libxml2 keeps there what follows the head's elements
+    until one it knows starts a body (``<title>T</title><main>...`` puts
+    ``<main>`` in the head), and the head would be cut (changed: the head's
+    title is cut from the tree)."""
     if not isinstance(root.tag, str):
         return None
     if root.tag == "body":
         return root
-    return next(root.iter("body"), root)
+    body = next(root.iter("body"), None)
+    if body is not None:
+        return body
+    for head in list(root.iter("head")):
+        etree.strip_elements(head, "title", with_tail=False)
+        head.tag = "div"
+    return root
 
 
 def _text_length(element: Any) -> int:

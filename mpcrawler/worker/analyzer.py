@@ -34,7 +34,14 @@ from ..web.pagerobots import agent_token, rel_tokens
 from ..web.pdf import PdfContent, PdfError, is_pdf, read_pdf
 from ..web.render import Signals, signals
 from .downloader import Response
-from .stream import HIDDEN_TAGS, STREAM_BYTES, parse_decoded, read_stream, tree_prefix
+from .stream import (
+    FRAME_TAGS,
+    HIDDEN_TAGS,
+    STREAM_BYTES,
+    parse_decoded,
+    read_stream,
+    tree_prefix,
+)
 
 __all__ = [
     "BUILTIN_ANALYZERS",
@@ -52,7 +59,10 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
-_KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link"})
+# A frame's src is a link of its page, as wget -r follows it (with
+# --page-requisites it is an embed instead: requisites.of_element).
+_FRAME_TAGS = FRAME_TAGS
+_KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link", *_FRAME_TAGS})
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 _HIDDEN_TAGS = HIDDEN_TAGS  # no text a reader sees
 
@@ -341,6 +351,10 @@ class HtmlAnalyzer(Analyzer):
                     rel = attrs.get("rel")
                     if rel is not None and "nofollow" in rel_tokens(rel):
                         nofollow.add(href)
+            elif name in _FRAME_TAGS and not self.requisites:
+                src = attrs.get("src")
+                if isinstance(src, str):
+                    links.append(src)
             elif name == "meta":
                 meta = attrs.get("name")
                 if meta is not None and str(meta).strip().lower() in self.robots_names:
@@ -413,7 +427,12 @@ class LxmlAnalyzer(HtmlAnalyzer):
                 break
         links: list[str] = []
         nofollow: set[str] = set()
-        for element in root.iter(*_LINK_TAGS):
+        frames = () if self.requisites else _FRAME_TAGS
+        for element in root.iter(*_LINK_TAGS, *frames):
+            if element.tag in _FRAME_TAGS:
+                if (src := element.get("src")) is not None:
+                    links.append(src)
+                continue
             href = element.get("href")
             if href is not None:
                 links.append(href)

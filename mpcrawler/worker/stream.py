@@ -28,12 +28,23 @@ from lxml import etree
 from ..web import requisites
 from ..web.pagerobots import rel_tokens
 
-__all__ = ["STREAM_BYTES", "TREE_BYTES", "Streamed", "parse_decoded", "read_stream", "tree_prefix"]
+__all__ = [
+    "FRAME_TAGS",
+    "HIDDEN_TAGS",
+    "STREAM_BYTES",
+    "TREE_BYTES",
+    "Streamed",
+    "parse_decoded",
+    "read_stream",
+    "tree_prefix",
+]
 
 STREAM_BYTES = 4 << 20  # a page bigger than this is read as a stream
 PIECE = 1 << 20  # bytes of a stream fed to its parser at a time
 TREE_BYTES = 4 << 20  # of which a tree is made for its main content
-HIDDEN_TAGS = ("script", "style", "template", "noscript")  # no text a reader sees
+# No text a reader sees (a browser that shows frames does not show <noframes>).
+HIDDEN_TAGS = ("script", "style", "template", "noscript", "noframes")
+FRAME_TAGS = ("frame", "iframe")  # their src: links, unless they are embeds (requisites)
 _LINK_TAGS = frozenset({"a", "area"})
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 
@@ -122,6 +133,7 @@ class _Events:
     def __init__(self, robots_names: frozenset[str], embeds: bool, text: bool) -> None:
         self.robots_names = robots_names
         self.keep_embeds, self.keep_text = embeds, text
+        self.frames = not embeds  # a frame is an embed with requisites, else a link
         self.links: list[str] = []
         self.nofollow: set[str] = set()
         self.metas: list[tuple[str, str]] = []
@@ -147,6 +159,10 @@ class _Events:
                 rel = attrib.get("rel")
                 if rel is not None and "nofollow" in rel_tokens(rel):
                     self.nofollow.add(href)
+        elif tag in FRAME_TAGS and self.frames:
+            src = attrib.get("src")
+            if src is not None:
+                self.links.append(src)
         elif tag == "meta":
             name = attrib.get("name")
             if name is not None and name.strip().lower() in self.robots_names:

@@ -313,3 +313,28 @@ def test_traps_are_contained(tmp_path: Path) -> None:
         records = crawl(server.url + "/", tmp_path / "depth", "--max-depth", "4")
         assert max(r["depth"] for r in records.values()) == 4
         assert len(server.log.hits) == len(records)
+
+
+def test_a_frameset_sites_frames_are_crawled_as_its_pages(tmp_path: Path) -> None:
+    """A site of frames (wget -r follows them): the frameset's frames and an
+    iframe are pages of the crawl, and their links are followed; with
+    --page-requisites they are embeds instead."""
+    frameset = (
+        "<html><head><title>Frames</title></head><frameset cols='30%,70%'>"
+        "<frame src='/menu'><frame src='/content'><noframes>No frames here.</noframes>"
+        "</frameset></html>"
+    )
+    routes = {
+        "/": lambda h, n: html(frameset),
+        "/menu": lambda h, n: links("/chapter", title="menu"),
+        "/content": lambda h, n: html("<body><p>Welcome.</p><iframe src='/inner'></iframe></body>"),
+        "/inner": lambda h, n: links(title="inner"),
+        "/chapter": lambda h, n: links(title="chapter"),
+    }
+    with serve(routes, default=lambda h, n: links()) as server:
+        records = crawl(server.url + "/", tmp_path, "--extract")
+        counts = server.log.counts()
+    assert set(records) == {"", "menu", "content", "inner", "chapter"}
+    assert all(not r.get("kind") for r in records.values())  # pages, not embeds
+    assert records[""]["title"] == "Frames" and records[""]["text"] == ""
+    assert all(n == 1 for path, n in counts.items() if path != "/robots.txt"), counts

@@ -91,7 +91,8 @@ def test_both_analyzers_find_every_kind_of_requisite(analyzer: type[HtmlAnalyzer
 @pytest.mark.parametrize("analyzer", [HtmlAnalyzer, LxmlAnalyzer])
 def test_without_the_option_no_requisite_is_looked_for(analyzer: type[HtmlAnalyzer]) -> None:
     analysis = analyzer(Settings()).analyze(response(PAGE))
-    assert analysis.embeds == [] and analysis.links == ["link.html"]
+    # frames are the page's links then, followed as wget -r follows them
+    assert analysis.embeds == [] and analysis.links == ["frame.html", "f2.html", "link.html"]
 
 
 def test_srcset_candidates_with_commas_and_descriptors() -> None:
