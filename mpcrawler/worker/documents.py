@@ -77,7 +77,10 @@ class Reader:
     def read(self, body: bytes) -> PdfContent:
         """The PDF's content; PdfError if it cannot be read, takes longer
         than the limit, or its reader dies."""
-        child = self._child if self._child is not None else self._start()
+        try:
+            child = self._child if self._child is not None else self._start()
+        except OSError as exc:  # no process to be had (the process table, memory)
+            raise PdfError(f"the PDF reader could not start: {exc}") from None
         deadline = time.monotonic() + self.timeout
         self.read_count += 1
         try:
@@ -217,6 +220,9 @@ class Documents:
                     content: PdfContent | PdfError = self.reader.read(page.response.body)
                 except PdfError as exc:
                     content = exc
+                except Exception as exc:  # (a bug here is this page's error, never a hang)
+                    self.reader.close()
+                    content = PdfError(f"the PDF reader failed: {type(exc).__name__}: {exc}")
                 try:
                     self.finish(page, content)
                 finally:

@@ -124,3 +124,21 @@ def test_the_documents_thread_finishes_each_page_in_turn() -> None:
     assert finished[0][1] == "One." and finished[1][1].startswith("damaged PDF")
     assert documents.pending == 0
     assert documents.reader.pid is None  # closed with its thread
+
+
+def test_a_reader_that_cannot_start_is_that_pdfs_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No process to be had: the page's error, and the next PDF tries again."""
+    import subprocess
+
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    reader = Reader(timeout=60)
+    monkeypatch.setattr(subprocess, "Popen", no_process)
+    with pytest.raises(PdfError, match=r"^the PDF reader could not start: \[Errno 11\]"):
+        reader.read(_pdf("Never read."))
+    monkeypatch.undo()
+    try:
+        assert reader.read(_pdf("Read after all.")).pages == 1
+    finally:
+        reader.close()
