@@ -33,6 +33,8 @@ RETRYABLE_KINDS = frozenset({"connection", "dns", "timeout", "broken_body", "rob
 
 @dataclass(frozen=True)
 class RunBudget:
+    """This run's budgets (None: none); ``spent`` names the one spent."""
+
     max_duration: float | None = None  # seconds
     max_bytes: int | None = None  # body bytes downloaded
 
