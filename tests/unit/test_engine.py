@@ -16,7 +16,7 @@ import pytest
 from mpcrawler.frontier import FOREVER, UrlInfo
 from mpcrawler.frontier.base import Admission
 from mpcrawler.master.counters import Counters
-from mpcrawler.master.engine import Engine
+from mpcrawler.master.engine import Engine, default_hang_limit
 from mpcrawler.master.pool import Done, Downloaded, Event, Lost
 from mpcrawler.master.request import Request
 from mpcrawler.master.results import ResultHandling
@@ -367,3 +367,15 @@ def test_an_idle_turn_waits_for_the_next_due_host_not_a_fixed_time(tmp_path: Pat
     clock.now += 0.2
     engine.dispatch(clock.now)
     assert len(pool.sent) == 2
+
+
+def test_the_hang_limit_counts_what_a_request_may_wait_for() -> None:
+    """4 timeouts and 10 s; with --extract, a PDF may wait behind the
+    worker's other slots' PDFs for its reader, each up to --pdf-timeout; with
+    --render, for a tab of the worker's browser."""
+    assert default_hang_limit(Settings(timeout=30)) == 130
+    assert default_hang_limit(Settings(timeout=30, extract=True, threads=4, pdf_timeout=20)) == (
+        130 + 5 * 20
+    )
+    rendering = Settings(timeout=30, render="auto", threads=4, render_tabs=2, render_timeout=15)
+    assert default_hang_limit(rendering) == 130 + 3 * 15
