@@ -100,6 +100,8 @@ KEEP_DONE = 100  # answered commands kept in DIR/control/done
 
 @dataclass(frozen=True)
 class Command:
+    """One control command read from an inbox: its id, name and arguments."""
+
     id: str
     name: str
     args: dict[str, Any]  # set: {setting: value}

@@ -133,6 +133,8 @@ class Prior(NamedTuple):
 
 
 class Fetch(NamedTuple):
+    """A request for a worker to fetch: its URL, kind, depth and deadline."""
+
     id: int
     url: str
     kind: str
@@ -142,6 +144,8 @@ class Fetch(NamedTuple):
 
 
 class FetchBatch(NamedTuple):
+    """The requests for a worker's free slots, sent at once."""
+
     requests: list[Fetch]
 
 
@@ -186,6 +190,8 @@ class Unsent(NamedTuple):
 
 # Worker -> master
 class Hello(NamedTuple):
+    """A worker has started: its pid, and its slots, all free."""
+
     worker: int
     pid: int
     slots: int
@@ -212,6 +218,8 @@ class Results(NamedTuple):
 
 
 class Bye(NamedTuple):
+    """A worker's last word: its modules' figures and its WARC index lines."""
+
     worker: int
     summaries: list[dict[str, Any]]
     warc_lines: dict[str, int] = {}  # --cdxj: the index lines sent, by WARC file

@@ -53,6 +53,8 @@ SHARED_GROUP = "many machines (a crawl shared through Redis)"
 
 
 class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised as one-line usage errors."""
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 

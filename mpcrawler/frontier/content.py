@@ -82,6 +82,8 @@ class Met(NamedTuple):
 
 
 class ContentIndex(Protocol):
+    """Interface: the pages' fingerprints, checked and added a batch at a time."""
+
     read: int  # entries of pieces read so far (a page: at most BANDS * PIECE_KEEP)
     compared: int  # candidates compared so far (as many at most)
 

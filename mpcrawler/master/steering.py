@@ -147,6 +147,8 @@ def answer_waiting(inbox: CommandInbox, state: JobState) -> list[Answer]:
 
 
 class Steering:
+    """Applies the job's control commands to the running crawl (see the module)."""
+
     def __init__(
         self,
         inbox: CommandInbox,

@@ -151,6 +151,8 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 class JobDir:
+    """A job directory: its job.json, lock, state and the checks of its stores."""
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.file = self.path / JOB_FILE

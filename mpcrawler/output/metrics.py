@@ -216,6 +216,8 @@ def _handler(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
     from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
     class Handler(BaseHTTPRequestHandler):
+        """``/metrics`` and ``/status``, from the last snapshot."""
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
 

@@ -37,6 +37,8 @@ def _fit(fields: dict[str, Any], room: int) -> str:
 
 
 class Progress:
+    """The progress line on the terminal (tqdm), when one is wanted."""
+
     def __init__(self, *, disabled: bool, total: int | None = None, initial: int = 0) -> None:
         self._bar: tqdm[Any] | None = None
         self._done = initial

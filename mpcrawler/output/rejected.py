@@ -18,6 +18,8 @@ __all__ = ["RejectedLog"]
 
 
 class RejectedLog:
+    """The rejected log's file, opened at its first line (see the module)."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._file: IO[str] | None = None

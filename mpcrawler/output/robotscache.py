@@ -24,6 +24,8 @@ FILE = "robots.jsonl"
 
 
 class RobotsCache:
+    """The job dir's robots.txt files (see the module)."""
+
     def __init__(self, job_dir: str | Path) -> None:
         self.path = Path(job_dir) / FILE
         self.old_dir = Path(job_dir) / "robots"  # one file a host, before robots.jsonl

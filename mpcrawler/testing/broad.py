@@ -85,6 +85,8 @@ class BroadServer(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """Serves each host's pages of the broad site."""
+
     server: BroadServer
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True

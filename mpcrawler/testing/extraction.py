@@ -24,6 +24,8 @@ _HIDDEN = ("script", "style", "template", "noscript")
 
 
 class GoldPage(NamedTuple):
+    """A page of the gold set, with the text of its marked spans."""
+
     file: str
     url: str
     lang: str

@@ -513,6 +513,8 @@ class SiteServer(ThreadingHTTPServer):
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """Serves the test site's pages, sitemaps, robots.txt and assets."""
+
     server: SiteServer
     arrived = 0.0
     protocol_version = "HTTP/1.1"

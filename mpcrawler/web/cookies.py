@@ -21,6 +21,8 @@ _HTTP_ONLY = "#HttpOnly_"
 
 
 class Cookie(NamedTuple):
+    """One cookie of a cookies.txt file (Netscape format)."""
+
     domain: str  # with a leading dot when subdomains match
     path: str
     secure: bool

@@ -85,6 +85,8 @@ def _system_lookup(name: str) -> str | None:
 
 
 class DnsCache:
+    """Host names to addresses, each kept for its TTL, at most ``size`` of them."""
+
     def __init__(
         self,
         size: int = 10_000,

@@ -90,6 +90,8 @@ _verdicts: dict[str, bool] = {}  # class + id -> names boilerplate (a process's 
 
 
 class Extracted(NamedTuple):
+    """A page's main content, as plain text and as Markdown."""
+
     text: str  # the main content, a line a block
     markdown: str
 

@@ -67,6 +67,8 @@ _spreads: dict[bytes, int] = {}
 
 
 class Fingerprint(NamedTuple):
+    """A text's exact digest and its 64-bit simhash."""
+
     digest: str  # hex of the normalized text's BLAKE2b-128
     simhash: int  # 64 bits
 

@@ -61,6 +61,8 @@ class PdfError(Exception):
 
 
 class PdfContent(NamedTuple):
+    """What a PDF holds for its record: text, page count, title and links."""
+
     text: str
     pages: int
     title: str | None

@@ -89,6 +89,8 @@ class Response:
 
 
 class ConnectFailed(DownloadError):
+    """The connection could not be made or was lost: retried."""
+
     kind = "connection"
     transient = True
 
@@ -113,11 +115,15 @@ class BlockedAddress(DownloadError):
 
 
 class TimedOut(DownloadError):
+    """No byte within the timeout (connect or read): retried."""
+
     kind = "timeout"
     transient = True
 
 
 class BodyTooLarge(DownloadError):
+    """The decoded body went past its cap (--max-bytes): not retried."""
+
     kind = "too_large"
 
 

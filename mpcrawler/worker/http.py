@@ -70,6 +70,8 @@ class _Refused(Exception):
 
 
 class _GuardedConnection(urllib3.connection.HTTPConnection):
+    """An HTTP connection whose peer address the guard checks once connected."""
+
     guard: AddressGuard
 
     def _new_conn(self) -> socket.socket:
@@ -86,6 +88,8 @@ class _GuardedConnection(urllib3.connection.HTTPConnection):
 
 
 class _GuardedHttpsConnection(_GuardedConnection, urllib3.connection.HTTPSConnection):
+    """The same, over TLS."""
+
     pass
 
 

@@ -34,6 +34,8 @@ class PermitWithdrawn(Exception):
 
 
 class _Permit:
+    """One permit asked of the master, and its answer when it comes."""
+
     __slots__ = ("answered", "granted", "refused", "withdrawn")
 
     def __init__(self) -> None:

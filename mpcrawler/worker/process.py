@@ -137,6 +137,8 @@ def response_action(status: int, headers: dict[str, str], skipped: str | None) -
 
 
 class Worker:
+    """A worker process's parts: its download slots, parser, pipe and archive (see the module)."""
+
     def __init__(
         self,
         index: int,

@@ -36,6 +36,8 @@ NOT_QUEUED = -1
 
 
 class Row(NamedTuple):
+    """A URL's place in the schedule: when it is due, its queued copy, its state."""
+
     due: float
     queued: int
     state: str

@@ -26,6 +26,8 @@ __all__ = ["Budget"]
 
 @dataclass
 class Budget:
+    """This node's page budget and revisit window, as sent to and read from Redis."""
+
     max_pages: int | None = None
     max_pages_per_host: int | None = None
     per_host: int = 1 << 30
