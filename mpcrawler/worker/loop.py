@@ -80,25 +80,7 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
             except (EOFError, OSError):
                 worker.master_gone()
                 stopping = True
-            while True:  # start what came in
-                try:
-                    fetch = worker.inbox.get_nowait()
-                except queue.Empty:
-                    break
-                if fetch is None:  # (a thread's stop; not the loop's)
-                    continue
-                # The master sends no more requests than there are free slots.
-                slot = free.pop()
-                result, call = worker.request(fetch, worker.downloaders[slot].id)
-                started = time.monotonic()  # the host's politeness counts from here
-                if call is None:
-                    free.append(slot)
-                    batch.append(result)
-                    downloaded.append((fetch.id, started))
-                    freed += 1
-                    continue
-                busy[slot] = (fetch, result, started, time.perf_counter())
-                transfers.start(slot, fetch.url, **call)
+            freed += _start(worker, transfers, free, busy, batch, downloaded)
             while read:
                 batch.append(read.popleft())
             tick = _DOCUMENT_TICK if documents is not None and documents.pending else _TICK
@@ -145,3 +127,35 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
         if documents is not None:
             documents.end()
         transfers.close()
+
+
+def _start(
+    worker: Worker,
+    transfers: Transfers,
+    free: list[int],
+    busy: dict[int, tuple[Fetch, PageResult, float, float]],
+    batch: list[PageResult],
+    downloaded: list[tuple[int, float]],
+) -> int:
+    """Start in a free slot each request that came in (one not to start
+    ends at once, in ``batch``); the slots freed so."""
+    freed = 0
+    while True:
+        try:
+            fetch = worker.inbox.get_nowait()
+        except queue.Empty:
+            return freed
+        if fetch is None:  # (a thread's stop; not the loop's)
+            continue
+        # The master sends no more requests than there are free slots.
+        slot = free.pop()
+        result, call = worker.request(fetch, worker.downloaders[slot].id)
+        started = time.monotonic()  # the host's politeness counts from here
+        if call is None:
+            free.append(slot)
+            batch.append(result)
+            downloaded.append((fetch.id, started))
+            freed += 1
+            continue
+        busy[slot] = (fetch, result, started, time.perf_counter())
+        transfers.start(slot, fetch.url, **call)
