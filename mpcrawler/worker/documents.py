@@ -19,7 +19,8 @@ child that has grown past ``RETIRE_MB`` exits once it has answered.  When
 the queue is full the parser waits, then the downloads, as for a browser.
 
 Frames, both ways: an 8-byte big-endian length, then the body (to the child)
-or its answer as UTF-8 JSON (from it); no pickle.
+or its answer as JSON (from it); no pickle.  The child's first frame is an
+empty one, once pypdf is imported: a PDF's time counts from there.
 """
 
 from __future__ import annotations
@@ -43,10 +44,12 @@ from ..modules import process_usage
 from ..web.pdf import PdfContent, PdfError, read_pdf
 from .downloader import Response
 
-__all__ = ["RETIRE_MB", "Documents", "Page", "Reader"]
+__all__ = ["RETIRE_MB", "STARTUP", "Documents", "Page", "Reader"]
 
 RETIRE_MB = 256.0  # a child this big (RSS) after a document exits; the next starts afresh
+STARTUP = 60.0  # s: the longest a child may take to be ready (a loaded machine's imports)
 _FRAME = struct.Struct("!Q")
+_READY = _FRAME.pack(0)  # the child's first frame: it is ready
 _CHUNK = 1 << 20
 
 
@@ -108,15 +111,26 @@ class Reader:
         return PdfContent(answer["text"], answer["pages"], answer["title"], answer["links"])
 
     def _start(self) -> subprocess.Popen[bytes]:
+        """A new child, once it says it is ready (its imports done: its
+        start is not counted in a PDF's time); OSError if it cannot start."""
         self.starts += 1
-        self._child = subprocess.Popen(
+        child = self._child = subprocess.Popen(
             [sys.executable, "-m", __name__, str(self.retire_mb)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             close_fds=True,
         )
-        return self._child
+        assert child.stdout is not None
+        try:
+            ready = _read(child.stdout.fileno(), _FRAME.size, time.monotonic() + STARTUP)
+        except (TimeoutError, EOFError):
+            code = self.close()
+            raise OSError(f"it ended before it was ready ({_how(code)})") from None
+        if ready != _READY:
+            self.close()
+            raise OSError("it said something else than that it was ready")
+        return child
 
     def _answer(self, child: subprocess.Popen[bytes], deadline: float) -> dict[str, Any]:
         """The child's next answer, read by the ``deadline`` (TimeoutError)."""
@@ -244,7 +258,12 @@ def _read_blocking(stream: IO[bytes], size: int) -> bytes | None:
 
 def serve(source: IO[bytes], sink: IO[bytes], retire_mb: float = RETIRE_MB) -> None:
     """The child: read each PDF that comes on ``source``, answer on ``sink``,
-    until ``source`` ends or the child has grown past ``retire_mb``."""
+    until ``source`` ends or the child has grown past ``retire_mb``.  It
+    says it is ready first, once pypdf is imported."""
+    import pypdf  # noqa: F401 - imported before the first PDF's clock starts
+
+    sink.write(_READY)
+    sink.flush()
     spent = time.process_time()
     while (header := _read_blocking(source, _FRAME.size)) is not None:
         (size,) = _FRAME.unpack(header)

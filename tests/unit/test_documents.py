@@ -58,6 +58,7 @@ def test_a_pdf_past_the_limit_is_an_error_and_the_next_gets_a_new_reader() -> No
         with pytest.raises(PdfError, match=limit):
             reader.read(SLOW)
         assert reader.timeouts == 1
+        reader.timeout = 60  # (the next is quick; a loaded machine is slow)
         assert reader.read(_pdf("After the slow one.")).pages == 1
         assert reader.starts == 2
     finally:
@@ -77,7 +78,7 @@ def test_a_reader_that_dies_reading_is_that_pdfs_error_only() -> None:
     thread = threading.Thread(target=read)
     thread.start()
     deadline = time.monotonic() + 30
-    while (pid := reader.pid) is None:  # then kill it, as the OOM killer would
+    while not reader.read_count or (pid := reader.pid) is None:  # reading: kill it, as OOM would
         assert time.monotonic() < deadline
         time.sleep(0.01)
     os.kill(pid, signal.SIGKILL)
@@ -142,3 +143,19 @@ def test_a_reader_that_cannot_start_is_that_pdfs_error(monkeypatch: pytest.Monke
         assert reader.read(_pdf("Read after all.")).pages == 1
     finally:
         reader.close()
+
+
+def test_a_reader_that_ends_before_it_is_ready_is_that_pdfs_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child that exits at once (a broken install): the page's error, said."""
+    from mpcrawler.worker import documents
+
+    monkeypatch.setattr(documents.sys, "executable", "/bin/false")
+    reader = Reader(timeout=60)
+    with pytest.raises(PdfError) as raised:
+        reader.read(_pdf("Never read."))
+    assert str(raised.value) == (
+        "the PDF reader could not start: it ended before it was ready (exit status 1)"
+    )
+    assert reader.pid is None
