@@ -125,7 +125,8 @@ def tree_prefix(body: bytes) -> bytes:
 
 class _Events:
     """An lxml parser target that keeps what ``Streamed`` holds, as the
-    analyzers read it from a tree: every link's href, the first base with
+    analyzers read it from a tree: every link's href (and frame's src,
+    unless requisites are kept: then a frame is one), the first base with
     an href, the first title's text, the robots meta tags, the first
     canonical link, the requisites of each element, and the text outside
     hidden elements."""
