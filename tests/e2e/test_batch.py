@@ -156,6 +156,14 @@ def _records_now(job: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+def _job_state(job: Path) -> str:
+    try:
+        state = json.loads((job / "job.json").read_text())["job"]
+    except (OSError, ValueError, KeyError):
+        return "(none)"
+    return " ".join(f"{k}={state.get(k)}" for k in ("state", "runs", "pages", "message"))
+
+
 def _job_runs(job: Path) -> int:
     try:
         return int(json.loads((job / "job.json").read_text())["job"]["runs"])
@@ -210,14 +218,16 @@ def stop_runs(
         _wait_until(moment, proc, job, log, run, before)
         if proc.poll() is None:
             os.killpg(proc.pid, sig)
-        _, err = lines.finish(timeout=60)
+        out, err = lines.finish(timeout=60)
         assert proc.returncode in (130, 0), (moment.__name__, proc.returncode, err)
         assert "Traceback" not in err and "died" not in err, (moment.__name__, err)
         if proc.returncode == 130:
             assert "rerun the same command to resume" in err, (moment.__name__, err)
         outcomes.append((moment.__name__, proc.returncode))
-        if proc.returncode != 130:  # (said with the outcomes, should they fail)
-            print(f"{moment.__name__}: exit {proc.returncode}: {err.strip()[-500:]!r}")
+        # (said with the outcomes, should they fail)
+        print(f"{moment.__name__}: exit {proc.returncode}, then {_job_state(job)}")
+        if proc.returncode != 130:
+            print(f"  out {out.strip()[-300:]!r} err {err.strip()[-300:]!r}")
     return outcomes
 
 
