@@ -150,10 +150,10 @@ def test_status_serves_the_crawl_wide_figures(tmp_path: Path, crawl: str) -> Non
             Node("n0", tmp_path / "n0", [*args, "--metrics-port", str(node_port)]),
             Node("n1", tmp_path / "n1", args),
         ]
-        wait_until(lambda: b'"n1"' in _nodes_alive(crawl), 60, "n1 up")  # "both up" below
         wait_until(lambda: len(nodes[0].records()) >= 5, 60, "n0 recording")
         site.gate.clear()  # the crawl cannot end (and its nodes leave) before the pause
         try:
+            wait_until(lambda: b'"n1"' in _nodes_alive(crawl), 60, "n1 up")  # "both up" below
             assert control(crawl, "pause") == {"n0": "applied", "n1": "applied"}  # both up
             wait_until(lambda: scrape(node_port)["mpcrawler_paused{node=n0}"] == 1, 5, "paused")
             server = start_cli("status", *where, "--serve", str(port))
