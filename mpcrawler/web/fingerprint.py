@@ -75,11 +75,6 @@ class Fingerprint(NamedTuple):
 
 def fingerprint(text: str) -> Fingerprint | None:
     """The fingerprint of ``text`` (None: fewer than MIN_WORDS words)."""
-    if len(text) <= PIECE:  # (most pages: one piece, its words counted once)
-        words = _normalized(text)
-        if len(words) < MIN_WORDS:
-            return None
-        return Fingerprint(_digest(words), _simhash(collections.Counter(words)))
     digest = hashlib.blake2b(digest_size=16)
     counts: collections.Counter[bytes] = collections.Counter()
     for words in _words(text, digest):
@@ -100,7 +95,8 @@ def text_digest(text: str) -> str:
 
 def _words(text: str, digest: hashlib.blake2b) -> Iterator[list[bytes]]:
     """The normalized words of each piece of ``text`` (cut where a word
-    ends), each piece's fed to ``digest`` as ``_digest`` joins them."""
+    ends), each piece's fed to ``digest``, a space between pieces: the
+    digest of all the words joined by a space."""
     first = True
     for piece in _pieces(text):
         words = _normalized(piece)
@@ -128,10 +124,6 @@ def _pieces(text: str) -> Iterator[str]:
 def _normalized(text: str) -> list[bytes]:
     """The words of ``text``, lower case, digits folded."""
     return text.lower().replace("\xa0", " ").encode("utf-8", "replace").translate(_FOLD).split()
-
-
-def _digest(words: list[bytes]) -> str:
-    return hashlib.blake2b(b" ".join(words), digest_size=16).hexdigest()
 
 
 # Byte ``k`` of every byte value's spread: a translation table each.
