@@ -19,7 +19,7 @@ from ..settings import (
 )
 from ..web.redact import redact_url
 from ..web.urls import InvalidURL, host_key, split_credentials
-from .parser import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK
+from .parser import EXIT_BUDGET, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_NOTHING, EXIT_OK, OUTCOMES
 
 if TYPE_CHECKING:
     from ..master.crawler import CrawlResult
@@ -256,10 +256,12 @@ def _on_finish(settings: Settings, code: int, result: CrawlResult | None) -> Non
 
     job_dir = Path(settings.job_dir) if settings.job_dir else None
     if result is None:
-        variables = finish.environment(code, job_dir, None, {})
+        variables = finish.environment(code, OUTCOMES[code], job_dir, None, {})
     else:
         stats = {"pages": result.stats.get("pages", 0), "errors": result.stats.get("errors", 0)}
-        variables = finish.environment(code, result.job_dir, result.out, stats, result.budget)
+        variables = finish.environment(
+            code, OUTCOMES[code], result.job_dir, result.out, stats, result.budget
+        )
     problem = finish.run(settings.on_finish, variables)
     if problem is not None:
         print(f"mpcrawler: {problem}", file=sys.stderr, flush=True)

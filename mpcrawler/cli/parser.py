@@ -33,6 +33,14 @@ from .values import (
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_BUDGET = 3  # --max-duration or --max-total-bytes ended the run: resumable
 EXIT_NOTHING = 4  # no page was answered (as wget's 4, a network failure): the seeds again next run
+# How a crawl ended, by its exit status, as --on-finish is told (MPCRAWLER_OUTCOME).
+OUTCOMES = {
+    EXIT_OK: "finished",
+    EXIT_ERROR: "failed",
+    EXIT_BUDGET: "budget",
+    EXIT_NOTHING: "nothing-fetched",
+    EXIT_INTERRUPTED: "interrupted",
+}
 
 EPILOG = """exit codes:
   0    the crawl completed (pages that failed are data, not a failure of the job)

@@ -16,23 +16,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OUTCOMES", "environment", "run"]
-
-# The crawl's end, by its exit status (the README's table of exit codes).
-OUTCOMES = {0: "finished", 1: "failed", 3: "budget", 4: "nothing-fetched", 130: "interrupted"}
+__all__ = ["environment", "run"]
 
 
 def environment(
     status: int,
+    outcome: str,
     job_dir: Path | None,
     out: Path | None,
     stats: Mapping[str, Any],
     budget: str | None = None,
 ) -> dict[str, str]:
-    """The variables the command gets (besides the crawl's own environment)."""
+    """The variables the command gets (besides the crawl's own environment):
+    the exit ``status`` and its ``outcome`` (``cli.parser.OUTCOMES``)."""
     found = {
         "MPCRAWLER_EXIT_STATUS": str(status),
-        "MPCRAWLER_OUTCOME": OUTCOMES.get(status, "failed"),
+        "MPCRAWLER_OUTCOME": outcome,
         "MPCRAWLER_JOB_DIR": str(job_dir) if job_dir is not None else "",
         "MPCRAWLER_OUT": str(out) if out is not None else "",
         "MPCRAWLER_STATS": str(job_dir / "stats.json") if job_dir is not None else "",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mpcrawler.cli.parser import OUTCOMES
 from mpcrawler.cli.values import _size
 from mpcrawler.master.ends import (
     RunBudget,
@@ -66,7 +67,7 @@ def test_what_is_no_size_is_said_in_one_line(text: str) -> None:
 def test_the_finish_commands_environment() -> None:
     job = Path("/jobs/nightly")
     found = environment(
-        3, job, job / "pages.jsonl", {"pages": 71, "errors": 2}, "--max-duration 2h"
+        3, OUTCOMES[3], job, job / "pages.jsonl", {"pages": 71, "errors": 2}, "--max-duration 2h"
     )
     assert found == {
         "MPCRAWLER_EXIT_STATUS": "3",
@@ -78,9 +79,10 @@ def test_the_finish_commands_environment() -> None:
         "MPCRAWLER_ERRORS": "2",
         "MPCRAWLER_BUDGET": "--max-duration 2h",
     }
-    failed = environment(1, None, None, {})
+    failed = environment(1, OUTCOMES[1], None, None, {})
     assert failed["MPCRAWLER_OUTCOME"] == "failed" and failed["MPCRAWLER_JOB_DIR"] == ""
-    assert environment(130, job, None, {})["MPCRAWLER_OUTCOME"] == "interrupted"
+    assert environment(130, OUTCOMES[130], job, None, {})["MPCRAWLER_OUTCOME"] == "interrupted"
+    assert (OUTCOMES[0], OUTCOMES[4]) == ("finished", "nothing-fetched")
 
 
 def test_a_job_fetched_nothing_when_no_record_has_an_answer() -> None:
