@@ -59,10 +59,9 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
-# A frame's src is a link of its page, as wget -r follows it (with
-# --page-requisites it is an embed instead: requisites.of_element).
-_FRAME_TAGS = FRAME_TAGS
-_KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link", *_FRAME_TAGS})
+# A frame's src (FRAME_TAGS) is a link of its page, as wget -r follows it
+# (with --page-requisites it is an embed instead: requisites.of_element).
+_KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link", *FRAME_TAGS})
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 _HIDDEN_TAGS = HIDDEN_TAGS  # no text a reader sees
 
@@ -351,7 +350,7 @@ class HtmlAnalyzer(Analyzer):
                     rel = attrs.get("rel")
                     if rel is not None and "nofollow" in rel_tokens(rel):
                         nofollow.add(href)
-            elif name in _FRAME_TAGS and not self.requisites:
+            elif name in FRAME_TAGS and not self.requisites:
                 src = attrs.get("src")
                 if isinstance(src, str):
                     links.append(src)
@@ -427,9 +426,9 @@ class LxmlAnalyzer(HtmlAnalyzer):
                 break
         links: list[str] = []
         nofollow: set[str] = set()
-        frames = () if self.requisites else _FRAME_TAGS
+        frames = () if self.requisites else FRAME_TAGS
         for element in root.iter(*_LINK_TAGS, *frames):
-            if element.tag in _FRAME_TAGS:
+            if element.tag in FRAME_TAGS:
                 if (src := element.get("src")) is not None:
                     links.append(src)
                 continue
