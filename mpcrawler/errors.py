@@ -13,6 +13,7 @@ branch of it at the level you need::
     +-- CrawlError        the crawl cannot go on (the job stays resumable)
     |   +-- PoolError     worker processes cannot be started, or one failed
     |   +-- ArchiveError  the WARC archive cannot be written (the page is not recorded)
+    |   +-- SinkError     an --out sink or the --upload store refuses the records
     +-- DownloadError     one fetch failed; becomes that page's record (downloader.py
                           has a subclass per kind)
 
@@ -41,6 +42,7 @@ __all__ = [
     "JobDamaged",
     "MpcrawlerError",
     "PoolError",
+    "SinkError",
     "UsageError",
     "full_disk_error",
     "is_disk_full",
@@ -132,6 +134,13 @@ class PoolError(CrawlError):
 class ArchiveError(CrawlError):
     """A page's WARC records could not be written: the crawl stops and the
     page is not recorded, so a rerun fetches and archives it again."""
+
+
+class SinkError(CrawlError):
+    """An ``--out`` sink (a database, a Parquet dataset, a compressed file)
+    or the ``--upload`` store could not take what it was given: the crawl
+    stops, and a rerun delivers what the sink had not taken, from the job's
+    JSON Lines journal."""
 
 
 class DownloadError(MpcrawlerError):

@@ -124,10 +124,32 @@ class Settings:
     threads: int = option(
         4, minimum=1, maximum=256, help="download slots per worker (default %(default)s)"
     )
-    out: str | None = option(
+    out: list[str] = option(
+        default_factory=list,
+        metavar="SINK",
+        help="where the records go (repeatable): PATH.jsonl (appended to; the job's "
+        "journal), PATH.jsonl.gz or PATH.jsonl.zst, PATH.parquet or parquet:DIR (a Parquet "
+        "dataset, pip install 'mpcrawler[parquet]'), postgresql://USER@HOST/DB?table=pages "
+        "(pip install 'mpcrawler[postgres]'); default: pages.jsonl in the job dir, or "
+        "./pages.jsonl",
+    )
+    upload: str | None = option(
         None,
-        help="JSON Lines output, appended to (default: pages.jsonl in the job dir, or "
-        "./pages.jsonl)",
+        metavar="s3://BUCKET/PREFIX",
+        help="upload the Parquet parts, WARC files, WACZ and the other outputs to this S3 "
+        "prefix as each is complete, then a manifest.json (pip install 'mpcrawler[s3]')",
+    )
+    s3_endpoint_url: str | None = option(
+        None,
+        metavar="URL",
+        help="--upload to this S3-compatible store (MinIO, Ceph...) instead of AWS",
+    )
+    sink_batch: int = option(
+        10_000,
+        minimum=1,
+        metavar="N",
+        help="a Parquet part, and a PostgreSQL transaction at most, every N records "
+        "(default %(default)s; and at every checkpoint for PostgreSQL, at the end for both)",
     )
     job_dir: str | None = option(
         None,
@@ -671,11 +693,21 @@ class Settings:
             pairs.append((name.strip(), value.strip()))
         return pairs
 
-    def output_path(self) -> Path:
-        """The records file: ``out``, else pages.jsonl in the job dir, else ./pages.jsonl."""
-        if self.out:
-            return Path(self.out)
-        return Path(self.job_dir) / "pages.jsonl" if self.job_dir else Path("pages.jsonl")
+    def __post_init__(self) -> None:
+        if isinstance(self.out, (str, os.PathLike)):  # one sink, as --out once was
+            self.out = [os.fspath(self.out)]
+
+    def output_path(self) -> Path | None:
+        """The records file, the job's journal: the ``--out`` that is a plain
+        ``.jsonl`` file, else pages.jsonl in the job dir, else ./pages.jsonl
+        when no other sink is given (None: then the temporary job dir's)."""
+        from .output.sinks import journal_of
+
+        if (journal := journal_of(self.out)) is not None:
+            return Path(journal)
+        if self.job_dir:
+            return Path(self.job_dir) / "pages.jsonl"
+        return None if self.out else Path("pages.jsonl")
 
     def to_dict(self, secrets: bool = False) -> dict[str, Any]:
         """The settings as plain data, as job.json keeps them: no secret
@@ -693,6 +725,7 @@ class Settings:
         ]
         if self.proxy:
             data["proxy"] = redact_url(self.proxy)
+        data["out"] = [redact_url(spec) for spec in self.out]
         return data
 
     @classmethod
@@ -724,6 +757,9 @@ class Settings:
         self._validate_filters()
         self._validate_requests()
         self._validate_render()
+        from .output.sinks import check_outputs
+
+        check_outputs(self.out, self.upload)  # ValueError: a sink unknown, or its extra missing
         if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
         if self.ca_bundle is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..configfile import to_toml
 from ..errors import FrontierError, MpcrawlerError, UsageError
+from ..output.sinks import kind_of
 from ..settings import (
     OPTIONS,
     Settings,
@@ -129,7 +130,17 @@ def check_paths(settings: Settings) -> None:
         if job.exists() and not job.is_dir():
             raise UsageError(f"job dir {job} is not a directory")
         _check_writable(job / ".write-test", "job dir")
-    _check_writable(settings.output_path(), "output")
+    if (journal := settings.output_path()) is not None:
+        _check_writable(journal, "output")
+    for spec in settings.out:
+        kind = kind_of(spec)
+        if kind in ("jsonl.gz", "jsonl.zst"):
+            _check_writable(Path(spec), "output")
+        elif kind == "parquet":
+            folder = Path(spec[len("parquet:") :] if spec.lower().startswith("parquet:") else spec)
+            if folder.exists() and not folder.is_dir():
+                raise UsageError(f"--out {spec}: a Parquet dataset is a directory, and this is not")
+            _check_writable(folder / "part", "Parquet dataset")
     if settings.log_file:
         _check_writable(Path(settings.log_file), "log file")
     if settings.rejected_log:

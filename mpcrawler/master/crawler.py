@@ -39,6 +39,7 @@ from ..errors import (
     FrontierError,
     FrontierUnavailable,
     JobConflict,
+    SinkError,
     UsageError,
     is_disk_full,
 )
@@ -58,6 +59,8 @@ from ..output.pipelines import Pipeline, Pipelines
 from ..output.progress import Progress
 from ..output.rejected import RejectedLog
 from ..output.robotscache import RobotsCache
+from ..output.sinks import kind_of
+from ..output.sinks.delivery import Deliveries
 from ..settings import Settings
 from ..web.filters import UrlRules, rule_flag
 from ..web.redact import hide_userinfo
@@ -182,6 +185,7 @@ class Crawler:
                         failure = self._package(job)
                         if failure is not None:
                             raise failure
+                    self._deliver_finished(job)
                     return CrawlResult(job.stats_before(), job.out, job.path, already_finished=True)
                 return self._run(job, shared)
             finally:
@@ -223,7 +227,8 @@ class Crawler:
             else LocalFrontier(job.state_dir, cache_size=s.cache_size)
         )
         counters = Counters.from_job(job.state)
-        pipelines = Pipelines(self._pipeline_specs, s, job.out)
+        self.deliveries = Deliveries(s, job.state_dir, job.ensure_id())
+        pipelines = Pipelines(self._pipeline_specs, s, job.out, self.deliveries.sinks)
         pool = WorkerPool(
             s.workers, (s.to_dict(secrets=True), self.scope.to_dict(), list(job.state.excluded))
         )
@@ -331,7 +336,7 @@ class Crawler:
                 raise
             failure = exc  # said once, on stderr, by the command; the log has it too
             log.info("out of disk space: %s; stopping (the job can be resumed)", exc)
-        except (PoolError, ArchiveError, FrontierError) as exc:
+        except (PoolError, ArchiveError, FrontierError, SinkError) as exc:
             failure = exc
         finally:
             stats, failure = self._shutdown(job, engine, failure)
@@ -580,6 +585,10 @@ class Crawler:
                 engine.robots_cache.close()
         engine.progress.close(engine.counters.page_records, engine.states)
         engine.report()  # the last figures, which the frontier's close leaves for status
+        # The sinks deliver what they hold before the outcome is known: one that
+        # cannot fails the run (a job "finished" would never deliver it again).
+        sinks_failed = engine.settling.pipelines.close_sinks()
+        failure = failure or sinks_failed
         message = str(failure) if failure is not None else None
         if disk_full:
             message = f"out of disk space ({failure})"
@@ -616,7 +625,30 @@ class Crawler:
         )
         if self.settings.wacz and failure is None and outcome == "finished":
             failure = self._package(job)
+        if failure is None and outcome == "finished":
+            failure = self._upload(job, stats)
         return stats, failure
+
+    def _deliver_finished(self, job: Job) -> None:
+        """A job that finished before: its sinks and upload get what they
+        lack (a sink new to the job, or one that failed at its end)."""
+        s = self.settings
+        if not (s.upload or any(kind_of(spec) != "jsonl" for spec in s.out)):
+            return
+        deliveries = Deliveries(s, job.state_dir, job.ensure_id())
+        deliveries.catch_up(job.out)
+        deliveries.finish(job.out, job.stats_path, {"job": job.state.job_id})
+
+    def _upload(self, job: Job, stats: dict[str, Any]) -> BaseException | None:
+        """--upload: the finished job's files, then the manifest; what failed."""
+        try:
+            self.deliveries.finish(
+                job.out, job.stats_path, {"job": job.state.job_id, "pages": stats["pages"]}
+            )
+        except SinkError as exc:
+            log.error("%s", exc)
+            return exc
+        return None
 
     def _package(self, job: Job) -> BaseException | None:
         """--wacz: the finished crawl's WARC files, index and pages as one

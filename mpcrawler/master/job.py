@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ class Job:
         self.temp_dir = None if settings.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
         self.path = Path(settings.job_dir) if settings.job_dir else None
         self.state_dir = self.path or Path(self.temp_dir or ".")
-        self.out = settings.output_path()
+        self.out = settings.output_path() or self.state_dir / "pages.jsonl"
         self.stats_path = (
             self.path / "stats.json" if self.path else self.out.with_name("stats.json")
         )
@@ -77,6 +78,7 @@ class Job:
         self.waiting_applied: list[str] = []  # control commands applied at the start
         self.unanswered: list[tuple[CommandInbox, list[Answer]]] = []  # until a checkpoint
         self._lock: int | None = None
+        self.stored: dict[str, Any] | None = None  # the settings job.json held
 
     def open(self, shared: bool) -> bool:
         """Lock the job dir and read its state; False if there is nothing to
@@ -88,6 +90,7 @@ class Job:
         s = self.settings
         if self.path and self.dir.exists():
             stored, self.state = self.dir.read()
+            self.stored = stored
             # commands sent while it was not running, answered after the first checkpoint
             inbox = Inbox(self.path)
             self.hold(inbox, answer_waiting(inbox, self.state))
@@ -104,12 +107,22 @@ class Job:
                     raise JobDamaged(damage_message(self.path, reasons))
                 self.repaired = self._repair(reasons)
         self.unclean = self.state.state == "running"
+        self.state.job_id = self.state.job_id or uuid.uuid4().hex
         self.was_finished = self.state.state == "finished"  # (--retry-failed takes such a job)
         self.state.runs += 1
         self.state.run_starts.append(round(time.time(), 3))
         self.state.pass_started_at = self.state.pass_started_at or self.state.run_starts[0]
         self.state.state = "running"
         return True
+
+    def ensure_id(self) -> str:
+        """The job's id; one made now for a job of an older version (a
+        finished one, whose sinks catch up) is saved at once."""
+        if self.state.job_id is None:
+            self.state.job_id = uuid.uuid4().hex
+            if self.path and self.stored is not None:
+                self.dir.write(self.stored, self.state)
+        return self.state.job_id
 
     def forget_schedule(self) -> None:
         """The revisit schedule is about to be built from the records: the
@@ -209,6 +222,7 @@ class Job:
     ) -> None:
         """Make everything so far durable, in order (see the module's docstring)."""
         pipelines.flush()
+        self.state.out_offset = pipelines.output.offset
         frontier.checkpoint()
         if isinstance(frontier, LocalFrontier):  # what the schedule holds now, on disk
             self.state.scheduled = frontier.schedule_rows()

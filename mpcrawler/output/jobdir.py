@@ -107,6 +107,8 @@ class JobState:
     control_read: int = 0  # --redis: the crawl's control commands this node has read
     scheduled: int = 0  # URLs in the revisit schedule (revisits.db) at the last checkpoint
     fetched_nothing: bool = False  # no page of the job was answered: the next run retries its seeds
+    job_id: str | None = None  # this job's id, made at its first run (a sink's rows say it)
+    out_offset: int = 0  # the journal's size at the last checkpoint (what a kill cannot take)
 
 
 def _same_kind(value: Any, default: Any) -> bool:

@@ -15,10 +15,13 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..modules import Module, load_object
 from ..settings import Settings
+
+if TYPE_CHECKING:
+    from .sinks.base import Sink
 
 __all__ = ["JsonLinesPipeline", "Pipeline", "Pipelines"]
 
@@ -49,21 +52,30 @@ class Pipeline(Module):
 
 
 class JsonLinesPipeline(Pipeline):
-    """Appends one JSON object a line to ``path``; never truncates."""
+    """Appends one JSON object a line to ``path``; never truncates.  It is
+    the job's journal: ``offset`` is the file's size after the last line
+    (a record's place, for the sinks' cursors) and ``last_line`` that line."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__()
         self.path = Path(path)
-        self._file: IO[str] | None = None
+        self._file: IO[bytes] | None = None
         self.written = 0
+        self.offset = 0
+        self.last_line = b""
 
     def open(self) -> None:
-        """Open for appending, line-buffered: each record reaches the OS as it
-        is written.  A torn last line (the disk filled up, the process was
-        killed mid-write) is cut off first; that page is fetched again."""
+        """Open for appending, unbuffered: each record reaches the OS in one
+        write as it is written.  A torn last line (the disk filled up, the
+        process was killed mid-write) is cut off first; that page is fetched
+        again."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._drop_torn_tail()
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
+        try:
+            self.offset = self._file.seek(0, os.SEEK_END)
+        except OSError:  # a pipe or a device: no place to name
+            self.offset = 0
 
     def _drop_torn_tail(self) -> None:
         try:
@@ -91,6 +103,25 @@ class JsonLinesPipeline(Pipeline):
             if exc.errno != errno.ESPIPE:  # a pipe or a device: nothing to mend
                 raise
 
+    def lines_from(self, offset: int) -> Iterator[tuple[dict[str, Any], bytes, int]]:
+        """The records past byte ``offset``, each with its line and the
+        offset after it (a line that is not a JSON object is passed over)."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(offset)
+                for line in f:
+                    offset += len(line)
+                    if not line.endswith(b"\n"):
+                        return  # a torn last line is not a record yet
+                    try:
+                        record = json.loads(line.decode("utf-8"))
+                    except ValueError:
+                        continue
+                    if isinstance(record, dict):
+                        yield record, line, offset
+        except FileNotFoundError:
+            return
+
     def records(self) -> Iterator[dict[str, Any]]:
         """Read back the JSON objects this file holds, skipping lines that are
         not one (not UTF-8, not JSON, or another JSON value)."""
@@ -109,13 +140,17 @@ class JsonLinesPipeline(Pipeline):
     def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
         with self.track():
             assert self._file is not None, "open() first"
-            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+            view, done = memoryview(line), 0
+            while done < len(line):  # one write, but for a pipe taking part of it
+                done += self._file.write(view[done:]) or 0
             self.written += 1
+            self.offset += len(line)
+            self.last_line = line
             return record
 
     def flush(self) -> None:
         if self._file is not None:
-            self._file.flush()
             try:
                 os.fsync(self._file.fileno())
             except OSError as exc:
@@ -132,13 +167,22 @@ class JsonLinesPipeline(Pipeline):
 class Pipelines:
     """The chain a record goes through: the user pipelines made from
     ``specs`` (instances, classes or ``pkg.mod:Class`` paths, constructed
-    with the settings), then the JSON Lines writer of ``out``."""
+    with the settings), then the JSON Lines writer of ``out`` (the job's
+    journal), then the ``--out`` sinks (:mod:`mpcrawler.output.sinks`)."""
 
     def __init__(
-        self, specs: Sequence[Pipeline | type | str], settings: Settings, out: Path
+        self,
+        specs: Sequence[Pipeline | type | str],
+        settings: Settings,
+        out: Path,
+        sinks: Sequence[Sink] = (),
     ) -> None:
         self.output = JsonLinesPipeline(out)
-        self.chain = [self._make(spec, settings) for spec in specs] + [self.output]
+        self.sinks = list(sinks)
+        for sink in self.sinks:
+            sink.bind(self.output)
+        self.chain = [self._make(spec, settings) for spec in specs] + [self.output, *self.sinks]
+        self._user = len(self.chain) - 1 - len(self.sinks)  # the first that must not fail
 
     @staticmethod
     def _make(spec: Pipeline | type | str, settings: Settings) -> Pipeline:
@@ -155,12 +199,12 @@ class Pipelines:
     def emit(self, record: dict[str, Any]) -> None:
         """Through every pipeline: a user pipeline that fails adds its error
         to the record (kind ``pipeline``), which goes on; one that returns
-        None drops it; the output's own failure (a full disk) is raised."""
-        for pipeline in self.chain:
+        None drops it; the journal's own failure (a full disk) and a sink's are raised."""
+        for k, pipeline in enumerate(self.chain):
             try:
                 result = pipeline.process(record)
             except Exception as exc:
-                if pipeline is self.output:
+                if k >= self._user:  # the journal's or a sink's: the crawl stops
                     raise
                 message = f"pipeline {pipeline.id}: {type(exc).__name__}: {exc}"
                 log.warning("%s (%s)", message, record["url"])
@@ -174,6 +218,18 @@ class Pipelines:
     def flush(self) -> None:
         for pipeline in self.chain:
             pipeline.flush()
+
+    def close_sinks(self) -> BaseException | None:
+        """Deliver what each sink holds and close it (before the job's
+        outcome is decided: a sink that cannot is a failure); the first
+        failure, if any (every sink is closed)."""
+        failure: BaseException | None = None
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as exc:
+                failure = failure or exc
+        return failure
 
     def closers(self) -> list[Any]:
         """Each pipeline's ``close``, to call one by one (one failing does not
