@@ -319,6 +319,11 @@ class Crawler:
             pipelines.open()
             if job.unclean:
                 counters.recount(pipelines.output.records(), job.state.pass_start_pages)
+                settling.recorded = {
+                    url
+                    for record, _, _ in pipelines.output.lines_from(job.state.out_offset)
+                    if isinstance(url := record.get("url"), str)
+                }
             frontier.set_budget(
                 s.max_pages,
                 s.max_pages_per_host,

@@ -39,6 +39,7 @@ from ..output.jobdir import JobDir, JobState, write_atomically
 from ..output.pipelines import Pipelines
 from ..output.repair import Repair
 from ..settings import Settings
+from ..testing import faults
 from ..web.patterns import compile_pattern
 from .counters import Counters
 from .revisit import Revisits
@@ -223,6 +224,7 @@ class Job:
         """Make everything so far durable, in order (see the module's docstring)."""
         pipelines.flush()
         self.state.out_offset = pipelines.output.offset
+        faults.reach("checkpoint")
         frontier.checkpoint()
         if isinstance(frontier, LocalFrontier):  # what the schedule holds now, on disk
             self.state.scheduled = frontier.schedule_rows()

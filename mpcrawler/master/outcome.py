@@ -214,3 +214,11 @@ def follows(met: Met, skip_near: bool) -> bool:
     if met.duplicate_of is not None:
         return False
     return not (skip_near and met.near_duplicate_of is not None)
+
+
+def recorded_before(request: Request, recorded: set[str]) -> bool:
+    """A chain's record is in the journal already: ``recorded`` holds the
+    URLs recorded since the last checkpoint before a kill, and a first
+    visit (no revisit state known) of one of them is a page whose ack the
+    kill took.  Its record is not written twice; a revisit is a new record."""
+    return request.known is None and request.first_url in recorded

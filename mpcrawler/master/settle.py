@@ -86,6 +86,9 @@ class Settling:
         # stylesheet every page names takes no room a second time.
         self._offered: set[str] = set()
         self._queued_embeds: set[str] = set()
+        # After a kill: the URLs recorded since the last checkpoint, whose
+        # acks the kill may have taken (``outcome.recorded_before``).
+        self.recorded: set[str] = set()
 
     def __bool__(self) -> bool:
         """Something waits to settle."""
@@ -337,7 +340,11 @@ class Settling:
             record_links=self.settings.record_links,
             extra=extra,
         )
-        self.pipelines.emit(record)
+        known = outcome.recorded_before(request, self.recorded)
+        if known:  # its record is in the journal: once is enough
+            self.recorded.discard(request.first_url)
+        else:
+            self.pipelines.emit(record)
         self.chains.end(request)
         info = request.info
         if info is not None:
@@ -351,4 +358,5 @@ class Settling:
                 self.frontier.ack(info, seen=request.hops, error=error)
             else:  # a shared frontier's
                 self.frontier.ack(info, request.hops, error, self.host_wait(request.host))
-        self.counters.count(record)
+        if not known:
+            self.counters.count(record)

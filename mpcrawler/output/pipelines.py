@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from ..modules import Module, load_object
 from ..settings import Settings
+from ..testing import faults
 
 if TYPE_CHECKING:
     from .sinks.base import Sink
@@ -147,6 +148,7 @@ class JsonLinesPipeline(Pipeline):
             self.written += 1
             self.offset += len(line)
             self.last_line = line
+            faults.reach("record-written")
             return record
 
     def flush(self) -> None:

@@ -87,6 +87,14 @@ def check_outputs(specs: list[str], upload: str | None) -> None:
         if not upload.startswith("s3://") or not upload[5:].split("/", 1)[0]:
             raise ValueError(f"--upload {upload}: not s3://BUCKET/PREFIX")
         kinds.append("s3")
+    for spec in specs:
+        if kind_of(spec) == "postgresql":
+            from .postgres import split_url
+
+            try:
+                split_url(spec)
+            except ValueError as exc:
+                raise ValueError(f"--out {redact_url(spec)}: {exc}") from None
     for kind in kinds:
         if kind in NEEDS and importlib.util.find_spec(NEEDS[kind][0]) is None:
             module, extra = NEEDS[kind]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import SinkError
+from ...testing import faults
 from ...web.redact import redact_url
 from ..jobdir import write_atomically
 from ..pipelines import JsonLinesPipeline, Pipeline
@@ -50,6 +51,8 @@ class Sink(Pipeline):
         self.delivered = 0  # the journal's offset up to which the sink holds every record
         self.end = 0  # the offset after the last record given
         self.taken = 0  # records given this run (replayed ones too)
+        self.failure: SinkError | None = None  # raised at the next checkpoint
+        self.closed = False
         # Told of each file the sink completes, with its name (--upload).
         self.on_file: Callable[[Path, str], None] | None = None
 
@@ -100,9 +103,16 @@ class Sink(Pipeline):
         self.flush()
 
     def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """Take the record the journal just wrote.  A failure is kept for
+        the next checkpoint (``flush``) to raise: the record's ack, which
+        follows, is not lost to it."""
         with self.track():
             assert self.journal is not None
-            self._take(record, self.journal.last_line, self.journal.offset)
+            if self.failure is None:
+                try:
+                    self._take(record, self.journal.last_line, self.journal.offset)
+                except SinkError as exc:
+                    self.failure = exc
             return record
 
     def _take(self, record: dict[str, Any], line: bytes, end: int) -> None:
@@ -111,14 +121,25 @@ class Sink(Pipeline):
         self.taken += 1
 
     def flush(self) -> None:
-        """At a checkpoint: deliver what is held and move the cursor."""
+        """At a checkpoint: deliver what is held and move the cursor (a
+        closed sink has nothing more to deliver, a failed one says why)."""
+        if self.closed:
+            return
+        if self.failure is not None:
+            raise self.failure
         if self.end == self.delivered:
             return
         if self.journal is not None:
             self.journal.flush()  # the cursor never passes what the journal holds
-        state = self._guard(self.deliver)
+        try:
+            state = self._guard(self.deliver)
+        except SinkError as exc:
+            self.failure = exc  # said once: not tried again at the end
+            raise
         if state is not None:
+            faults.reach(f"{self.kind}-delivered")
             self.advance(state)
+            faults.reach(f"{self.kind}-advanced")
 
     def advance(self, state: dict[str, Any], end: int | None = None) -> None:
         """Save the cursor: everything up to ``end`` (default: all taken) is
@@ -131,6 +152,7 @@ class Sink(Pipeline):
         try:
             self.flush()
         finally:
+            self.closed = True
             self.release()
 
     def _read_cursor(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ directory as one table, without options.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ...errors import SinkError
 from .base import Sink, file_identity
 from .columns import COLUMNS, split
 
@@ -91,9 +93,12 @@ class ParquetSink(Sink):
             self._write_group()
 
     def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """A part is delivered as soon as it is full (a failure waits for
+        the checkpoint to be raised: see Sink.process)."""
         kept = super().process(record)
-        if self.in_part >= self.batch:
-            self.flush()
+        if self.in_part >= self.batch and self.failure is None:
+            with contextlib.suppress(SinkError):
+                self.flush()
         return kept
 
     def _tmp(self) -> Path:
@@ -116,7 +121,7 @@ class ParquetSink(Sink):
     def flush(self) -> None:
         """A part is delivered once it is full (``--sink-batch``) or at the
         end, not at every checkpoint: parts stay large."""
-        if self.in_part >= self.batch:
+        if self.in_part >= self.batch or self.failure is not None:
             super().flush()
 
     def deliver(self) -> dict[str, Any] | None:
@@ -137,9 +142,9 @@ class ParquetSink(Sink):
 
     def close(self) -> None:
         try:
-            if self.end != self.delivered:
-                Sink.flush(self)  # the last part, however small
+            Sink.flush(self)  # the last part, however small
         finally:
+            self.closed = True
             self.release()
 
     def files(self) -> list[tuple[Path, str]]:

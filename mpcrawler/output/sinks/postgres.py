@@ -18,14 +18,14 @@ import datetime
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-import psycopg
-from psycopg import sql
 
 from .base import Sink
 from .columns import COLUMNS, split
+
+if TYPE_CHECKING:
+    import psycopg
 
 __all__ = ["PostgresSink", "split_url"]
 
@@ -68,6 +68,8 @@ class PostgresSink(Sink):
     kind = "postgresql"
 
     def __init__(self, spec: str, state_dir: Path, job_id: str, batch: int) -> None:
+        from psycopg import sql
+
         super().__init__(spec, state_dir)
         self.url, name = split_url(spec)
         self.table = sql.Identifier(*name)
@@ -78,6 +80,8 @@ class PostgresSink(Sink):
 
     def restore(self, cursor: dict[str, Any]) -> None:
         """Connect, and make the table if it is missing."""
+        from psycopg import sql
+
         conn = self._connect()
         columns = [
             sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(_SQL_TYPES[kind]))
@@ -92,6 +96,8 @@ class PostgresSink(Sink):
             )
 
     def _connect(self) -> psycopg.Connection[Any]:
+        import psycopg
+
         if self.conn is None or self.conn.closed:
             self.conn = psycopg.connect(self.url, connect_timeout=10, application_name="mpcrawler")
         return self.conn
@@ -104,35 +110,30 @@ class PostgresSink(Sink):
             extra = json.dumps(_no_nul(json.loads(extra)), ensure_ascii=False)
         self.held.append((self.job_id, end - len(line), *values, extra))
 
-    def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
-        kept = super().process(record)
-        if len(self.held) >= self.batch:
-            self.flush()
-        return kept
-
     def deliver(self) -> dict[str, Any] | None:
+        """What is held, ``--sink-batch`` rows a transaction."""
         if not self.held:
             return None
+        from psycopg import sql
+
         conn = self._connect()
         names = ["job", "journal_offset", *COLUMNS, "extra"]
         fields = sql.SQL(", ").join(sql.Identifier(n) for n in names)
-        with conn.transaction():
-            conn.execute(
-                sql.SQL(
-                    "CREATE TEMP TABLE IF NOT EXISTS mpcrawler_batch "
-                    "(LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-                ).format(self.table)
-            )
-            with conn.cursor() as cur:
-                copy_sql = sql.SQL("COPY mpcrawler_batch ({}) FROM STDIN").format(fields)
+        stage = sql.SQL(
+            "CREATE TEMP TABLE IF NOT EXISTS mpcrawler_batch "
+            "(LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+        ).format(self.table)
+        copy_sql = sql.SQL("COPY mpcrawler_batch ({}) FROM STDIN").format(fields)
+        insert = sql.SQL(
+            "INSERT INTO {} ({}) SELECT {} FROM mpcrawler_batch ON CONFLICT DO NOTHING"
+        ).format(self.table, fields, fields)
+        for start in range(0, len(self.held), self.batch):
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(stage)
                 with cur.copy(copy_sql) as copy:
-                    for row in self.held:
+                    for row in self.held[start : start + self.batch]:
                         copy.write_row(row)
-                cur.execute(
-                    sql.SQL(
-                        "INSERT INTO {} ({}) SELECT {} FROM mpcrawler_batch ON CONFLICT DO NOTHING"
-                    ).format(self.table, fields, fields)
-                )
+                cur.execute(insert)
         self.held = []
         return {}
 
