@@ -300,3 +300,28 @@ def test_usage_errors_of_the_outputs_say_so_in_one_line(tmp_path: Path) -> None:
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and said in lines[0], (args, lines)
         assert not (tmp_path / "j").exists()
+
+
+def test_a_sink_whose_cursor_is_removed_is_written_again_whole(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    """What the errors advise for a damaged cursor: remove it, and the sink
+    is written again from the journal, its old parts replaced, not kept
+    beside the new ones (here of another size)."""
+    job, out = tmp_path / "job", tmp_path / "out"
+    args = crawl_args(site.url, job, f"--out={out / 'pages.parquet'}")
+    done = run_cli(*args, "--sink-batch", "40")
+    assert done.returncode == 0, done.stderr
+    assert len(list((out / "pages.parquet").iterdir())) == 8
+    (cursor,) = (job / "sinks").iterdir()
+    cursor.write_text("{not json")
+    damaged = run_cli(*args)
+    assert damaged.returncode == 1
+    lines = damaged.stderr.strip().splitlines()
+    assert len(lines) == 1 and "remove it" in lines[0] and str(cursor) in lines[0], lines
+    cursor.unlink()
+    again = run_cli(*args, "--sink-batch", "70")
+    assert again.returncode == 0, again.stderr
+    assert len(list((out / "pages.parquet").iterdir())) == 5
+    dataset = pads.dataset(out / "pages.parquet")
+    assert_each_once(Counter(dataset.to_table().column("url").to_pylist()), site, "parquet")

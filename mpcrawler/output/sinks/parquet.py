@@ -14,7 +14,6 @@ directory as one table, without options.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...errors import SinkError
 from .base import Sink, file_identity
 from .columns import COLUMNS, split
 
@@ -92,14 +90,12 @@ class ParquetSink(Sink):
         if self.held >= ROW_GROUP:
             self._write_group()
 
-    def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
-        """A part is delivered as soon as it is full (a failure waits for
-        the checkpoint to be raised: see Sink.process)."""
-        kept = super().process(record)
-        if self.in_part >= self.batch and self.failure is None:
-            with contextlib.suppress(SinkError):
-                self.flush()
-        return kept
+    def _take(self, record: dict[str, Any], line: bytes, end: int) -> None:
+        """A part is delivered as soon as it is full, replayed or not (a
+        failure while crawling waits for the checkpoint: Sink.process)."""
+        super()._take(record, line, end)
+        if self.in_part >= self.batch:
+            Sink.flush(self)
 
     def _tmp(self) -> Path:
         return self.dir / (part_name(self.part_start) + ".tmp")
