@@ -189,6 +189,7 @@ def format_summary(stats: dict[str, Any]) -> str:
     if stats.get("tls_verification") is False:
         lines.append("tls        certificates NOT verified (--insecure)")
     lines.append(f"output     {stats['out']}")
+    lines += [f"sink       {m['sink']}" for m in stats["modules"] if "sink" in m]
     return "\n".join(lines)
 
 

@@ -51,6 +51,7 @@ class Sink(Pipeline):
         self.delivered = 0  # the journal's offset up to which the sink holds every record
         self.end = 0  # the offset after the last record given
         self.taken = 0  # records given this run (replayed ones too)
+        self.replaying = False  # open() gives the journal's lines past the cursor
         self.failure: SinkError | None = None  # raised at the next checkpoint
         self.closed = False
         # Told of each file the sink completes, with its name (--upload).
@@ -96,11 +97,13 @@ class Sink(Pipeline):
         self.delivered = self.end = start
         self._guard(self.restore, cursor)
         self.cursor_file.parent.mkdir(parents=True, exist_ok=True)
+        self.replaying = True  # what is taken now may be in the sink already
         for record, line, end in self.journal.lines_from(start):
             if end > self.journal.offset:
                 break  # (a line written since open: given again by process())
             self._take(record, line, end)
         self.flush()
+        self.replaying = False
 
     def process(self, record: dict[str, Any]) -> dict[str, Any] | None:
         """Take the record the journal just wrote.  A failure is kept for

@@ -5,15 +5,18 @@ whenever ``--sink-batch`` records are held.  The table (``pages`` unless
 ``?table=`` names another, ``schema.name`` allowed) is created when
 missing, with the columns of :mod:`.columns` (``extra`` as jsonb) and a
 primary key of ``(job, journal_offset)``: this job's id and the record's
-place in its journal.  A batch is copied into a temporary table and
-inserted from there ``ON CONFLICT DO NOTHING``, so the rows a kill
-delivered past the cursor are not added twice when they come again
-(:mod:`.base`).  The URL's other parameters (``sslmode``,
-``connect_timeout``...) and ``PGPASSWORD`` are libpq's.
+place in its journal.  The rows a kill may have delivered past the
+cursor, given again at open (:mod:`.base`), are copied into a temporary
+table and inserted from there ``ON CONFLICT DO NOTHING``, so none is added
+twice; every other batch is copied straight into the table.  A table
+made here stores its long texts with lz4 where the server has it.  The
+URL's other parameters (``sslmode``, ``connect_timeout``...) and
+``PGPASSWORD`` are libpq's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import re
@@ -80,9 +83,14 @@ class PostgresSink(Sink):
 
     def restore(self, cursor: dict[str, Any]) -> None:
         """Connect, and make the table if it is missing."""
+        import psycopg
         from psycopg import sql
 
         conn = self._connect()
+        with contextlib.suppress(psycopg.errors.DatabaseError), conn.transaction():
+            # lz4 takes a quarter of pglz's time to store a page's text (and
+            # a third more room); a server built without it keeps pglz.
+            conn.execute("SET default_toast_compression = 'lz4'")
         columns = [
             sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(_SQL_TYPES[kind]))
             for name, kind in COLUMNS.items()
@@ -111,7 +119,10 @@ class PostgresSink(Sink):
         self.held.append((self.job_id, end - len(line), *values, extra))
 
     def deliver(self) -> dict[str, Any] | None:
-        """What is held, ``--sink-batch`` rows a transaction."""
+        """What is held, ``--sink-batch`` rows a transaction: copied into
+        the table, or, for the rows a kill may have delivered already (the
+        journal's lines past the cursor, at open), through a temporary
+        table, ``ON CONFLICT DO NOTHING``."""
         if not self.held:
             return None
         from psycopg import sql
@@ -119,21 +130,27 @@ class PostgresSink(Sink):
         conn = self._connect()
         names = ["job", "journal_offset", *COLUMNS, "extra"]
         fields = sql.SQL(", ").join(sql.Identifier(n) for n in names)
-        stage = sql.SQL(
-            "CREATE TEMP TABLE IF NOT EXISTS mpcrawler_batch "
-            "(LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
-        ).format(self.table)
-        copy_sql = sql.SQL("COPY mpcrawler_batch ({}) FROM STDIN").format(fields)
-        insert = sql.SQL(
-            "INSERT INTO {} ({}) SELECT {} FROM mpcrawler_batch ON CONFLICT DO NOTHING"
-        ).format(self.table, fields, fields)
+        into = sql.Identifier("mpcrawler_batch") if self.replaying else self.table
+        copy_sql = sql.SQL("COPY {} ({}) FROM STDIN").format(into, fields)
         for start in range(0, len(self.held), self.batch):
             with conn.transaction(), conn.cursor() as cur:
-                cur.execute(stage)
+                if self.replaying:
+                    cur.execute(
+                        sql.SQL(
+                            "CREATE TEMP TABLE IF NOT EXISTS mpcrawler_batch "
+                            "(LIKE {} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+                        ).format(self.table)
+                    )
                 with cur.copy(copy_sql) as copy:
                     for row in self.held[start : start + self.batch]:
                         copy.write_row(row)
-                cur.execute(insert)
+                if self.replaying:
+                    cur.execute(
+                        sql.SQL(
+                            "INSERT INTO {} ({}) SELECT {} FROM mpcrawler_batch "
+                            "ON CONFLICT DO NOTHING"
+                        ).format(self.table, fields, fields)
+                    )
         self.held = []
         return {}
 
