@@ -127,8 +127,8 @@ class Settings:
     out: list[str] = option(
         default_factory=list,
         metavar="SINK",
-        help="where the records go (repeatable): PATH.jsonl (appended to; the job's "
-        "journal), PATH.jsonl.gz or PATH.jsonl.zst, PATH.parquet or parquet:DIR (a Parquet "
+        help="where the records go (repeatable): PATH.jsonl (or any other path: JSON "
+        "Lines, appended to; the job's journal), PATH.jsonl.gz or PATH.jsonl.zst, PATH.parquet or parquet:DIR (a Parquet "
         "dataset, pip install 'mpcrawler[parquet]'), postgresql://USER@HOST/DB?table=pages "
         "(pip install 'mpcrawler[postgres]'); default: pages.jsonl in the job dir, or "
         "./pages.jsonl",

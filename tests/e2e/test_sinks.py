@@ -289,7 +289,6 @@ def test_upload_sends_every_file_then_the_manifest(site: SiteServer, tmp_path: P
 
 def test_usage_errors_of_the_outputs_say_so_in_one_line(tmp_path: Path) -> None:
     for args, said in [
-        (["--out", str(tmp_path / "x.csv")], "say which sink"),
         (["--out", "mysql://root@127.0.0.1/db"], "not a sink"),
         (["--out", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "b.jsonl")], "one plain"),
         (["--upload", "gs://bucket/x"], "not s3://BUCKET/PREFIX"),

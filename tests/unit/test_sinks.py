@@ -28,6 +28,7 @@ from mpcrawler.settings import Settings
     ("spec", "kind"),
     [
         ("out/pages.jsonl", "jsonl"),
+        ("/dev/stdout", "jsonl"),
         ("out/PAGES.JSONL.GZ", "jsonl.gz"),
         ("out/p.jsonl.zst", "jsonl.zst"),
         ("out/p.parquet", "parquet"),
@@ -52,7 +53,6 @@ def test_the_journal_is_the_plain_jsonl_out() -> None:
 @pytest.mark.parametrize(
     ("specs", "upload", "said"),
     [
-        (["x.csv"], None, "say which sink"),
         (["s3://b/k.parquet"], None, "not a sink"),
         (["a.jsonl", "b.jsonl"], None, "one plain .jsonl"),
         (["a.parquet", "a.parquet"], None, "the same sink is given twice"),

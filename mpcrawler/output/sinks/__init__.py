@@ -16,7 +16,7 @@ so every sink ends up with every record exactly once::
 The kinds, by how ``--out`` names them:
 
 ==========================================  ====================  ============
-``PATH.jsonl``                               the journal           (built in)
+``PATH.jsonl`` (any other path)              the journal           (built in)
 ``PATH.jsonl.gz``, ``PATH.jsonl.zst``        :mod:`.compressed`    ``[zstd]``
 ``PATH.parquet``, ``parquet:DIR``            :mod:`.parquet`       ``[parquet]``
 ``postgresql://USER@HOST/DB?table=T``        :mod:`.postgres`      ``[postgres]``
@@ -60,13 +60,10 @@ def kind_of(spec: str) -> str:
             f"--out {redact_url(spec)}: not a sink; a URL must be postgresql:// "
             "(files go to an object store with --upload s3://BUCKET/PREFIX)"
         )
-    for suffix in ("jsonl.gz", "jsonl.zst", "jsonl", "parquet"):
+    for suffix in ("jsonl.gz", "jsonl.zst", "parquet"):
         if lower.endswith("." + suffix):
             return suffix
-    raise ValueError(
-        f"--out {spec}: say which sink by its name: PATH.jsonl, PATH.jsonl.gz, "
-        "PATH.jsonl.zst, PATH.parquet, parquet:DIR or postgresql://USER@HOST/DB"
-    )
+    return "jsonl"  # any other path (a .jsonl, /dev/stdout): JSON Lines, as always
 
 
 def journal_of(specs: list[str]) -> str | None:
