@@ -128,10 +128,10 @@ class Settings:
         default_factory=list,
         metavar="SINK",
         help="where the records go (repeatable): PATH.jsonl (or any other path: JSON "
-        "Lines, appended to; the job's journal), PATH.jsonl.gz or PATH.jsonl.zst, PATH.parquet or parquet:DIR (a Parquet "
-        "dataset, pip install 'mpcrawler[parquet]'), postgresql://USER@HOST/DB?table=pages "
-        "(pip install 'mpcrawler[postgres]'); default: pages.jsonl in the job dir, or "
-        "./pages.jsonl",
+        "Lines, appended to; the job's journal), PATH.jsonl.gz or PATH.jsonl.zst, "
+        "PATH.parquet or parquet:DIR (a Parquet dataset, pip install "
+        "'mpcrawler[parquet]'), postgresql://USER@HOST/DB?table=pages (pip install "
+        "'mpcrawler[postgres]'); default: pages.jsonl in the job dir, or ./pages.jsonl",
     )
     upload: str | None = option(
         None,
