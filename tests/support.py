@@ -4,6 +4,7 @@ sys.path), never through conftest."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +239,26 @@ def assert_paced(starts: Sequence[float], delay: float) -> None:
     assert gaps, starts
     assert min(gaps) >= delay - ARRIVAL_JITTER, gaps
     assert statistics.median(gaps) >= 0.95 * delay, gaps
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path`` (made here): a disk that
+    fills up.  The test fails where it cannot be mounted (run as root)."""
+    import pytest
+
+    path.mkdir()
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+            capture_output=True,
+            check=False,
+        ).returncode
+        == 0
+    )
+    if not mounted:
+        pytest.fail("this test needs to mount a small tmpfs (run as root)")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from hostile import serve
-from support import DOWNLOADER, Lines, read_records, run_cli, start_cli
+from support import DOWNLOADER, Lines, read_records, run_cli, small_disk, start_cli
 
 from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
@@ -481,23 +481,6 @@ def test_hung_worker_is_killed(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- disk full
-@contextlib.contextmanager
-def small_disk(path: Path, size: str) -> Iterator[Path]:
-    path.mkdir()
-    mounted = (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-            capture_output=True,
-            check=False,
-        ).returncode
-        == 0
-    )
-    if not mounted:
-        pytest.fail("this test needs to mount a small tmpfs (run as root)")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def fill(disk: Path) -> Path:

@@ -11,6 +11,7 @@ import gzip
 import io
 import json
 import signal
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 from stores import pg_database, s3_server
-from support import DOWNLOADER, read_records, run_cli, start_cli
+from support import DOWNLOADER, read_records, run_cli, small_disk, start_cli
 
 from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
@@ -324,3 +325,37 @@ def test_a_sink_whose_cursor_is_removed_is_written_again_whole(
     assert len(list((out / "pages.parquet").iterdir())) == 5
     dataset = pads.dataset(out / "pages.parquet")
     assert_each_once(Counter(dataset.to_table().column("url").to_pylist()), site, "parquet")
+
+
+def test_a_full_disk_under_a_dataset_stops_the_crawl_and_the_rerun_delivers(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    job = tmp_path / "job"
+    with small_disk(tmp_path / "small", "64k") as small:
+        args = crawl_args(site.url, job, f"--out={small / 'pages.parquet'}", "--sink-batch", "50")
+        full = run_cli(*args)
+        assert full.returncode == 1
+        lines = full.stderr.strip().splitlines()
+        assert len(lines) == 1 and "No space left" in lines[0], full.stderr
+        assert f"--out {small / 'pages.parquet'}" in lines[0]
+        subprocess.run(["mount", "-o", "remount,size=16m", str(small)], check=True)
+        again = run_cli(*args)
+        assert again.returncode == 0, again.stderr
+        dataset = pads.dataset(small / "pages.parquet")
+        assert_each_once(Counter(dataset.to_table().column("url").to_pylist()), site, "parquet")
+        assert not list((small / "pages.parquet").glob("*.tmp"))
+
+
+def test_a_database_that_cannot_be_reached_stops_the_crawl_before_it_starts(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    from mpcrawler.testing.redis import free_port
+
+    job = tmp_path / "job"
+    url = f"postgresql://postgres:pw@127.0.0.1:{free_port()}/db?connect_timeout=2"
+    done = run_cli(*crawl_args(site.url, job, f"--out={url}"))
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--out postgresql://postgres:***@127.0.0.1" in lines[0], lines
+    assert "pw@" not in done.stderr
+    assert sum(site.hits.values()) == 0  # nothing crawled
