@@ -750,6 +750,8 @@ class Settings:
             raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
         if self.redis is not None:
             check_redis_url(self.redis)
+        if self.upload and not self.job_dir:
+            raise ValueError("--upload needs --job-dir DIR (it keeps there what went up)")
         if self.retry_failed and (self.redis is not None or not self.job_dir):
             raise ValueError("--retry-failed takes a local job: --job-dir DIR, without --redis")
         if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):

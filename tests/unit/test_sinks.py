@@ -90,7 +90,12 @@ def test_a_sink_whose_extra_is_missing_names_the_extra(
     assert f"pip install 'mpcrawler[{extra}]'" in str(caught.value)
     assert f"needs {module}" in str(caught.value)
     with pytest.raises(ValueError, match=extra):
-        Settings(out=specs, upload=upload).validate()
+        Settings(out=specs, upload=upload, job_dir="J").validate()
+
+
+def test_an_upload_needs_a_job_dir() -> None:
+    with pytest.raises(ValueError, match="--upload needs --job-dir"):
+        Settings(upload="s3://b/p").validate()
 
 
 def test_the_settings_never_keep_a_sinks_password() -> None:
