@@ -5,7 +5,8 @@
 Serves the built-in site with its traps (``TestSite(traps=True)``): exact
 copies of pages (``/copy/i``), near copies (``/near/i``), a soft-404 part
 whose every path answers 200 with one page whose relative links grow the
-path (``/soft/``), and an endless calendar (``/cal/YYYY/MM``).  Crawls it
+path (``/soft/``), and an endless calendar (``/cal/YYYY/MM``); and the same
+two made of pages of a few words (``/empty/``, ``/events/YYYY/MM``).  Crawls it
 with ``--max-pages`` as the budget, by default (dedup on) and with
 ``--no-dedup`` (``--max-path-segments 1000`` in both, so that the path rule,
 which ends the soft-404 part on its own at 20 segments, does not hide what
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import crawl_env, machine, trees
 from mpcrawler.testing.site import TestSite, serve_site
 
-PARTS = ("real", "copy", "near", "soft", "cal")
+PARTS = ("real", "copy", "near", "soft", "cal", "empty", "events")
 
 
 def by_part(hits: dict[str, int]) -> dict[str, int]:

@@ -38,7 +38,10 @@ content, linked from ``/``: ``/copy/i`` (page
 *i*'s exact copy), ``/near/i`` (page *i* with one sentence more), a soft-404
 part (``/soft/``: every path under it answers 200 with one "not found" page,
 whose relative links grow the path) and an endless calendar
-(``/cal/YYYY/MM``, each month linking the next and the last).
+(``/cal/YYYY/MM``, each month linking the next and the last); and the same
+two traps made of short pages, of fewer than ten words: ``/empty/``
+("Nothing here, but welcome anyway.") and ``/events/YYYY/MM`` ("No events
+in MM/YYYY").
 
 With ``app=N`` the site also has a single-page application of N pages,
 linked from ``/``: ``/app/`` and ``/app/i`` all answer the same empty shell
@@ -222,7 +225,10 @@ class TestSite:
         if self.traps and i == 0:
             nav += "\n" + "\n".join(
                 f'<li><a href="{h}">{h}</a></li>'
-                for h in ("/copy/1", "/copy/2", "/near/3", "/soft/start/", "/cal/2026/01")
+                for h in (
+                    *("/copy/1", "/copy/2", "/near/3", "/soft/start/", "/cal/2026/01"),
+                    *("/empty/start/", "/events/2031/03"),
+                )
             )
         edition = self.editions.get(i, 0)
         requisites = figures = ""
@@ -316,7 +322,18 @@ class TestSite:
             links = "".join(f'<a href="{w}/">{w}</a> ' for w in ("north", "south", "east"))
             text = " ".join(["Sorry, the page you asked for is not here any more."] * 3)
             return (head.format("Not found") + f"<p>{text}</p>{links}</body></html>").encode()
+        if path.startswith("/empty/"):
+            links = "".join(f'<a href="{w}/">{w}</a> ' for w in ("north", "south", "east"))
+            text = "Nothing here, but welcome anyway."
+            return (head.format("Welcome") + f"<p>{text}</p>{links}</body></html>").encode()
         parts = path.split("/")
+        if len(parts) == 4 and parts[1] == "events" and parts[2].isdigit() and parts[3].isdigit():
+            year, month = int(parts[2]), int(parts[3])
+            after = (year + month // 12, month % 12 + 1)
+            before = (year - (month == 1), (month - 2) % 12 + 1)
+            nav = "".join(f'<a href="/events/{y}/{m:02d}">&lt;</a> ' for y, m in (before, after))
+            text = f"<p>No events in {month:02d}/{year}</p>"
+            return (head.format("Events") + text + nav + "</body></html>").encode()
         if len(parts) == 4 and parts[1] == "cal" and parts[2].isdigit() and parts[3].isdigit():
             year, month = int(parts[2]), int(parts[3])
             after = (year + month // 12, month % 12 + 1)

@@ -32,7 +32,7 @@ def count_lines(path: Path) -> int:
 
 def trap_fetches(hits: dict[str, int]) -> dict[str, int]:
     """The server's requests, by part of the site."""
-    parts = {"soft": 0, "cal": 0, "copy": 0, "near": 0, "real": 0}
+    parts = {"soft": 0, "cal": 0, "empty": 0, "events": 0, "copy": 0, "near": 0, "real": 0}
     for path, count in hits.items():
         part = path.split("/")[1] if path.count("/") > 1 else "real"
         parts[part if part in parts else "real"] += count
@@ -57,6 +57,16 @@ def test_copies_soft_404s_and_calendars_end_at_their_first_copy(tmp_path: Path) 
     fetched = trap_fetches(hits)
     assert fetched["soft"] == 4  # the not-found page, then its 3 links: copies of it
     assert fetched["cal"] == 3  # a month, then the one before and the one after: copies
+    # The same traps made of pages of a few words end the same way.
+    assert fetched["empty"] == 4 and fetched["events"] == 3
+    false = [  # a real page's duplicate is only its own copy (if that came first)
+        r["url"]
+        for r in records
+        if "/page/" in r["url"]
+        and r.get("duplicate_of")
+        and not r["duplicate_of"].endswith("/copy/" + r["url"].rsplit("/", 1)[1])
+    ]
+    assert not false, false
     for i in (1, 2):  # one of the two is the other's duplicate
         page, copy = by_path[f"page/{i}"], by_path[f"copy/{i}"]
         assert [page.get("duplicate_of"), copy.get("duplicate_of")].count(None) == 1
