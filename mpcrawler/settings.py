@@ -530,6 +530,14 @@ class Settings:
         group="filters",
         help="do not follow the links of a near duplicate either",
     )
+    soft_404_probe: bool = option(
+        True,
+        flag="--no-soft-404-probe",
+        group="filters",
+        help="do not ask each host for a path that cannot exist: by default, after a host's "
+        "first page, its answer to one is its soft-404 page, and a page with that text is "
+        "recorded with soft_404 and its links are not followed (with the dedup only)",
+    )
     extract: bool = option(
         False,
         help="record each page's main content: text, markdown, lang and text_digest (HTML, and "

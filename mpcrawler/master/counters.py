@@ -228,7 +228,7 @@ def crawl_stats(
         **{k: v for k, v in states.items() if k != "errors"},
         "seen": frontier["seen"],
         "links_dropped": dict(counters.links_dropped),
-        "duplicates": {kind: counters.duplicates[kind] for kind in ("exact", "near")},
+        "duplicates": {kind: counters.duplicates[kind] for kind in ("exact", "near", "soft_404")},
         **{k: v for k, v in extra.items() if k not in ("modules", "out")},
         "discarded": counters.discarded,
         **_browser_stats(counters),

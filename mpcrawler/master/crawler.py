@@ -247,6 +247,7 @@ class Crawler:
             host_wait=scheduler.wait_before if shared is not None else None,
             content=frontier.content_index() if s.dedup else None,
             unsend=pool.unsend,
+            soft_404_of=scheduler.soft_404_of if scheduler.probe else None,
         )
         engine = Engine(
             s,

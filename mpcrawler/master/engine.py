@@ -6,7 +6,7 @@ Data flow (the master is the only writer of crawl state)::
        ^  ^  block(host, until)  ^                      |                 |
        |  |                      +-- answered, finished-+<-- wait(): events
        |  +-- admit links, ack ---- Settling <-- Finish -+-- ResultHandling decides
-       +-------------------------------------------------+   (Submit, RetryAt, Robots, Finish)
+       +-------------------------------------------------+  (Submit, RetryAt, Robots, Probe, Finish)
 
 One turn: if the frontier can be used, settle what ended, dispatch to the
 free slots and send; then wait once, on every worker at once, for at most
@@ -51,7 +51,7 @@ from .counters import Counters, metrics_snapshot
 from .ends import RunBudget
 from .pool import Asked, Done, Downloaded, Event, Late, Lost, SubOver, WorkerPool
 from .request import Request
-from .results import Action, Finish, ResultHandling, RetryAt, Robots, Submit, failure
+from .results import Action, Finish, Probe, ResultHandling, RetryAt, Robots, Submit, failure
 from .robots import RobotsAnswers
 from .scheduler import Refusal, Scheduler
 from .settle import Settling
@@ -192,6 +192,8 @@ class Engine:
             if request.kind == "sub":
                 self.counters.browser_requests["refused"] += 1
                 self.pool.refuse(request, reason)
+            elif request.kind == "probe":  # (its host's robots.txt failed): no record
+                self.scheduler.probed(request, None)
             elif not self.settling.lease_lost(request):
                 self.settling.finish(Finish(request, failure(request, reason, kind)))
         kept = []
@@ -320,6 +322,8 @@ class Engine:
             self.scheduler.retry_later(action.request, action.at)
         elif isinstance(action, Robots):
             self.robots.handle(action)
+        elif isinstance(action, Probe):
+            self.scheduler.probed(action.request, action.result)
 
     # ---------------------------------------------------------------- stop
     def request_stop(self) -> bool:

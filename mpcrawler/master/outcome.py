@@ -9,6 +9,7 @@ touches the frontier, the scheduler or a file.
 from __future__ import annotations
 
 import email.utils
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,3 +223,29 @@ def recorded_before(request: Request, recorded: set[str]) -> bool:
     visit (no revisit state known) of one of them is a page whose ack the
     kill took.  Its record is not written twice; a revisit is a new record."""
     return request.known is None and request.first_url in recorded
+
+
+def probe_path() -> str:
+    """A path no site has (--soft-404-probe): random, so that no server can
+    know it in advance and no cache holds an answer to it."""
+    return f"/mpcrawler-soft-404-probe-{secrets.token_hex(8)}"
+
+
+def soft_404_answer(result: PageResult | None) -> str | None:
+    """What a host's answer to its probe says: the text digest of a 200
+    with a text (the page it gives for any path: its soft 404), else None
+    (a real 404, a redirect, an error, no answer)."""
+    if result is None or result.status != 200 or result.error:
+        return None
+    return result.text_digest
+
+
+def is_soft_404(result: PageResult, soft_404: str | None) -> bool:
+    """A page is its host's soft-404 answer: a 200 whose text is the one
+    the host gave for a path that cannot exist (Bar-Yossef et al., 2004)."""
+    return (
+        soft_404 is not None
+        and result.status == 200
+        and result.text_digest is not None
+        and result.text_digest == soft_404
+    )

@@ -12,9 +12,9 @@ redirect hop).
 Two tables of plain columns in an SQLite file: ``groups`` (a politeness
 group's next start, last start, Crawl-delay, pace and timeouts) and
 ``hosts`` (an origin's robots.txt state and text, its failures, when its
-copy expires (``--robots-ttl``) and the block the frontier was last
-told).  Times are the master's monotonic clock, so a parked row means
-nothing to another run: the file is emptied when a run opens it, and
+copy expires (``--robots-ttl``), the block the frontier was last told,
+and its soft-404 probe and answer).  Times are the master's monotonic clock, so a parked row means
+nothing to another run: its tables are made anew when a run opens it, and
 robots.txt is fetched again on every run, as before.
 Its writes need no durability (``synchronous=OFF``, no journal, one open
 transaction committed every COMMIT_EVERY writes: a statement in its own
@@ -62,6 +62,8 @@ class HostRow(NamedTuple):
     robots_error_kind: str
     blocked_until: float
     robots_expires: float
+    probe_state: str
+    soft_404: str | None
 
 
 _SCHEMA = (
@@ -70,7 +72,8 @@ _SCHEMA = (
     " WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS hosts (key TEXT PRIMARY KEY, robots_state TEXT,"
     " robots_text TEXT, robots_failures INTEGER, robots_retry_at REAL, robots_error TEXT,"
-    " robots_error_kind TEXT, blocked_until REAL, robots_expires REAL) WITHOUT ROWID",
+    " robots_error_kind TEXT, blocked_until REAL, robots_expires REAL, probe_state TEXT,"
+    " soft_404 TEXT) WITHOUT ROWID",
 )
 
 
@@ -86,10 +89,11 @@ class ParkedHosts:
         )
         self._db.execute("PRAGMA journal_mode=OFF")
         self._db.execute("PRAGMA synchronous=OFF")
+        # Another run's rows (its clock, maybe another version's columns): gone.
+        self._db.execute("DROP TABLE IF EXISTS groups")
+        self._db.execute("DROP TABLE IF EXISTS hosts")
         for statement in _SCHEMA:
             self._db.execute(statement)
-        self._db.execute("DELETE FROM groups")  # another run's clock: meaningless here
-        self._db.execute("DELETE FROM hosts")
         self.rows = {"groups": 0, "hosts": 0}  # parked now
         self._writes = 0
         self._db.execute("BEGIN")

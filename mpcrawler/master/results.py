@@ -7,8 +7,8 @@ applies them to a request and keeps the one piece of state they need: the
 URLs of the redirect chains in progress (``Chains``), which are not in the
 frontier yet and must not be queued twice.
 
-    Done(request, result) --on_result--> Submit | RetryAt | Robots | Finish
-    Lost(request)         --on_lost----> Submit | Robots | Finish
+    Done(request, result) --on_result--> Submit | RetryAt | Robots | Probe | Finish
+    Lost(request)         --on_lost----> Submit | Robots | Probe | Finish
 
 A WARC failure is not an action: the page cannot be recorded without its
 archive, so ``on_result`` raises (ArchiveError, or OSError for a full disk)
@@ -35,6 +35,7 @@ __all__ = [
     "Action",
     "Chains",
     "Finish",
+    "Probe",
     "ResultHandling",
     "RetryAt",
     "Robots",
@@ -70,6 +71,15 @@ class Robots:
 
 
 @dataclass(frozen=True, slots=True)
+class Probe:
+    """A host's soft-404 probe answered (``result``), or died with its
+    worker (None): no record, no retry, no redirect followed."""
+
+    request: Request
+    result: PageResult | None
+
+
+@dataclass(frozen=True, slots=True)
 class Finish:
     """The chain of ``request`` is over with ``result``: record it."""
 
@@ -78,7 +88,7 @@ class Finish:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-Action = Submit | RetryAt | Robots | Finish
+Action = Submit | RetryAt | Robots | Probe | Finish
 
 
 def failure(request: Request, error: str, kind: str) -> PageResult:
@@ -123,6 +133,8 @@ class ResultHandling:
             return Submit(request)
         if request.kind == "robots":
             return Robots(request, result, outcome.robots_failed(result))
+        if request.kind == "probe":
+            return Probe(request, result)
         s = self.settings
         if outcome.should_retry(result, request.attempts, s.retries, stopping):
             request.attempts += 1
@@ -137,6 +149,8 @@ class ResultHandling:
         """``request`` died with its worker: again, up to a limit."""
         if request.kind == "robots":  # a failed robots.txt fetch; the scheduler counts those
             return Robots(request, None, True)
+        if request.kind == "probe":
+            return Probe(request, None)
         request.crashes += 1
         error = outcome.lost_verdict(request.crashes)
         if error is None:

@@ -54,7 +54,7 @@ from ..settings import Settings
 from ..web.dns import DnsCache
 from ..web.robots import RobotsRules
 from ..web.urls import hostname_of, registered_domain
-from .outcome import parse_retry_after
+from .outcome import parse_retry_after, probe_path, soft_404_answer
 from .parked import GroupRow, HostRow, ParkedHosts
 from .request import Request
 
@@ -131,6 +131,8 @@ class Host:
     in_flight: int = 0  # this host's own requests in flight (its group counts them too)
     scheduled: bool = False
     blocked_until: float = 0.0  # what the frontier was last told
+    probe_state: str = "unknown"  # --soft-404-probe: unknown | queued | done
+    soft_404: str | None = None  # the text digest of its answer to a path that cannot exist
 
 
 # What a parked host keeps as it is (besides its robots.txt's text).
@@ -162,6 +164,7 @@ class Scheduler:
         max_hosts: int | None = None,
         max_pace: float = 60.0,
         politeness_key: str = "host",
+        probe: bool = False,
         frontier: Frontier | None = None,
         parked: ParkedHosts | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -183,6 +186,7 @@ class Scheduler:
         self.parked = ParkedHosts() if parked is None else parked  # idle ones beyond max_hosts
         self.paced_parked = 0  # parked groups slowed down by their answers
         self.politeness_key = politeness_key
+        self.probe = probe  # ask each host for a path that cannot exist (its soft-404 answer)
         self.dns = DnsCache() if politeness_key == "ip" else None
         self._ready: list[tuple[float, int, str]] = []
         self._delayed: list[tuple[float, int, Request]] = []
@@ -210,6 +214,7 @@ class Scheduler:
             max_hosts=s.max_active_hosts,
             max_pace=s.max_retry_after,
             politeness_key=s.politeness_key,
+            probe=s.soft_404_probe and s.dedup,
             frontier=frontier,
             parked=parked,
             clock=clock,
@@ -394,6 +399,34 @@ class Scheduler:
         request.sent_at = now
         assigned.append(request)
         self._wake(group, now)
+        if self.probe and host.probe_state == "unknown" and request.kind == "page":
+            self._queue_probe(host, now)
+
+    def _queue_probe(self, host: Host, now: float) -> None:
+        """The first page of ``host`` started: its soft-404 probe is next
+        (a path that cannot exist, unless robots.txt keeps it out)."""
+        url = host.key + probe_path()
+        if host.robots is not None and not host.robots.allows(url):
+            host.probe_state = "done"
+            return
+        host.probe_state = "queued"
+        host.queue.appendleft(self.new_request(url, kind="probe"))
+        self.queued += 1
+        self._schedule(host, now)
+        self._sync(host, now)
+
+    def probed(self, request: Request, result: PageResult | None) -> None:
+        """A host's soft-404 probe answered (``result``), or will not: a
+        200 with a text is its soft-404 answer (``outcome.soft_404_answer``)."""
+        host = self._host(request.host)
+        host.probe_state = "done"
+        host.soft_404 = soft_404_answer(result)
+
+    def soft_404_of(self, key: str) -> str | None:
+        """The text digest of the soft-404 answer of the host ``key``, if it
+        has one and is in memory (a parked host's is kept with it)."""
+        host = self.hosts.get(key)
+        return None if host is None else host.soft_404
 
     def _lease(self, now: float, want: int) -> Request | None:
         """The frontier's best URL of a host that may be fetched now, as a

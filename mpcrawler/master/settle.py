@@ -14,7 +14,8 @@ be reached, or its leases may have passed to another node (not
 Before the links, the pages' fingerprints are looked up in the crawl's
 content index (:mod:`mpcrawler.frontier.content`): a page whose text
 another URL had is recorded with ``duplicate_of`` and its links are not
-followed (``outcome.follows``); those links go back to the workers
+followed (``outcome.follows``), nor are those of a page whose text is its
+host's soft-404 answer (``soft_404``, ``outcome.is_soft_404``); those links go back to the workers
 (``unsend``), which send them again when a later page has them
 (``add_late``).
 """
@@ -61,6 +62,7 @@ class Settling:
         host_wait: Callable[[str], float] | None = None,
         content: ContentIndex | None = None,
         unsend: Callable[[list[str]], None] | None = None,
+        soft_404_of: Callable[[str], str | None] | None = None,
     ) -> None:
         self.settings = settings
         self.content = content  # the pages' fingerprints met so far (None: --no-dedup)
@@ -70,6 +72,8 @@ class Settling:
         # The scheduler's wait before a host's next start: an ack carries it
         # (a shared frontier gives an idle host up with it, for its next owner).
         self.host_wait = host_wait
+        # The text digest of a host's soft-404 answer, if its probe found one.
+        self.soft_404_of = soft_404_of
         self.frontier = frontier
         self.pipelines = pipelines
         self.counters = counters
@@ -185,7 +189,14 @@ class Settling:
         unfollowed: list[str] = []
         for finished, seen in zip(batch, met, strict=True):
             found, dropped = self._links_of(finished.request, finished.result)
-            if seen is not None and not outcome.follows(seen, self.settings.skip_near_duplicates):
+            soft = self.soft_404_of is not None and outcome.is_soft_404(
+                finished.result, self.soft_404_of(finished.request.host)
+            )
+            if soft:
+                finished.extra["soft_404"] = True
+            if soft or (
+                seen is not None and not outcome.follows(seen, self.settings.skip_near_duplicates)
+            ):
                 unfollowed += [url for url, *_ in found]
                 found = []
             embeds, skipped = self._embeds_of(finished.request, finished.result)

@@ -404,7 +404,11 @@ class Tally:
 
 # A record that met its text before says so: stats.json's ``duplicates``
 # counts them by kind.
-DUPLICATE_FIELDS = {"duplicate_of": "exact", "near_duplicate_of": "near"}
+DUPLICATE_FIELDS = {
+    "duplicate_of": "exact",
+    "near_duplicate_of": "near",
+    "soft_404": "soft_404",
+}
 
 
 def count_duplicate(record: dict[str, Any], duplicates: Counter[str]) -> None:

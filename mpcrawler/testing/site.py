@@ -41,7 +41,8 @@ whose relative links grow the path) and an endless calendar
 (``/cal/YYYY/MM``, each month linking the next and the last); and the same
 two traps made of short pages, of fewer than ten words: ``/empty/``
 ("Nothing here, but welcome anyway.") and ``/events/YYYY/MM`` ("No events
-in MM/YYYY").
+in MM/YYYY").  With ``soft_404s=True`` every path the site does not have
+answers 200 with that ``/empty/`` page: a host-wide soft 404.
 
 With ``app=N`` the site also has a single-page application of N pages,
 linked from ``/``: ``/app/`` and ``/app/i`` all answer the same empty shell
@@ -129,6 +130,7 @@ class TestSite:
         traps: bool = False,
         app: int = 0,
         texts: str = "pairs",
+        soft_404s: bool = False,
     ) -> None:
         if pages < 1:
             raise ValueError("pages must be at least 1")
@@ -158,6 +160,7 @@ class TestSite:
         self.assets = _assets(images) if embeds else {}  # path -> (content type, body)
         self.traps = traps
         self.app = app  # pages of the single-page application under /app/
+        self.soft_404s = soft_404s  # a path it does not have: 200, the /empty/ page
 
     def edit(self, i: int) -> None:
         """Page ``i`` gets a new edition (other bytes, newer validators)."""
@@ -305,6 +308,14 @@ class TestSite:
             at = end
         return template + "".join(parts)
 
+    def empty_page(self) -> bytes:
+        """The short "not found" page of ``/empty/`` (and, with
+        ``soft_404s``, of every path the site does not have)."""
+        head = "<!DOCTYPE html>\n<html><head><meta charset=utf-8><title>Welcome</title></head>"
+        links = "".join(f'<a href="{w}/">{w}</a> ' for w in ("north", "south", "east"))
+        text = "Nothing here, but welcome anyway."
+        return (head + f"<body><p>{text}</p>{links}</body></html>").encode()
+
     def trap_body(self, path: str, port: int) -> bytes | None:
         """The answer of a path of the ``traps`` part (None: not one)."""
         if not self.traps:
@@ -323,9 +334,7 @@ class TestSite:
             text = " ".join(["Sorry, the page you asked for is not here any more."] * 3)
             return (head.format("Not found") + f"<p>{text}</p>{links}</body></html>").encode()
         if path.startswith("/empty/"):
-            links = "".join(f'<a href="{w}/">{w}</a> ' for w in ("north", "south", "east"))
-            text = "Nothing here, but welcome anyway."
-            return (head.format("Welcome") + f"<p>{text}</p>{links}</body></html>").encode()
+            return self.empty_page()
         parts = path.split("/")
         if len(parts) == 4 and parts[1] == "events" and parts[2].isdigit() and parts[3].isdigit():
             year, month = int(parts[2]), int(parts[3])
@@ -570,6 +579,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, trap, "text/html; charset=utf-8")
             return
         index = server.site.page_index(path)
+        if index is None and server.site.soft_404s:
+            self._send(200, server.site.empty_page(), "text/html; charset=utf-8")
+            return
         if index is None:
             self._send(404, b"<html><title>Not found</title></html>", "text/html")
             return

@@ -89,7 +89,7 @@ def test_without_dedup_the_traps_eat_the_budget(tmp_path: Path) -> None:
     assert len(records) == 150  # spent: on copies, and on the soft-404 part (until
     assert fetched["soft"] > 30 and fetched["cal"] > 3  # path_trap ends it), and months
     assert not any("duplicate_of" in r or "near_duplicate_of" in r for r in records)
-    assert stats["duplicates"] == {"exact": 0, "near": 0}
+    assert stats["duplicates"] == {"exact": 0, "near": 0, "soft_404": 0}
 
 
 @pytest.mark.parametrize("skip", [False, True])
@@ -180,3 +180,32 @@ def test_a_link_a_duplicate_had_is_followed_from_the_next_page_that_has_it(
     assert by_path["/copy"]["duplicate_of"] == server.url + "/"
     assert "/only" in by_path, sorted(by_path)
     assert hits.get("/only") == 1
+
+
+@pytest.mark.parametrize("probe", [True, False])
+def test_a_hosts_soft_404_answer_is_known_by_its_probe(tmp_path: Path, probe: bool) -> None:
+    """A host that answers 200 for any path: after its first page, one
+    request for a path that cannot exist gives its soft-404 page; a page
+    with that text is recorded soft_404 and its links are not followed, so
+    the short soft-404 part ends at its first page.  The probe is no record.
+    Without the probe, that part ends at its first copies, as before."""
+    site = TestSite(pages=PAGES, size=2_000, traps=True, soft_404s=True)
+    extra = [] if probe else ["--no-soft-404-probe"]
+    with serve_site(site) as server:
+        job = tmp_path / "job"
+        records = crawl_records(server.url, job, "--no-robots", "--max-pages", "300", *extra)
+        hits = dict(server.hits)
+    probes = [p for p in hits if p.startswith("/mpcrawler-soft-404-probe-")]
+    assert len(probes) == (1 if probe else 0), probes
+    assert not any("soft-404-probe" in r["url"] for r in records)
+    soft = [r["url"] for r in records if r.get("soft_404")]
+    fetched = trap_fetches(hits)
+    if probe:
+        assert soft and all("/empty/" in url for url in soft), soft
+        assert fetched["empty"] == 1  # its links not followed
+    else:
+        assert not soft and fetched["empty"] == 4
+    stats = json.loads((job / "stats.json").read_text())
+    assert stats["duplicates"]["soft_404"] == len(soft)
+    real = {f"page/{i}" for i in range(1, PAGES)}
+    assert real <= {r["url"].split("/", 3)[3] for r in records}

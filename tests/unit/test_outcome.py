@@ -156,3 +156,24 @@ def test_links_are_strings_or_links_with_an_int_priority() -> None:
     for bad in (Link("/a", "3"), ("/a",), 7, Link("/a", True)):  # type: ignore[arg-type]
         with pytest.raises(TypeError):
             link_parts(bad)  # type: ignore[arg-type]
+
+
+def test_a_hosts_soft_404_answer_is_a_200_with_a_text() -> None:
+    def answered(**fields: object) -> PageResult:
+        return PageResult(1, "http://a.test/p", **fields)  # type: ignore[arg-type]
+
+    assert outcome.soft_404_answer(answered(status=200, text_digest="d")) == "d"
+    for no in (
+        None,
+        answered(status=404, text_digest="d"),
+        answered(status=301, text_digest=None),
+        answered(status=200, text_digest=None),  # an empty page
+        answered(status=200, text_digest="d", error="connection reset"),
+    ):
+        assert outcome.soft_404_answer(no) is None
+    page = answered(status=200, text_digest="d")
+    assert outcome.is_soft_404(page, "d")
+    assert not outcome.is_soft_404(page, "e") and not outcome.is_soft_404(page, None)
+    assert not outcome.is_soft_404(answered(status=404, text_digest="d"), "d")
+    one, two = outcome.probe_path(), outcome.probe_path()
+    assert one != two and one.startswith("/mpcrawler-soft-404-probe-")

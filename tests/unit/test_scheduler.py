@@ -461,3 +461,42 @@ def test_a_browsers_request_starts_with_no_slot_free_and_waits_for_robots_and_de
         )
     )
     assert scheduler.subs_held == 0 and scheduler.queued == 0
+
+
+def test_a_hosts_probe_follows_its_first_page_once() -> None:
+    """--soft-404-probe: after a host's first page, its probe goes next,
+    ahead of the host's other requests, once; its 200 with a text is the
+    host's soft-404 answer.  Not when robots.txt keeps the path out."""
+    scheduler = Scheduler(clock=lambda: 0.0, probe=True, robots=False)
+    for path in ("/", "/a", "/b"):
+        scheduler.submit(scheduler.new_request("http://h.test" + path))
+    first, _ = scheduler.dispatch(1)
+    assert [r.url for r in first] == ["http://h.test/"]
+    scheduler.finished(first[0])
+    second, _ = scheduler.dispatch(1)
+    (probe,) = second
+    assert probe.kind == "probe" and probe.url.startswith("http://h.test/mpcrawler-soft-404")
+    scheduler.finished(probe)
+    assert scheduler.soft_404_of("http://h.test") is None
+    scheduler.probed(probe, PageResult(probe.id, probe.url, "probe", status=200, text_digest="d"))
+    assert scheduler.soft_404_of("http://h.test") == "d"
+    rest: list[Request] = []
+    while assigned := scheduler.dispatch(4)[0]:
+        rest += assigned
+        for request in assigned:
+            scheduler.finished(request)
+    assert [r.kind for r in rest] == ["page", "page"]
+    closed = Scheduler(clock=lambda: 0.0, probe=True)
+    closed.submit(closed.new_request("http://k.test/"))
+    assigned, _ = closed.dispatch(1)
+    take_answer(closed, assigned[0], 200, "User-agent: *\nDisallow: /mpcrawler", False)
+    closed.finished(assigned[0])
+    kinds = []
+    while assigned := closed.dispatch(4)[0]:
+        kinds += [r.kind for r in assigned]
+        for request in assigned:
+            closed.finished(request)
+    assert kinds == ["page"]
+    off = Scheduler(clock=lambda: 0.0, robots=False)
+    off.submit(off.new_request("http://h.test/"))
+    assert [r.kind for r in off.dispatch(4)[0]] == ["page"] and not off.dispatch(4)[0]
