@@ -30,7 +30,7 @@ from ...web.redact import redact_url
 from ..jobdir import write_atomically
 from ..pipelines import JsonLinesPipeline, Pipeline
 
-__all__ = ["CURSORS_DIR", "Sink"]
+__all__ = ["CURSORS_DIR", "Sink", "file_identity", "one_line", "read_state"]
 
 CURSORS_DIR = "sinks"  # in the job dir: a cursor file a sink
 
@@ -159,16 +159,8 @@ class Sink(Pipeline):
             self.release()
 
     def _read_cursor(self) -> dict[str, Any]:
-        try:
-            cursor = json.loads(self.cursor_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise SinkError(
-                f"--out {self.name}: its cursor {self.cursor_file} cannot be read ({exc}); "
-                "remove it to deliver every record again"
-            ) from None
-        if not isinstance(cursor, dict) or not isinstance(cursor.get("offset"), int):
+        cursor = read_state(self.cursor_file, f"--out {self.name}: its cursor", "deliver")
+        if cursor and not isinstance(cursor.get("offset"), int):
             raise SinkError(
                 f"--out {self.name}: its cursor {self.cursor_file} is damaged; "
                 "remove it to deliver every record again"
@@ -182,14 +174,34 @@ class Sink(Pipeline):
         except SinkError:
             raise
         except Exception as exc:
-            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise SinkError(
-                f"--out {self.name}: {reason}; what it did not take is kept in the journal, "
+                f"--out {self.name}: {one_line(exc)}; what it did not take is kept in the journal, "
                 "and the same command delivers it"
             ) from exc
 
     def summary(self) -> dict[str, Any]:
         return {**super().summary(), "sink": self.name, "delivered": self.delivered}
+
+
+def read_state(path: Path, what: str, verb: str) -> dict[str, Any]:
+    """The JSON object a sink keeps in ``path`` ({} if there is none);
+    a SinkError that says what to do if it cannot be read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise SinkError(
+            f"{what} {path} cannot be read ({exc}); remove it to {verb} everything again"
+        ) from None
+    if not isinstance(data, dict):
+        raise SinkError(f"{what} {path} is damaged; remove it to {verb} everything again")
+    return data
+
+
+def one_line(exc: BaseException) -> str:
+    """What ``exc`` says, on one line and not too long."""
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 def file_identity(path: str | os.PathLike[str]) -> str:

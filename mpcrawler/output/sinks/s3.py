@@ -25,6 +25,7 @@ from typing import Any
 
 from ...errors import SinkError
 from ..jobdir import write_atomically
+from .base import one_line, read_state
 
 __all__ = ["Uploader"]
 
@@ -40,23 +41,13 @@ class Uploader:
         self.prefix = prefix.strip("/")
         self.endpoint_url = endpoint_url
         self.state_file = state_dir / "sinks" / "upload.json"
-        self.done: dict[str, dict[str, Any]] = self._read_state()
+        self.done: dict[str, dict[str, Any]] = read_state(
+            self.state_file, "--upload: its record", "upload"
+        )
         self._client: Any = None
 
     def key(self, name: str) -> str:
         return f"{self.prefix}/{name}" if self.prefix else name
-
-    def _read_state(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.state_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            raise SinkError(
-                f"--upload: {self.state_file} cannot be read ({exc}); remove it to upload "
-                "every file again"
-            ) from None
-        return data if isinstance(data, dict) else {}
 
     def client(self) -> Any:
         if self._client is None:
@@ -114,8 +105,7 @@ class Uploader:
             raise self._failure(MANIFEST, exc) from exc
 
     def _failure(self, what: str, exc: BaseException) -> SinkError:
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         return SinkError(
-            f"--upload {self.url}: cannot upload {what}: {reason}; the same command "
+            f"--upload {self.url}: cannot upload {what}: {one_line(exc)}; the same command "
             "uploads what is missing"
         )
