@@ -531,12 +531,12 @@ class Settings:
         help="do not follow the links of a near duplicate either",
     )
     soft_404_probe: bool = option(
-        True,
-        flag="--no-soft-404-probe",
+        False,
         group="filters",
-        help="do not ask each host for a path that cannot exist: by default, after a host's "
-        "first page, its answer to one is its soft-404 page, and a page with that text is "
-        "recorded with soft_404 and its links are not followed (with the dedup only)",
+        help="after a host's first page, ask it once for a path that cannot exist: a 200 "
+        "with a text is its soft-404 page, and a page with that text is recorded with "
+        "soft_404 and its links are not followed (one more request a host; not with "
+        "--no-dedup)",
     )
     extract: bool = option(
         False,

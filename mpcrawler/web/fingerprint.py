@@ -15,10 +15,12 @@ up crawl-wide (:mod:`mpcrawler.master.content`).
   within ``NEAR_BITS`` (< BANDS) bits share at least one piece, so an index
   of pieces finds every near neighbour without comparing against every page.
 
-Every text of a word or more has a fingerprint, however short: a trap
-made of short pages (a soft-404 answer of a few words under every path,
-a calendar's "No events in 03/2031") is known by its text like any other.
-Only an empty text has none (an image, a page a script builds).
+A text of ``MIN_WORDS`` (4) words or more has a fingerprint, however
+short: a trap made of short pages (a soft-404 answer of a few words under
+every path, a calendar's "No events in 03/2031") is known by its text like
+any other.  A text of fewer words has none (an empty page, an image, a
+"Loading..." shell a script fills, a bare link): too little to call two
+pages the same, and such pages are often each a different page.
 
 A long text is read in pieces of about ``PIECE`` characters, cut where a
 word ends: the digest is fed piece by piece and only the words' counts
@@ -48,7 +50,7 @@ __all__ = [
     "text_digest",
 ]
 
-MIN_WORDS = 1  # only an empty text is not known by its text
+MIN_WORDS = 4  # a text of fewer words is not known by its text
 MAX_WEIGHT = 4  # a word counts at most this many times in the simhash
 NEAR_BITS = 3  # simhashes this close (or closer) are near duplicates
 BANDS = 4  # pieces of 16 bits
@@ -76,7 +78,7 @@ class Fingerprint(NamedTuple):
 
 
 def fingerprint(text: str) -> Fingerprint | None:
-    """The fingerprint of ``text`` (None: no word in it)."""
+    """The fingerprint of ``text`` (None: fewer than MIN_WORDS words)."""
     digest = hashlib.blake2b(digest_size=16)
     counts: collections.Counter[bytes] = collections.Counter()
     for words in _words(text, digest):

@@ -184,13 +184,14 @@ def test_a_link_a_duplicate_had_is_followed_from_the_next_page_that_has_it(
 
 @pytest.mark.parametrize("probe", [True, False])
 def test_a_hosts_soft_404_answer_is_known_by_its_probe(tmp_path: Path, probe: bool) -> None:
-    """A host that answers 200 for any path: after its first page, one
-    request for a path that cannot exist gives its soft-404 page; a page
-    with that text is recorded soft_404 and its links are not followed, so
-    the short soft-404 part ends at its first page.  The probe is no record.
-    Without the probe, that part ends at its first copies, as before."""
+    """--soft-404-probe, on a host that answers 200 for any path: after its
+    first page, one request for a path that cannot exist gives its soft-404
+    page; a page with that text is recorded soft_404 and its links are not
+    followed, so the short soft-404 part ends at its first page.  The probe
+    is no record.  Without it (the default), that part ends at its first
+    copies."""
     site = TestSite(pages=PAGES, size=2_000, traps=True, soft_404s=True)
-    extra = [] if probe else ["--no-soft-404-probe"]
+    extra = ["--soft-404-probe"] if probe else []
     with serve_site(site) as server:
         job = tmp_path / "job"
         records = crawl_records(server.url, job, "--no-robots", "--max-pages", "300", *extra)

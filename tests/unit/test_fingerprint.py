@@ -41,11 +41,13 @@ def test_the_digest_folds_case_digits_and_whitespace() -> None:
     assert a.digest == b.digest != c.digest
 
 
-def test_only_an_empty_text_has_no_fingerprint() -> None:
+def test_a_text_of_a_few_words_has_a_fingerprint() -> None:
     """A page of a few words is known by its text (a short soft-404 answer,
-    a calendar's empty month); an empty one is not."""
-    assert MIN_WORDS == 1
+    a calendar's empty month); one of fewer than MIN_WORDS is not."""
+    assert MIN_WORDS == 4
     assert fingerprint("") is None and fingerprint(" \n\t ") is None
+    assert fingerprint("No events this month") is not None
+    assert fingerprint("Loading, please wait") is None
     short = fingerprint("Nothing here, but welcome anyway.")
     assert short is not None
     assert fingerprint("No events in 03/2031") == fingerprint("no events in 11/2029")
