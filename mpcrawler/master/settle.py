@@ -14,10 +14,10 @@ be reached, or its leases may have passed to another node (not
 Before the links, the pages' fingerprints are looked up in the crawl's
 content index (:mod:`mpcrawler.frontier.content`): a page whose text
 another URL had is recorded with ``duplicate_of`` and its links are not
-followed (``outcome.follows``), nor are those of a page whose text is its
-host's soft-404 answer (``soft_404``, ``outcome.is_soft_404``); those links go back to the workers
-(``unsend``), which send them again when a later page has them
-(``add_late``).
+followed (``outcome.follows``), nor are those of a page whose text is
+its host's soft-404 answer (``soft_404``, ``outcome.is_soft_404``); those
+links go back to the workers (``unsend``), which send them again when a
+later page has them (``add_late``).
 """
 
 from __future__ import annotations
