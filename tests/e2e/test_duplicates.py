@@ -86,8 +86,9 @@ def test_copies_soft_404s_and_calendars_end_at_their_first_copy(tmp_path: Path) 
 def test_without_dedup_the_traps_eat_the_budget(tmp_path: Path) -> None:
     records, hits, stats = crawl(tmp_path, "--max-pages", "150", "--no-dedup")
     fetched = trap_fetches(hits)
-    assert len(records) == 150  # spent: on copies, and on the soft-404 part (until
-    assert fetched["soft"] > 30 and fetched["cal"] > 3  # path_trap ends it), and months
+    assert len(records) == 150  # spent: on copies, on the two soft-404 parts (until
+    traps = sum(fetched[part] for part in ("soft", "empty", "cal", "events"))  # path_trap
+    assert traps > 30 and fetched["cal"] + fetched["events"] > 3, fetched  # ends them), months
     assert not any("duplicate_of" in r or "near_duplicate_of" in r for r in records)
     assert stats["duplicates"] == {"exact": 0, "near": 0, "soft_404": 0}
 
