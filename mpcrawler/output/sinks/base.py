@@ -50,7 +50,6 @@ class Sink(Pipeline):
         self.journal: JsonLinesPipeline | None = None
         self.delivered = 0  # the journal's offset up to which the sink holds every record
         self.end = 0  # the offset after the last record given
-        self.taken = 0  # records given this run (replayed ones too)
         self.replaying = False  # open() gives the journal's lines past the cursor
         self.failure: SinkError | None = None  # raised at the next checkpoint
         self.closed = False
@@ -121,7 +120,6 @@ class Sink(Pipeline):
     def _take(self, record: dict[str, Any], line: bytes, end: int) -> None:
         self._guard(self.take, record, line, end)
         self.end = end
-        self.taken += 1
 
     def flush(self) -> None:
         """At a checkpoint: deliver what is held and move the cursor (a
@@ -144,10 +142,10 @@ class Sink(Pipeline):
             self.advance(state)
             faults.reach(f"{self.kind}-advanced")
 
-    def advance(self, state: dict[str, Any], end: int | None = None) -> None:
-        """Save the cursor: everything up to ``end`` (default: all taken) is
-        delivered; ``state`` is the kind's own part of it."""
-        self.delivered = self.end if end is None else end
+    def advance(self, state: dict[str, Any]) -> None:
+        """Save the cursor: everything taken is delivered; ``state`` is the
+        kind's own part of it."""
+        self.delivered = self.end
         cursor = {"sink": self.name, "offset": self.delivered, **state}
         self._guard(write_atomically, self.cursor_file, json.dumps(cursor))
 

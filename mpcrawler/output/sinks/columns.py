@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["COLUMNS", "split"]
+__all__ = ["COLUMNS", "FETCHED_AT", "split"]
 
 # name -> the Python type its values have ("timestamp": seconds, a float)
 COLUMNS: dict[str, str] = {
@@ -50,6 +50,8 @@ COLUMNS: dict[str, str] = {
     "text": "str",
     "markdown": "str",
 }
+
+FETCHED_AT = list(COLUMNS).index("fetched_at")  # its place in ``split``'s values
 
 _FITS: dict[str, tuple[type, ...]] = {
     "str": (str,),

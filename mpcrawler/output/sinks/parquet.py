@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .base import Sink, file_identity
-from .columns import COLUMNS, split
+from .columns import COLUMNS, FETCHED_AT, split
 
 __all__ = ["ROW_GROUP", "SCHEMA", "ParquetSink"]
 
@@ -74,7 +74,6 @@ class ParquetSink(Sink):
                     continue
                 if first >= start:
                     path.unlink()
-        self.part_start = start
 
     def take(self, record: dict[str, Any], line: bytes, end: int) -> None:
         if self.in_part == 0:
@@ -82,9 +81,8 @@ class ParquetSink(Sink):
         values, extra = split(record)
         for column, value in zip(self.rows, [*values, extra], strict=True):
             column.append(value)
-        fetched = COLUMNS_AT["fetched_at"]
-        if self.rows[fetched][-1] is not None:
-            self.rows[fetched][-1] = int(self.rows[fetched][-1] * 1000)
+        if (fetched := self.rows[FETCHED_AT][-1]) is not None:
+            self.rows[FETCHED_AT][-1] = int(fetched * 1000)  # (milliseconds)
         self.held += 1
         self.in_part += 1
         if self.held >= ROW_GROUP:
@@ -157,6 +155,3 @@ class ParquetSink(Sink):
         if self.writer is not None:  # a failure left it open: the .tmp goes next run
             self.writer.close()
             self.writer = None
-
-
-COLUMNS_AT = {name: k for k, name in enumerate(SCHEMA.names)}

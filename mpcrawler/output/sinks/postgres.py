@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .base import Sink
-from .columns import COLUMNS, split
+from .columns import COLUMNS, FETCHED_AT, split
 
 if TYPE_CHECKING:
     import psycopg
@@ -38,7 +38,6 @@ _SQL_TYPES = {
     "float": "double precision",
     "timestamp": "timestamptz",
 }
-_FETCHED_AT = list(COLUMNS).index("fetched_at")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
@@ -112,8 +111,8 @@ class PostgresSink(Sink):
 
     def take(self, record: dict[str, Any], line: bytes, end: int) -> None:
         values, extra = split(record)
-        if (fetched := values[_FETCHED_AT]) is not None:
-            values[_FETCHED_AT] = datetime.datetime.fromtimestamp(fetched, datetime.UTC)
+        if (fetched := values[FETCHED_AT]) is not None:
+            values[FETCHED_AT] = datetime.datetime.fromtimestamp(fetched, datetime.UTC)
         if extra is not None and "\\u0000" in extra:
             extra = json.dumps(_no_nul(json.loads(extra)), ensure_ascii=False)
         self.held.append((self.job_id, end - len(line), *values, extra))
