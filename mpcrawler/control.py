@@ -20,7 +20,10 @@ The commands, checked here for the CLI and the crawl alike:
   scope grows to take their hosts; kept in the job for its resumes;
 - ``exclude`` (``{"regex": R}``): links that R matches are refused (rule
   ``exclude``), the queued URLs it matches are dropped (the answer says how
-  many), and one met later is dropped unfetched; kept in the job.
+  many), and one met later is dropped unfetched; kept in the job;
+- ``pause-host`` and ``resume-host`` (``{"host": NAME}``): no new request to
+  the host NAME (any scheme, any port) starts while it is paused; its URLs
+  stay queued; kept in the job for its resumes.
 
 A shared crawl's commands travel through Redis instead
 (:mod:`mpcrawler.frontier.redis.commands`); both inboxes have the same
@@ -61,6 +64,7 @@ from typing import Any
 from .settings import setting_value
 from .web.patterns import compile_pattern
 from .web.redact import hide_userinfo
+from .web.urls import InvalidURL, canonicalize, hostname_of
 
 __all__ = [
     "COMMANDS",
@@ -76,6 +80,7 @@ __all__ = [
     "new_command",
     "parse_command",
     "parse_exclude",
+    "parse_host",
     "parse_seeds",
     "parse_set",
     "public",
@@ -83,7 +88,8 @@ __all__ = [
     "write_command",
 ]
 
-COMMANDS = ("pause", "resume", "stop", "set", "add-seeds", "exclude")
+COMMANDS = ("pause", "resume", "stop", "set", "add-seeds", "exclude", "pause-host", "resume-host")
+HOST_COMMANDS = ("pause-host", "resume-host")
 # name -> setting; each takes what its command-line option takes
 SETTABLE: dict[str, str] = {
     "delay": "delay",
@@ -115,6 +121,8 @@ class Command:
             return "set " + " ".join(f"{k}={v}" for k, v in self.args.items())
         if self.name == "exclude":
             return f"exclude {self.args['regex']}"
+        if self.name in HOST_COMMANDS:
+            return f"{self.name} {self.args['host']}"
         return self.name
 
 
@@ -160,6 +168,23 @@ def parse_exclude(regex: Any) -> str:
         raise ValueError("exclude needs a REGEX")
     compile_pattern(regex, "exclude")  # ValueError: what the matcher cannot take
     return regex
+
+
+def parse_host(text: Any) -> str:
+    """``pause-host``'s argument as the host name it pauses (lower case, no
+    port: a host's every scheme and port), given a name, ``name:port`` or a
+    URL; ValueError in one line."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("pause-host and resume-host need a HOST")
+    given = text.strip()
+    url = given if "://" in given else f"http://{given}/"
+    try:
+        name = hostname_of(canonicalize(url))
+    except InvalidURL as exc:
+        raise ValueError(f"{given[:100]!r} is not a host: {exc.reason}") from None
+    if not name or hide_userinfo(url) != url:
+        raise ValueError(f"{hide_userinfo(given)[:100]!r} is not a host")
+    return name
 
 
 def parse_seeds(urls: Any, priority: Any = 0) -> dict[str, Any]:
@@ -229,6 +254,8 @@ def parse_command(data: Any) -> Command:
         args = parse_seeds(args.get("urls"), args.get("priority", 0))
     elif name == "exclude":
         args = {"regex": parse_exclude(args.get("regex"))}
+    elif name in HOST_COMMANDS:
+        args = {"host": parse_host(args.get("host"))}
     elif args:
         raise ValueError(f"{name} takes no arguments")
     return Command(str(data.get("id") or ""), name, args)

@@ -37,7 +37,7 @@ def _control_urls(args: argparse.Namespace) -> list[str]:
 
 def _control_command(args: argparse.Namespace) -> tuple[str | None, str, dict[str, Any]]:
     """``control``'s words as (job dir or None, command, its args), checked."""
-    from ..control import COMMANDS, parse_exclude, parse_seeds, parse_set
+    from ..control import COMMANDS, HOST_COMMANDS, parse_exclude, parse_host, parse_seeds, parse_set
 
     words = list(args.words)
     shared = bool(args.redis or args.crawl)
@@ -61,6 +61,10 @@ def _control_command(args: argparse.Namespace) -> tuple[str | None, str, dict[st
             if len(args.values) != 1:
                 raise ValueError("exclude takes one REGEX")
             values = {"regex": parse_exclude(args.values[0])}
+        elif action in HOST_COMMANDS:
+            if len(args.values) != 1:
+                raise ValueError(f"{action} takes one HOST")
+            values = {"host": parse_host(args.values[0])}
         elif args.values:
             raise ValueError(f"{action} takes no arguments")
     except ValueError as exc:

@@ -173,17 +173,18 @@ def _steering(sub: Any) -> None:
     """control."""
     control = sub.add_parser(
         "control",
-        help="steer a running crawl: pause, resume, stop, set, add-seeds, exclude",
+        help="steer a running crawl: pause, resume, stop, set, add-seeds, exclude, pause-host",
         description="Steer a crawl through its job dir (control DIR COMMAND), or every node "
         "of a shared crawl (control --redis URL --crawl NAME COMMAND).  COMMAND is one of "
-        "pause, resume, stop, set NAME=VALUE..., add-seeds URL..., exclude REGEX.",
+        "pause, resume, stop, set NAME=VALUE..., add-seeds URL..., exclude REGEX, "
+        "pause-host HOST, resume-host HOST.",
     )
     control.add_argument(
         "words",
         nargs="+",
         metavar="[DIR] COMMAND [ARG ...]",
         help="set: NAME=VALUE with NAME delay, host-concurrency, max-pages, max-depth; "
-        "add-seeds: URLs; exclude: a regular expression",
+        "add-seeds: URLs; exclude: a regular expression; pause-host, resume-host: a host name",
     )
     control.add_argument("--redis", metavar="URL", help="a shared crawl's Redis ($REDIS_URL)")
     control.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")

@@ -236,6 +236,8 @@ class Crawler:
         rejected = RejectedLog(s.rejected_log) if s.rejected_log else None
         parked = ParkedHosts(job.state_dir / PARKED_FILE)
         scheduler = Scheduler.from_settings(s, frontier, parked=parked)
+        for host in job.state.paused_hosts:  # control pause-host, kept across runs
+            scheduler.pause_host(host)
         settling = Settling(
             s,
             frontier,

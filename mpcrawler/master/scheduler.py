@@ -44,7 +44,7 @@ import itertools
 import logging
 import math
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 
 MAX_CRAWL_DELAY = 30.0
 MAX_REFUSED_PER_DISPATCH = 1000  # a host given up drains this fast, and no faster
+SLOWED_KEPT = 256  # groups slowed by their answers that ``slowed`` names (the latest)
 
 # Pacing a struggling host (429, 503, timeouts in a row): its request rate is
 # halved (its spacing doubled, from FIRST_PACE, capped), and after each run of
@@ -133,6 +134,7 @@ class Host:
     blocked_until: float = 0.0  # what the frontier was last told
     probe_state: str = "unknown"  # --soft-404-probe: unknown | queued | done
     soft_404: str | None = None  # the text digest of its answer to a path that cannot exist
+    paused: bool = False  # ``control pause-host``: nothing of it starts (never parked)
 
 
 # What a parked host keeps as it is (besides its robots.txt's text).
@@ -193,6 +195,9 @@ class Scheduler:
         self._order = itertools.count()
         self.queued = 0  # requests in host queues and the retry heap
         self.subs_held = 0  # of those, browsers' requests (kind "sub")
+        self.paused_hosts: set[str] = set()  # host names (any scheme, any port)
+        # groups slowed down by their answers, the last SLOWED_KEPT (the web view's list)
+        self.slowed: OrderedDict[str, None] = OrderedDict()
 
     @classmethod
     def from_settings(
@@ -340,8 +345,8 @@ class Scheduler:
         host = self.hosts[key]
         group = host.group
         host.scheduled = False
-        if not host.queue or group.in_flight >= group.limit:
-            return None  # finished() puts it back
+        if not host.queue or group.in_flight >= group.limit or host.paused:
+            return None  # finished() (or resume_host) puts it back
         if self.use_robots and host.robots_state == "ready" and not self._robots_fresh(host, now):
             host.robots_state = "unknown"  # expired: fetched again before its next request
             host.robots_retry_at = 0.0
@@ -378,6 +383,7 @@ class Scheduler:
         group = host.group
         return (
             not host.queue
+            and not host.paused
             and group.in_flight < group.limit
             and now >= group.next_start
             and (not self.use_robots or self._robots_fresh(host, now))
@@ -461,6 +467,13 @@ class Scheduler:
             group.hold_until = max(group.hold_until, self.clock() + min(retry_after, self.max_pace))
         group.next_start = max(group.next_start, group.hold_until)
         self._wake(group, self.clock())
+        if group.pace or group.hold_until > self.clock():
+            self.slowed[group.key] = None
+            self.slowed.move_to_end(group.key)
+            if len(self.slowed) > SLOWED_KEPT:
+                self.slowed.popitem(last=False)
+        else:
+            self.slowed.pop(group.key, None)
         if group.pace != before:
             self.pace_changes += 1
             why = f"HTTP {status}" if status in (429, 503) else "timeouts" if throttled else "ok"
@@ -478,6 +491,19 @@ class Scheduler:
         for group in self.groups.values():
             self._politeness(group, respace=True)
             self._wake(group, now)
+
+    def pause_host(self, name: str, paused: bool = True) -> None:
+        """``control pause-host`` (``paused``) or ``resume-host``: no request
+        of the host ``name`` (any scheme, any port) starts while it is paused;
+        those in flight finish.  Its URLs stay queued, and the frontier is
+        told it must wait (a paused host is never parked, so its resume
+        finds it here)."""
+        (self.paused_hosts.add if paused else self.paused_hosts.discard)(name)
+        now = self.clock()
+        for host in [h for key, h in self.hosts.items() if hostname_of(key) == name]:
+            host.paused = paused
+            self._schedule(host, now)
+            self._sync(host, now)
 
     def take_back(self, match: Callable[[str], bool]) -> list[Request]:
         """The requests held here, not yet tried, whose URL ``match`` says
@@ -573,6 +599,8 @@ class Scheduler:
                 self._restore_host(host, row)
             elif not self.use_robots:
                 host.robots_state = "ready"
+            if self.paused_hosts and hostname_of(key) in self.paused_hosts:
+                host.paused = True
             if self.max_hosts is not None and len(self.hosts) >= self.max_hosts:
                 self._park_idle_hosts()
         self.hosts[key] = host
@@ -586,7 +614,7 @@ class Scheduler:
             if len(self.hosts) < self.max_hosts:  # type: ignore[operator]
                 return
             host = self.hosts[key]
-            busy = host.queue or host.in_flight or host.scheduled
+            busy = host.queue or host.in_flight or host.scheduled or host.paused
             if busy or host.robots_state == "fetching":
                 continue
             del self.hosts[key]
@@ -678,7 +706,7 @@ class Scheduler:
         requests held here go first; then the concurrency limit, robots.txt
         being fetched or waited for, and the spacing between starts."""
         group = host.group
-        if host.queue or group.in_flight >= group.limit:
+        if host.queue or group.in_flight >= group.limit or host.paused:
             return FOREVER
         if self.use_robots and host.robots_state == "fetching":
             return FOREVER
@@ -687,7 +715,8 @@ class Scheduler:
         return 0.0
 
     def _schedule(self, host: Host, when: float) -> None:
-        if host.scheduled or not host.queue or host.group.in_flight >= host.group.limit:
+        group = host.group
+        if host.scheduled or not host.queue or group.in_flight >= group.limit or host.paused:
             return
         host.scheduled = True
         heapq.heappush(self._ready, (when, next(self._order), host.key))

@@ -10,14 +10,17 @@ answering and logging every one:
     stop             as a stop signal (``stop()``, the engine's request_stop)
     add-seeds        the crawler's ``add_seeds``: rules, scope, workers, frontier
     exclude          the crawler's ``exclude``: rules, workers, frontier
+    pause-host NAME  the scheduler's ``pause_host``: no request of the host
+    resume-host NAME starts (or they start again)
     set NAME=VALUE   the setting now: delay and host concurrency through the
                      scheduler, max-pages through the frontier, max-depth in
                      the settings the settling reads; kept in the job's
                      ``overrides`` for its resumes
 
-``paused``, ``overrides``, ``added_seeds`` and ``excluded`` live in the
-job's state (job.json), so a resumed job starts paused if it was, with its
-settings, seeds and exclusions as last set.  A shared crawl's inbox may not
+``paused``, ``paused_hosts``, ``overrides``, ``added_seeds`` and
+``excluded`` live in the job's state (job.json), so a resumed job starts
+paused if it was, its hosts paused as they were, with its settings, seeds
+and exclusions as last set.  A shared crawl's inbox may not
 answer (Redis is down): the commands wait for the next poll.
 
 No answer before its change is durable: the commands of a poll are applied
@@ -36,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..control import SETTABLE, Command, Inbox
+from ..control import HOST_COMMANDS, SETTABLE, Command, Inbox
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
 from ..output.jobdir import JobState
@@ -51,6 +54,7 @@ __all__ = [
     "apply_overrides",
     "checked_overrides",
     "deliver",
+    "paused_hosts",
 ]
 
 log = logging.getLogger(__name__)
@@ -123,6 +127,14 @@ def deliver(inbox: CommandInbox, answers: Sequence[Answer]) -> None:
         inbox.answer(answer.handle, answer.data, answer.text)
 
 
+def paused_hosts(hosts: list[str], command: Command) -> list[str]:
+    """The job's paused hosts after ``pause-host`` or ``resume-host``, in the
+    order they were paused."""
+    host = command.args["host"]
+    kept = [h for h in hosts if h != host]
+    return [*kept, host] if command.name == "pause-host" else kept
+
+
 def answer_waiting(inbox: CommandInbox, state: JobState) -> list[Answer]:
     """At a job's start: the commands sent while it was not running, applied
     to its state (a stop is refused: there was nothing to stop), to be
@@ -139,6 +151,8 @@ def answer_waiting(inbox: CommandInbox, state: JobState) -> list[Answer]:
         elif command.name == "exclude":  # its queued URLs are dropped when the crawl starts
             if command.args["regex"] not in state.excluded:
                 state.excluded = [*state.excluded, command.args["regex"]]
+        elif command.name in HOST_COMMANDS:
+            state.paused_hosts = paused_hosts(state.paused_hosts, command)
         else:
             state.paused = command.name == "pause"
         return "applied"
@@ -216,6 +230,9 @@ class Steering:
             if self.exclude is None:
                 return "this crawl cannot exclude"
             return self.exclude(command.args["regex"])
+        elif command.name in HOST_COMMANDS:
+            self.state.paused_hosts = paused_hosts(self.state.paused_hosts, command)
+            self.scheduler.pause_host(command.args["host"], command.name == "pause-host")
         return "applied"
 
     def _set(self, name: str, value: Any) -> None:

@@ -104,6 +104,7 @@ class JobState:
     overrides: dict[str, float] = field(default_factory=dict)  # settings a control `set` changed
     added_seeds: dict[str, int] = field(default_factory=dict)  # `add-seeds`: URL -> priority
     excluded: list[str] = field(default_factory=list)  # `exclude`: the patterns, in order
+    paused_hosts: list[str] = field(default_factory=list)  # `pause-host`: host names
     control_read: int = 0  # --redis: the crawl's control commands this node has read
     scheduled: int = 0  # URLs in the revisit schedule (revisits.db) at the last checkpoint
     fetched_nothing: bool = False  # no page of the job was answered: the next run retries its seeds
@@ -212,7 +213,7 @@ class JobDir:
                 good = isinstance(value, dict) and all(
                     isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
                 )
-            elif name == "excluded":  # patterns
+            elif name in ("excluded", "paused_hosts"):  # patterns, host names
                 good = isinstance(value, list) and all(isinstance(v, str) for v in value)
             else:
                 good = name not in JobState.__dataclass_fields__ or _same_kind(
@@ -355,6 +356,8 @@ def control_status(path: Path, state: JobState) -> dict[str, Any]:
         shown["settings_set"] = state.overrides
     if state.excluded:
         shown["excluded"] = state.excluded
+    if state.paused_hosts:
+        shown["paused_hosts"] = state.paused_hosts
     if last := answers(path, 5):
         shown["commands"] = [
             " ".join(

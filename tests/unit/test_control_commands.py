@@ -30,6 +30,8 @@ from mpcrawler.web.urls import Scope
         ({"command": "exclude", "args": {}}, "exclude needs a REGEX"),
         ({"command": "exclude", "args": {"regex": 3}}, "exclude needs a REGEX"),
         ({"command": "pause", "args": {"x": 1}}, "pause takes no arguments"),
+        ({"command": "pause-host", "args": {}}, "need a HOST"),
+        ({"command": "pause-host", "args": {"host": "a b"}}, "is not a host"),
         ({"command": "jump"}, "unknown command 'jump'"),
         ([1], "not a JSON object"),
     ],
@@ -52,18 +54,31 @@ def test_commands_sent_while_stopped_shape_the_next_start(tmp_path: Path) -> Non
         ("exclude", {"regex": "/a/"}),  # once is enough
         ("add-seeds", {"urls": ["http://n.test/"], "priority": 3}),
         ("set", {"delay": "0.5"}),
+        ("pause-host", {"host": "A.test:81"}),
+        ("pause-host", {"host": "b.test"}),
+        ("resume-host", {"host": "a.test"}),
         ("stop", {}),
     ]:
         write_command(tmp_path, name, args)
     state = JobState()
     inbox = Inbox(tmp_path)
     decided = answer_waiting(inbox, state)
-    assert [a.applied for a in decided] == ["pause", "exclude", "exclude", "add-seeds", "set", ""]
-    assert state.paused and state.excluded == ["/a/"]
+    assert [a.applied for a in decided] == [
+        "pause",
+        "exclude",
+        "exclude",
+        "add-seeds",
+        "set",
+        "pause-host",
+        "pause-host",
+        "resume-host",
+        "",
+    ]
+    assert state.paused and state.excluded == ["/a/"] and state.paused_hosts == ["b.test"]
     assert state.added_seeds == {"http://n.test/": 3} and state.overrides == {"delay": 0.5}
     # Nothing is answered before the state is durable (the job's first checkpoint).
     assert not (tmp_path / "control" / "done").exists()
-    assert len(list((tmp_path / "control" / "inbox").iterdir())) == 6
+    assert len(list((tmp_path / "control" / "inbox").iterdir())) == 9
     deliver(inbox, decided)
     answers = [
         json.loads(p.read_text())["answer"]

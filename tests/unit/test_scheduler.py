@@ -500,3 +500,50 @@ def test_a_hosts_probe_follows_its_first_page_once() -> None:
     off = Scheduler(clock=lambda: 0.0, robots=False)
     off.submit(off.new_request("http://h.test/"))
     assert [r.kind for r in off.dispatch(4)[0]] == ["page"] and not off.dispatch(4)[0]
+
+
+def test_a_paused_host_starts_nothing_keeps_its_urls_and_is_never_parked(tmp_path: Path) -> None:
+    """``control pause-host``: its URLs stay in the frontier, which is told
+    to hold them; the other hosts go on; a resume lets them out again.
+    Paused, an idle host is kept in memory over the cap (its resume must
+    find it to unblock it in the frontier)."""
+    from mpcrawler.frontier import LocalFrontier
+
+    frontier = LocalFrontier(tmp_path, fsync=False)
+    for i in range(3):
+        frontier.admit(f"http://a.test/{i}")
+        frontier.admit(f"https://b.test:8443/{i}")
+    scheduler = Scheduler(clock=lambda: 0.0, robots=False, frontier=frontier, max_hosts=1)
+    scheduler.pause_host("b.test")
+    started = []
+    while True:
+        assigned, _ = scheduler.dispatch(8)
+        if not assigned:
+            break
+        for request in assigned:
+            started.append(request.url)
+            scheduler.finished(request)
+    assert started == [f"http://a.test/{i}" for i in range(3)]
+    assert "https://b.test:8443" in scheduler.hosts  # held, and kept over the cap of 1
+    assert len(frontier) + scheduler.queued == 3
+    scheduler.pause_host("b.test", paused=False)
+    assigned, _ = scheduler.dispatch(8)
+    assert sorted(r.url for r in assigned) == [f"https://b.test:8443/{i}" for i in range(3)]
+    frontier.close()
+
+
+def test_slowed_groups_are_named_the_latest_first_and_bounded() -> None:
+    from mpcrawler.master.scheduler import SLOWED_KEPT
+
+    now = [0.0]
+    scheduler = Scheduler(clock=lambda: now[0], robots=False)
+    for i in range(SLOWED_KEPT + 10):
+        request = scheduler.new_request(f"http://h{i}.test/")
+        scheduler.answered(request, PageResult(0, request.url, status=429))
+    assert len(scheduler.slowed) == SLOWED_KEPT
+    assert next(reversed(scheduler.slowed)) == f"h{SLOWED_KEPT + 9}.test"
+    request = scheduler.new_request(f"http://h{SLOWED_KEPT + 9}.test/")
+    now[0] = 1000.0  # past its hold
+    for _ in range(200):  # good answers bring its pace back to its own
+        scheduler.answered(request, PageResult(0, request.url, status=200))
+    assert f"h{SLOWED_KEPT + 9}.test" not in scheduler.slowed
