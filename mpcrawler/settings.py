@@ -651,6 +651,24 @@ class Settings:
     metrics_bind: str = option(
         "127.0.0.1", metavar="ADDRESS", help="--metrics-port's address (default %(default)s)"
     )
+    web_port: int | None = option(
+        None,
+        minimum=0,
+        maximum=65535,
+        metavar="PORT",
+        help="serve the crawl's web page (as mpcrawler web) on this port while crawling "
+        "(pip install 'mpcrawler[web]')",
+    )
+    web_bind: str = option(
+        "127.0.0.1",
+        metavar="ADDRESS",
+        help="--web-port's address (default %(default)s; any other needs --web-token-file)",
+    )
+    web_token_file: str | None = option(
+        None,
+        metavar="FILE",
+        help="--web-port: every request must carry the token this file holds (a header)",
+    )
     # host (scheme://host[:port]) -> [user, password], sent as its Basic
     # Authorization header: from the seeds' own user:password@ and --http-user.
     # A secret: to_dict() writes the password as *** (only the workers get it).

@@ -1,12 +1,12 @@
 """The command line: ``python -m mpcrawler COMMAND``, COMMAND one of crawl,
-check-url, control, demo, status, verify, report, reset, serve-site.
+check-url, control, demo, status, verify, report, reset, serve-site, web.
 
 Parses and checks everything before anything is crawled: a usage error
 prints one line on stderr and exits 2.  ``main`` parses (``parser.py``: the
 options, the crawl's made from the option table) and hands the arguments to
 the command's body, by ``COMMANDS``: ``crawl.py`` (crawl, its settings and
 summary), ``control.py``, ``status.py`` (status, verify, reset, report),
-``site.py`` (serve-site, demo); check-url is :mod:`mpcrawler.checkurl`.
+``site.py`` (serve-site, demo), ``web.py`` (web); check-url is :mod:`mpcrawler.checkurl`.
 
 Exit codes: 0 the crawl completed (failed pages are data, not a failure of
 the job); 2 usage or configuration error; 130 interrupted; 1 internal error.
@@ -35,6 +35,7 @@ from .parser import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, build_par
 from .site import run_demo, run_site, site_process
 from .status import run_report, run_reset, run_status, run_verify
 from .values import _duration
+from .web import run_web
 
 __all__ = [
     "_duration",
@@ -69,6 +70,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve-site": run_site,
     "status": run_status,
     "verify": run_verify,
+    "web": run_web,
 }
 
 
@@ -83,7 +85,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args = apply_config(argv, parser, sub, args.config)
     if getattr(args, "crawl", None) and not getattr(args, "redis", None):
         args.redis = os.environ.get("REDIS_URL") or None  # a password off the command line
-    if args.command in ("status", "reset", "control") and args.redis:
+    if args.command in ("status", "reset", "control", "web") and args.redis:
         try:
             check_redis_url(args.redis)
         except ValueError as exc:

@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mpcrawler {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (_crawling, _steering, _demo, _inspecting, _serving):
+    for add in (_crawling, _steering, _demo, _inspecting, _serving, _watching):
         add(sub)
     return parser
 
@@ -246,6 +246,38 @@ def _inspecting(sub: Any) -> None:
     )
     reset.add_argument("--redis", metavar="URL", help="the crawl's Redis (default: $REDIS_URL)")
     reset.add_argument("--crawl", metavar="NAME", required=True, help="the shared crawl")
+
+
+def _watching(sub: Any) -> None:
+    """web."""
+    web = sub.add_parser(
+        "web",
+        help="serve a web page of a crawl (running or finished): figures, hosts, pages, buttons",
+        description="Serve a page that shows a job dir's crawl as it runs, and steers it "
+        "through its control commands (pause, resume, stop, set delay, pause a host); "
+        "or a shared crawl's, with --redis URL --crawl NAME.  /api/status answers the "
+        "same figures as JSON.",
+    )
+    web.add_argument("job_dir", metavar="DIR", nargs="?")
+    web.add_argument("--redis", metavar="URL", help="a shared crawl's Redis ($REDIS_URL)")
+    web.add_argument("--crawl", metavar="NAME", help="the shared crawl (with --redis)")
+    web.add_argument(
+        "--port", type=_port, default=8080, help="0 picks a free one (default %(default)s)"
+    )
+    web.add_argument(
+        "--bind",
+        metavar="ADDR",
+        default="127.0.0.1",
+        help="the address (default %(default)s; any other needs --token-file)",
+    )
+    web.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="every request must carry the token this file holds: Authorization: "
+        "Bearer TOKEN, or Basic with it as the password (a browser asks for it)",
+    )
+    web.add_argument("--fd", type=int, help=argparse.SUPPRESS)  # crawl --web-port's socket
+    web.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # ...and its pid
 
 
 def _serving(sub: Any) -> None:

@@ -62,6 +62,8 @@ from ..output.robotscache import RobotsCache
 from ..output.sinks import kind_of
 from ..output.sinks.delivery import Deliveries
 from ..settings import Settings
+from ..watch.live import LiveFile
+from ..watch.live import Parts as LiveParts
 from ..web.filters import UrlRules, rule_flag
 from ..web.redact import hide_userinfo
 from ..web.urls import InvalidURL, Scope, host_key, split_credentials
@@ -176,8 +178,14 @@ class Crawler:
             if shared is not None:
                 shared.close()
             raise
+        web = None
         try:
             job = Job(self.settings)
+            if self.settings.web_port is not None:  # a usage error: nothing written yet
+                from ..cli.web import start_web_child
+
+                s = self.settings
+                web = start_web_child(job.state_dir, s.web_bind, s.web_port, s.web_token_file)
             try:
                 if not job.open(shared=shared is not None):
                     wacz = self.settings.wacz
@@ -191,6 +199,9 @@ class Crawler:
             finally:
                 job.unlock()
         finally:
+            if web is not None:  # its page has the run's end: it goes with the crawl
+                web.terminate()
+                web.wait()
             if self.metrics is not None:
                 self.metrics.close()
             if shared is not None:  # left even if the job dir refused the crawl
@@ -263,6 +274,10 @@ class Crawler:
             checkpoint=lambda: self._checkpoint(job, pipelines, frontier, counters, pool, settling),
             robots_cache=RobotsCache(job.path) if job.path else None,
             metrics=self.metrics,
+            live=LiveFile(
+                job.state_dir,
+                LiveParts(s, counters, scheduler, pool, frontier, job.state, job.out),
+            ),
         )
         if inbox is not None:  # commands reach a job dir one can name, or a shared crawl
             engine.steering = self._steering(job, inbox, engine)
@@ -348,6 +363,8 @@ class Crawler:
             failure = exc
         finally:
             stats, failure = self._shutdown(job, engine, failure)
+            if engine.live is not None:
+                engine.live.ended(engine.states(), job.state.state)
             if rejected is not None:
                 rejected.close()
             stopsignals.listen(None)

@@ -16,7 +16,8 @@ upkeep; let the steering read the job's control commands (pause, set,
 add-seeds, stop; a paused crawl dispatches nothing; a node of a shared crawl
 that leases a URL out of its scope reads them at once, before sending it,
 for another node applied an add-seeds first); hand the metrics server
-a snapshot (``counters.metrics_snapshot``); once a second, kill a hung
+a snapshot (``counters.metrics_snapshot``) and write the live file
+(``watch.live``, for ``mpcrawler web``) when due; once a second, kill a hung
 worker and report this node's figures to the frontier; checkpoint when due.
 
 A browser's request (--render) arrives as ``Asked``: it is held in the
@@ -47,6 +48,7 @@ from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
 from ..output.robotscache import RobotsCache
 from ..settings import Settings
+from ..watch.live import LiveFile
 from .counters import Counters, metrics_snapshot
 from .ends import RunBudget
 from .pool import Asked, Done, Downloaded, Event, Late, Lost, SubOver, WorkerPool
@@ -98,6 +100,7 @@ class Engine:
         robots_cache: RobotsCache | None = None,
         metrics: MetricsServer | None = None,
         steering: Steering | None = None,
+        live: LiveFile | None = None,
     ) -> None:
         self.settings = settings
         self.frontier, self.scheduler, self.pool = frontier, scheduler, pool
@@ -111,6 +114,7 @@ class Engine:
         )
         self.metrics = metrics  # --metrics-port: given a snapshot every INTERVAL
         self.steering = steering  # the job's control commands (pause, set...)
+        self.live = live  # DIR/live.json, for ``mpcrawler web``
         self._metrics_due = 0.0
         self._at_start: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self.stop_requested = self.abort = self.finished = False
@@ -158,6 +162,8 @@ class Engine:
             if self.metrics is not None and now >= self._metrics_due:
                 self._metrics_due = now + METRICS_INTERVAL
                 self.metrics.publish(self.metrics_snapshot())
+            if self.live is not None and now >= self.live.due:
+                self.live.update(now, self.states())
             if not self.stop_requested and (
                 spent := self.budget.spent(now - started, self.counters.run_bytes)
             ):

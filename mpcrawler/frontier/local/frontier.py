@@ -327,6 +327,10 @@ class LocalFrontier:
     def __len__(self) -> int:
         return len(self.queue)
 
+    def queued_of(self, host: str) -> int:
+        """URLs of ``host`` (``scheme://host[:port]``) queued (the web view's)."""
+        return self.queue.queued_of(host)
+
     @property
     def taken(self) -> int:
         return self.queue.taken

@@ -250,6 +250,11 @@ class UrlQueueManager:
         """Until when ``host`` is blocked (0: not blocked)."""
         return self._lanes.blocked.get(host)
 
+    def queued_of(self, host: str) -> int:
+        """URLs of ``host`` in memory and in blocks (tombstones counted until read)."""
+        found = self._lanes.hosts.get(host)
+        return 0 if found is None else found.size
+
     def __len__(self) -> int:
         lanes = self._lanes
         # (never below 0: tombstones of URLs a damaged file lost count until drained)
