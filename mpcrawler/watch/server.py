@@ -42,6 +42,7 @@ import ipaddress
 import json
 import logging
 import os
+import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -61,6 +62,7 @@ EVENT_INTERVAL = 1.0  # seconds between two events of a view
 SEND_TIMEOUT = 10.0  # seconds a view may take to take an event
 ANSWER_WAIT = 5.0  # seconds a button waits for the crawl's answer
 MAX_BODY = 1 << 20  # bytes of a POST
+SHUTDOWN_WAIT = 2.0  # seconds the requests in progress have to end at a stop
 STATIC = {
     "app.js": "application/javascript",
     "app.css": "text/css",
@@ -96,6 +98,7 @@ class WebApp:
         self.token = token
         self._status: tuple[float, dict[str, Any]] | None = None
         self.views = 0  # event streams open
+        self.closing = False  # stopping: the event streams end
 
     async def status(self) -> dict[str, Any]:
         """The status, read at most every STATUS_TTL seconds for every view."""
@@ -205,7 +208,7 @@ async def api_events(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     state.views += 1
     try:
-        while True:
+        while not state.closing:
             data = json.dumps(await state.status())
             await asyncio.wait_for(response.write(f"data: {data}\n\n".encode()), SEND_TIMEOUT)
             await asyncio.sleep(EVENT_INTERVAL)
@@ -286,25 +289,33 @@ def serve(
     parent: int | None = None,
 ) -> None:
     """Serve the page on ``sock`` until a stop signal (or, with ``parent``,
-    until that process is gone); ``ready(url)`` once listening."""
-    app = make_app(WebApp(source, token))
+    until that process is gone); ``ready(url)`` once listening.  At a stop
+    the requests in progress have SHUTDOWN_WAIT seconds to end: a button
+    whose command stopped the crawl gets its answer."""
+    state = WebApp(source, token)
+    app = make_app(state)
 
     async def main() -> None:
-        runner = web.AppRunner(app, handle_signals=True, access_log=None)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=SHUTDOWN_WAIT
+        )
         await runner.setup()
-        site = web.SockSite(runner, sock, shutdown_timeout=1.0)
+        site = web.SockSite(runner, sock)
         await site.start()
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         ready(f"http://{shown}:{port}/")
-        try:
-            while parent is None or _alive(parent):
-                await asyncio.sleep(1.0)
-        finally:
-            await runner.cleanup()
+        while not stop.is_set() and (parent is None or _alive(parent)):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+        state.closing = True  # the event streams end; a button waiting for its answer gets it
+        await runner.cleanup()
 
-    with contextlib.suppress(KeyboardInterrupt, web.GracefulExit):
-        asyncio.run(main())
+    asyncio.run(main())
 
 
 def _alive(pid: int) -> bool:
