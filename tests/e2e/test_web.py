@@ -123,6 +123,12 @@ def test_the_page_shows_a_crawl_and_steers_it_across_a_kill(tmp_path: Path) -> N
                 resumed = press(page, "Resume", "resume: applied")
                 assert wait_for(lambda: any(h.start > resumed for h in [*a_hits, *b_hits]), 10)
 
+                # A delay out of bounds is refused with why; one within is applied.
+                page.get_by_role("spinbutton", name="Delay (s)").fill("-1")
+                press(page, "Set delay", "set: set delay: must not be negative")
+                page.get_by_role("spinbutton", name="Delay (s)").fill("0.01")
+                press(page, "Set delay", "set: applied")
+
                 # Pause host B, from its name in the form.
                 assert wait_for(lambda: len(b_hits) >= 3, 20), "host B was never reached"
                 page.get_by_role("textbox", name="Host").fill("127.0.0.2")
