@@ -74,6 +74,7 @@ __all__ = [
     "SHOWN_URLS",
     "Command",
     "Inbox",
+    "answer_of",
     "answers",
     "command_json",
     "first_few",
@@ -85,6 +86,7 @@ __all__ = [
     "parse_set",
     "public",
     "read_command",
+    "send_to_job",
     "write_command",
 ]
 
@@ -287,6 +289,26 @@ def write_command(job_dir: str | Path, name: str, args: dict[str, Any]) -> str:
     staged.write_text(text, encoding="utf-8")
     os.replace(staged, inbox / staged.name)
     return str(data["id"])
+
+
+def send_to_job(
+    job_dir: str | Path, name: str, args: dict[str, Any], running: bool
+) -> tuple[str, str | None]:
+    """Check a command as the crawl will (``parse_command``) and put it in
+    the job's inbox: its id, and its answer now if the crawl will give none
+    (it is not ``running``: applied at its next start).  ValueError in one
+    line: a command the crawl would refuse, a ``stop`` to a crawl that is
+    not running, one larger than the crawl reads."""
+    parse_command({"command": name, "args": args})
+    if name == "stop" and not running:
+        raise ValueError(f"the crawl of {job_dir} is not running: nothing to stop")
+    ident = write_command(job_dir, name, args)
+    return ident, None if running else "the crawl is not running; applied at its next start"
+
+
+def answer_of(job_dir: str | Path, ident: str) -> str | None:
+    """The crawl's answer to the command ``ident``, once it gave it."""
+    return next((str(a["answer"]) for a in answers(job_dir, 50) if a.get("id") == ident), None)
 
 
 def answers(job_dir: str | Path, last: int = 10) -> list[dict[str, Any]]:

@@ -89,7 +89,7 @@ def run_control(args: argparse.Namespace) -> int:
     """Put a command in a job's inbox (or a shared crawl's); wait (bounded)
     for the answer of the running crawl (of every live node).  Exit 0
     applied (or queued for the next start), 1 refused."""
-    from ..control import answers, write_command
+    from ..control import answer_of, send_to_job
     from ..output.jobdir import JobDir
 
     job_dir, action, values = _control_command(args)
@@ -98,20 +98,14 @@ def run_control(args: argparse.Namespace) -> int:
     job = JobDir(job_dir)
     if not job.exists() and not job.started():
         raise UsageError(f"{job_dir} is not a job directory (no job.json)")
-    running = job.running_pid() is not None
-    if action == "stop" and not running:
-        raise UsageError(f"the crawl of {job_dir} is not running: nothing to stop")
     try:
-        ident = write_command(job_dir, action, values)
-    except ValueError as exc:  # larger than the crawl reads
+        ident, now = send_to_job(job_dir, action, values, job.running_pid() is not None)
+    except ValueError as exc:  # not running, or larger than the crawl reads
         raise UsageError(str(exc)) from None
-    if not running:
-        print(f"{action}: the crawl is not running; applied at its next start")
+    if now is not None:
+        print(f"{action}: {now}")
         return EXIT_OK
-    found = _wait_for(
-        lambda: next((a["answer"] for a in answers(job_dir, 50) if a.get("id") == ident), None),
-        args.wait,
-    )
+    found = _wait_for(lambda: answer_of(job_dir, ident), args.wait)
     if found is None:  # it waits in the inbox: the crawl answers it when it reads it
         print(f"{action}: sent; no answer within {args.wait:g} s (see status)")
         return EXIT_ERROR

@@ -17,8 +17,8 @@ heartbeat, :func:`mpcrawler.frontier.redis.status.crawl_status`); its pages
 are in each node's job dir, so it has none to list.
 
 Both send the buttons' commands through the control path (a job dir's
-inbox, or the crawl's commands in Redis): ``send`` checks and writes one,
-and ``answer`` finds its answer once the crawl gave it.
+inbox, or the crawl's commands in Redis): ``send`` checks one as the crawl
+will and writes it, and ``answer`` finds its answer once the crawl gave it.
 """
 
 from __future__ import annotations
@@ -30,18 +30,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..control import (
-    HOST_COMMANDS,
-    answers,
-    parse_exclude,
-    parse_host,
-    parse_seeds,
-    parse_set,
-    write_command,
-)
+from ..control import answer_of, answers, parse_command, send_to_job
 from .live import FILE
 
-__all__ = ["CHUNK", "MAX_SCAN", "JobSource", "SharedSource", "checked_command", "record_row"]
+__all__ = ["CHUNK", "MAX_SCAN", "JobSource", "SharedSource", "record_row"]
 
 CHUNK = 1 << 20  # bytes of the journal read at a time, from its end
 MAX_SCAN = 64 << 20  # bytes of the journal a search reads at most
@@ -57,27 +49,6 @@ FIELDS = (
     "content_type",
     "depth",
 )
-
-
-def checked_command(name: Any, args: Any) -> tuple[str, dict[str, Any]]:
-    """A button's command, checked as ``mpcrawler control`` checks it:
-    (name, args); ValueError in one line."""
-    if not isinstance(args, dict):
-        raise ValueError("args must be an object")
-    if name in ("pause", "resume", "stop"):
-        if args:
-            raise ValueError(f"{name} takes no arguments")
-        return name, {}
-    if name == "set":
-        parse_set([f"{k}={v}" for k, v in args.items()])
-        return name, {k: str(v) for k, v in args.items()}
-    if name in HOST_COMMANDS:
-        return name, {"host": parse_host(args.get("host"))}
-    if name == "exclude":
-        return name, {"regex": parse_exclude(args.get("regex"))}
-    if name == "add-seeds":
-        return name, parse_seeds(args.get("urls"), args.get("priority", 0))
-    raise ValueError(f"unknown command {str(name)[:40]!r}")
 
 
 def record_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -217,20 +188,12 @@ class JobSource:
         return {"query": query, "pages": found, "complete": complete}
 
     def send(self, name: str, args: dict[str, Any]) -> tuple[str, str | None]:
-        """Write the command; (its id, the answer now if there will be none
-        from the crawl: it is not running)."""
-        if name == "stop" and not self.running():
-            raise ValueError("the crawl is not running: nothing to stop")
-        ident = write_command(self.path, name, args)
-        if not self.running():
-            return ident, f"{name}: the crawl is not running; applied at its next start"
-        return ident, None
+        """Check and write the command (``control.send_to_job``): its id, and
+        its answer now if the crawl will give none; ValueError in one line."""
+        return send_to_job(self.path, name, args, self.running())
 
     def answer(self, ident: str) -> str | None:
-        for found in answers(self.path, 50):
-            if found.get("id") == ident:
-                return str(found.get("answer"))
-        return None
+        return answer_of(self.path, ident)
 
 
 class SharedSource:
@@ -265,12 +228,13 @@ class SharedSource:
     def send(self, name: str, args: dict[str, Any]) -> tuple[str, str | None]:
         from ..frontier.redis.commands import live_nodes, send
 
+        parse_command({"command": name, "args": args})  # as every node will check it
         nodes = live_nodes(self.client, self.prefix)
         if name == "stop" and not nodes:
             raise ValueError(f"no node of crawl {self.crawl!r} is running: nothing to stop")
         ident = send(self.client, self.prefix, name, args)
         if not nodes:
-            return ident, f"{name}: no node is running; each applies it at its start"
+            return ident, "no node is running; each applies it at its start"
         return ident, None
 
     def answer(self, ident: str) -> str | None:

@@ -1,5 +1,5 @@
 """The web view's parts without a server: the live file's bounded view, the
-journal read backwards, and the buttons' commands checked."""
+journal read backwards, and the buttons' commands checked and sent."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mpcrawler.control import parse_command, send_to_job
 from mpcrawler.master.counters import Counters
 from mpcrawler.master.request import Request
 from mpcrawler.master.scheduler import Scheduler
@@ -18,7 +19,7 @@ from mpcrawler.output.jobdir import JobState
 from mpcrawler.settings import Settings
 from mpcrawler.watch import reader
 from mpcrawler.watch.live import HISTORY, TOP, LiveFile, Parts, view
-from mpcrawler.watch.reader import JobSource, checked_command, lines_backwards
+from mpcrawler.watch.reader import JobSource, lines_backwards
 
 
 class Counting(dict):  # type: ignore[type-arg]
@@ -130,22 +131,23 @@ def test_a_search_reads_a_bounded_part_of_the_journal(
 
 
 @pytest.mark.parametrize(
-    ("name", "args", "expected"),
+    ("name", "args"),
     [
-        ("pause", {}, ("pause", {})),
-        ("set", {"delay": 0.5}, ("set", {"delay": "0.5"})),
-        (
-            "pause-host",
-            {"host": "HTTP://Example.com:81/x"},
-            ("pause-host", {"host": "example.com"}),
-        ),
-        ("resume-host", {"host": "127.0.0.2"}, ("resume-host", {"host": "127.0.0.2"})),
+        ("pause", {}),
+        ("set", {"delay": 0.5}),
+        ("pause-host", {"host": "HTTP://Example.com:81/x"}),
+        ("resume-host", {"host": "127.0.0.2"}),
     ],
 )
-def test_a_buttons_command_is_checked_as_control_checks_it(
-    name: str, args: dict[str, Any], expected: tuple[str, dict[str, Any]]
+def test_a_buttons_command_goes_to_the_inbox_as_sent(
+    tmp_path: Path, name: str, args: dict[str, Any]
 ) -> None:
-    assert checked_command(name, args) == expected
+    ident, now = send_to_job(tmp_path, name, args, running=False)
+    assert now == "the crawl is not running; applied at its next start"
+    [written] = (tmp_path / "control" / "inbox").iterdir()
+    data = json.loads(written.read_text())
+    assert data["id"] == ident and (data["command"], data["args"]) == (name, args)
+    assert parse_command(data).name == name
 
 
 @pytest.mark.parametrize(
@@ -156,9 +158,12 @@ def test_a_buttons_command_is_checked_as_control_checks_it(
         ("set", {"speed": 3}, "not NAME=VALUE"),
         ("pause-host", {}, "need a HOST"),
         ("explode", {}, "unknown command"),
-        ("pause", [], "args must be an object"),
+        ("stop", {}, "is not running: nothing to stop"),
     ],
 )
-def test_a_bad_command_is_refused_in_one_line(name: str, args: Any, why: str) -> None:
+def test_a_bad_command_is_refused_in_one_line_and_not_written(
+    tmp_path: Path, name: str, args: Any, why: str
+) -> None:
     with pytest.raises(ValueError, match=why):
-        checked_command(name, args)
+        send_to_job(tmp_path, name, args, running=False)
+    assert not (tmp_path / "control").exists()
