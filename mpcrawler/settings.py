@@ -740,19 +740,25 @@ class Settings:
         (the Redis URL's and the hosts' passwords are ``***``) unless
         ``secrets`` (for the workers, over their pipes, never to a file)."""
         data = dataclasses.asdict(self)
-        if secrets:
-            return data
-        if self.redis:
-            data["redis"] = redact_url(self.redis)
-        data["credentials"] = {host: [user, "***"] for host, (user, _) in self.credentials.items()}
-        data["headers"] = [
-            f"{name}: ***" if name.lower() in SECRET_HEADERS else f"{name}: {value}"
-            for name, value in self.header_pairs()
-        ]
-        if self.proxy:
-            data["proxy"] = redact_url(self.proxy)
-        data["out"] = [redact_url(spec) for spec in self.out]
+        if not secrets:
+            data.update((name, self.public(name)) for name in SECRET_FIELDS)
         return data
+
+    def public(self, name: str) -> Any:
+        """The setting ``name`` as ``to_dict`` writes it: its secrets ``***``."""
+        value = getattr(self, name)
+        if name in ("redis", "proxy"):
+            return redact_url(value) if value else value
+        if name == "credentials":
+            return {host: [user, "***"] for host, (user, _) in value.items()}
+        if name == "headers":
+            return [
+                f"{header}: ***" if header.lower() in SECRET_HEADERS else f"{header}: {text}"
+                for header, text in self.header_pairs()
+            ]
+        if name == "out":
+            return [redact_url(spec) for spec in value]
+        return value
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
@@ -899,6 +905,8 @@ def _proxy_host(url: str) -> bool:
 
 # Headers whose values are secrets: job.json, --print-config and the log show ***.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+# The settings that may hold a secret: ``Settings.public`` writes them without it.
+SECRET_FIELDS = ("redis", "proxy", "credentials", "headers", "out")
 
 # The option table: each command-line option's field name and how it is given.
 OPTIONS: dict[str, Option] = {

@@ -109,7 +109,7 @@ def view(parts: Parts, states: dict[str, int], now: float, started: float) -> di
         "paused": state.paused,
         "hosts": hosts(parts, now),
         "workers": workers(parts),
-        "settings": {name: shown(getattr(s, name, None)) for name in SHOWN},
+        "settings": {name: shown(s.public(name)) for name in SHOWN},
         "budget": budget(parts, elapsed),
         "journal": str(parts.journal),
     }
