@@ -30,6 +30,7 @@ from ..web import requisites
 from ..web.extract import extract
 from ..web.fingerprint import text_digest
 from ..web.language import page_language
+from ..web.metadata import page_metadata
 from ..web.pagerobots import agent_token, rel_tokens
 from ..web.pdf import PdfContent, PdfError, is_pdf, read_pdf
 from ..web.render import Signals, signals
@@ -185,9 +186,13 @@ class Analyzer(Module):
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
 
-    def main_content(self, root: Any, base: str, response: Response) -> dict[str, Any]:
+    def main_content(
+        self, root: Any, base: str, response: Response, metadata: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """--extract: the record's fields of the main content of the page
-        whose lxml tree is ``root`` (cut down: call it last)."""
+        whose lxml tree is ``root`` (cut down: call it last), with its
+        metadata (``web.metadata``: read here unless ``metadata`` was read
+        before anything was cut from the tree)."""
         declarations = [root.get("lang"), root.get("xml:lang")] if isinstance(root.tag, str) else []
         declarations += [
             m.get("content")
@@ -195,6 +200,8 @@ class Analyzer(Module):
             if (m.get("http-equiv") or "").strip().lower() == "content-language"
         ]
         declarations.append(response.headers.get("content-language"))
+        if metadata is None:
+            metadata = page_metadata(root, base)  # before extract, which cuts the tree
         content = extract(root, base)
         return self.capped(
             {
@@ -202,6 +209,7 @@ class Analyzer(Module):
                 "markdown": content.markdown,
                 "lang": page_language(declarations, content.text),
                 "text_digest": text_digest(content.text),
+                **metadata,
             }
         )
 
@@ -463,13 +471,14 @@ class LxmlAnalyzer(HtmlAnalyzer):
                         tag, element.get, lambda e=element: "".join(e.itertext())
                     )
         found = signals(root) if self.signals else None  # before anything is cut
+        metadata = page_metadata(root, base) if self.extracts else None  # (its JSON-LD too)
         text = None
         if self.texts:  # late: it strips the hidden elements from the tree
             etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
             text = etree.tostring(root, method="text", encoding=str)
         item: dict[str, Any] = {"title": title or None, "encoding": encoding}
         if self.extracts:  # last: it cuts the boilerplate from the tree
-            item.update(self.main_content(root, base, response))
+            item.update(self.main_content(root, base, response, metadata))
         return Analysis(
             base=base,
             links=links,
