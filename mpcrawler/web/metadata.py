@@ -138,14 +138,11 @@ _ITEMPROP = {
     "author": "author",
     "keywords": "tags",
 }
+# ("yline" and "uthor": any case of their first letter, at the cost of one
+# contains() each; translate() to lower case cost a pass of its own per element)
 _BYLINE_XPATH = (
-    "//*[@rel='author' or @itemprop='author' or "
-    "contains(translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), "
-    "'byline') or "
-    "contains(translate(@class, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), "
-    "'author') or "
-    "contains(translate(@id, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'), "
-    "'byline')]"
+    "//*[@rel='author' or @itemprop='author' or contains(@class, 'yline') "
+    "or contains(@class, 'uthor') or contains(@id, 'yline')]"
 )
 _BY = re.compile(r"^\s*(?:by|von|par|por|door|di|av)\s*[:\-]?\s+", re.I)
 _BY_INSIDE = re.compile(r"\s(?:by|von|par|por)\s+(?=[A-ZÀ-Þ])", re.I)
@@ -170,14 +167,17 @@ _TEXT_DATES = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%B %d %Y", "%Y
 def page_metadata(root: Any, base: str) -> dict[str, Any]:
     """The fields of FIELDS the page says (only those), from the lxml tree
     ``root`` (not changed), URLs made absolute against ``base``."""
+    tags: dict[str, list[Any]] = {"meta": [], "link": [], "script": [], "time": []}
+    for element in root.iter("meta", "link", "script", "time"):  # one walk of the tree
+        tags[element.tag].append(element)
     found: dict[str, Any] = {}
-    _take(found, _json_ld(root))
-    metas = _metas(root)
+    _take(found, _json_ld(tags["script"]))
+    metas = _metas(tags["meta"])
     for table in (_OPEN_GRAPH, _DUBLIN_CORE, _META):
         _take(found, _from_metas(metas, table))
-    _take(found, _links(root))
+    _take(found, _links(tags["link"]))
     if "published" not in found or "modified" not in found:
-        _take(found, _times(root))
+        _take(found, _times(tags["time"]))
     if "author" not in found:
         _take(found, _byline(root))
     return _cleaned(found, base)
@@ -191,13 +191,10 @@ def _take(found: dict[str, Any], offered: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------- JSON-LD
-def _json_ld(root: Any) -> dict[str, Any]:
-    """The fields of the page's most trusted JSON-LD object."""
+def _json_ld(scripts: list[Any]) -> dict[str, Any]:
+    """The fields of the most trusted JSON-LD object of the page's ``scripts``."""
     objects: list[dict[str, Any]] = []
-    scripts = root.xpath(
-        "//script[translate(@type, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
-        "='application/ld+json']"
-    )
+    scripts = [s for s in scripts if (s.get("type") or "").strip().lower() == "application/ld+json"]
     for script in scripts[:MAX_SCRIPTS]:
         text = script.text or ""
         if len(text) > MAX_SCRIPT_BYTES:
@@ -295,11 +292,11 @@ def _ld_fields(item: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ meta
-def _metas(root: Any) -> list[tuple[str, str]]:
-    """Every ``<meta>``'s (name, property or itemprop, lower case, ``dc:``
+def _metas(metas: list[Any]) -> list[tuple[str, str]]:
+    """Each ``<meta>``'s (name, property or itemprop, lower case, ``dc:``
     written ``dc.``; content); an attribute of several names gives each."""
     found = []
-    for meta in root.iter("meta"):
+    for meta in metas:
         content = meta.get("content")
         if content is None:
             continue
@@ -326,9 +323,9 @@ def _from_metas(metas: list[tuple[str, str]], table: dict[str, str]) -> dict[str
     return fields
 
 
-def _links(root: Any) -> dict[str, Any]:
+def _links(links: list[Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
-    for link in root.iter("link"):
+    for link in links:
         rels = (link.get("rel") or "").lower().split()
         href = link.get("href")
         if not href:
@@ -340,12 +337,12 @@ def _links(root: Any) -> dict[str, Any]:
     return fields
 
 
-def _times(root: Any) -> dict[str, Any]:
+def _times(times: list[Any]) -> dict[str, Any]:
     """``<time datetime>``: the one marked published (or modified), else the
     first in the page's article or header."""
     fields: dict[str, Any] = {}
     first = None
-    for time in root.iter("time"):
+    for time in times:
         stamp = time.get("datetime")
         if not stamp:
             continue
