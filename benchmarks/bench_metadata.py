@@ -6,11 +6,13 @@ trafilatura's metadata, where installed.
     python benchmarks/bench_metadata.py --corpus /tmp/readability/test/test-pages
 
 Each page's ``source.html`` is read as UTF-8 and its ``expected-metadata.json``
-gives the answers: ``byline`` (our ``author``), ``siteName`` (``site_name``),
+gives the answers: ``title`` (scored twice: the record's ``title``, the
+page's ``<title>`` as it is, and ``--extract``'s ``headline``), ``byline``
+(our ``author``), ``siteName`` (``site_name``),
 ``publishedTime`` (``published``) and ``excerpt`` (``description``).  A
 field is scored on the pages whose answer is not empty:
 
-* a byline, a site name or an excerpt is right when it has the same words
+* a title, a byline, a site name or an excerpt is right when it has the same words
   (case, punctuation and a leading "By" aside);
 * a published time is right when it is the same instant (the same day when
   either side has no time).
@@ -41,6 +43,8 @@ from mpcrawler.web.metadata import iso_date, page_metadata
 
 BASE = "http://fakehost/test/page.html"
 FIELDS = {
+    "title": "title",
+    "title (headline)": "headline",
     "byline": "author",
     "siteName": "site_name",
     "publishedTime": "published",
@@ -65,7 +69,12 @@ def same_time(got: Any, want: str) -> bool:
 
 
 def ours(html: str) -> dict[str, Any]:
-    return page_metadata(lxml.html.document_fromstring(html), BASE)
+    """The record's fields: its ``title`` (the page's ``<title>``, as every
+    record has it) and the metadata ``--extract`` adds."""
+    root = lxml.html.document_fromstring(html)
+    title = next((" ".join(t.split()) for t in root.xpath("//title/text()")), None)
+    found = page_metadata(root, BASE)
+    return {"title": title, **found}
 
 
 def htmldate_of() -> Callable[[str], dict[str, Any]] | None:
@@ -92,6 +101,8 @@ def trafilatura_of() -> Callable[[str], dict[str, Any]] | None:
         if found is None:
             return {}
         return {
+            "title": found.title,
+            "headline": found.title,
             "author": found.author,
             "site_name": found.sitename,
             "published": found.date,

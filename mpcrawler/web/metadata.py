@@ -44,7 +44,8 @@ from ada_url import join_url
 __all__ = ["FIELDS", "byline_name", "iso_date", "page_metadata"]
 
 FIELDS = (
-    "author", "published", "modified", "description", "site_name", "canonical", "image", "tags",
+    "headline", "author", "published", "modified", "description", "site_name", "canonical",
+    "image", "tags",
 )  # fmt: skip
 MAX_SCRIPTS = 16
 MAX_SCRIPT_BYTES = 1 << 20
@@ -60,6 +61,7 @@ _ARTICLE_TYPES = frozenset(
      "socialmediaposting", "liveblogposting", "posting", "review", "recipe", "howto"}
 )  # fmt: skip
 _LD_FIELDS = (
+    ("headline", "headline"),
     ("datePublished", "published"),
     ("dateCreated", "published"),
     ("dateModified", "modified"),
@@ -69,6 +71,7 @@ _PAGE_TYPES = frozenset({"webpage", "itempage", "aboutpage", "collectionpage", "
 
 # <meta name|property> (lower case) -> field, by source (each list in order of trust)
 _OPEN_GRAPH = {
+    "og:title": "headline",
     "og:description": "description",
     "og:site_name": "site_name",
     "og:url": "canonical",
@@ -82,6 +85,8 @@ _OPEN_GRAPH = {
     "article:tag": "tags",
 }
 _DUBLIN_CORE = {
+    "dc.title": "headline",
+    "dcterms.title": "headline",
     "dc.creator": "author",
     "dcterms.creator": "author",
     "dc.date": "published",
@@ -99,6 +104,10 @@ _DUBLIN_CORE = {
     "dcterms.subject": "tags",
 }
 _META = {
+    "twitter:title": "headline",
+    "parsely-title": "headline",
+    "citation_title": "headline",
+    "sailthru.title": "headline",
     "author": "author",
     "byl": "author",
     "citation_author": "author",
@@ -160,6 +169,7 @@ _MONTH_AT_END = re.compile(  # a date's month, when a digit followed it
 _NOT_BYLINES = ("about", "last updated", "updated", "posted", "published", "follow")
 MAX_NAME_WORDS = 8  # a byline longer than this is a sentence
 _SPACES = re.compile(r"\s+")
+_TITLE_SEPARATOR = re.compile(r"\s+(?:[|\-\u2013\u2014»·]|::)\s+")
 _WRAPPERS = re.compile(r"^\s*(?://\s*)?(?:<!\[CDATA\[|<!--)|(?://\s*)?(?:\]\]>|-->)\s*$")
 _TEXT_DATES = ("%B %d, %Y", "%b %d, %Y", "%d %B %Y", "%d %b %Y", "%B %d %Y", "%Y/%m/%d", "%d.%m.%Y")
 
@@ -180,7 +190,29 @@ def page_metadata(root: Any, base: str) -> dict[str, Any]:
         _take(found, _times(tags["time"]))
     if "author" not in found:
         _take(found, _byline(root))
+    if "headline" not in found:
+        _take(found, {"headline": _title_alone(root, found.get("site_name"))})
     return _cleaned(found, base)
+
+
+def _title_alone(root: Any, site: Any) -> str | None:
+    """The page's ``<title>`` without the site's name: the part of it, cut
+    at a separator (" | ", " - ", " — ", " :: ", " » "), that is not the
+    site's name, or else the first part if it is long enough to be one."""
+    title = next((t for t in root.iter("title")), None)
+    text = _one_line(" ".join(title.itertext())) if title is not None else ""
+    parts = [p.strip() for p in _TITLE_SEPARATOR.split(text) if p.strip()]
+    if len(parts) < 2:
+        return text or None
+    site_words = _words(site) if isinstance(site, str) else ""
+    kept = [p for p in parts if _words(p) != site_words]
+    if site_words and len(kept) < len(parts):
+        return " - ".join(kept) if len(kept) > 1 else kept[0] if kept else text
+    return parts[0] if len(parts[0].split()) >= 3 else text
+
+
+def _words(text: str) -> str:
+    return re.sub(r"\W+", " ", text).strip().lower()
 
 
 def _take(found: dict[str, Any], offered: dict[str, Any]) -> None:
