@@ -31,6 +31,7 @@ _EXPORTS = {
     "JsonLinesPipeline": "output.pipelines",
     "Pipeline": "output.pipelines",
     "Settings": "settings",
+    "extract": "extractor",
 }
 
 __all__ = [
@@ -54,10 +55,12 @@ __all__ = [
     "UrlInfo",
     "UrlQueueManager",
     "__version__",
+    "extract",
 ]
 
 if TYPE_CHECKING:
     from .errors import DownloadError, MpcrawlerError
+    from .extractor import extract
     from .frontier import Frontier, LocalFrontier, SeenSet, UrlInfo, UrlQueueManager
     from .master.crawler import Crawler, CrawlResult
     from .messages import Link

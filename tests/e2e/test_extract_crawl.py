@@ -4,6 +4,7 @@ conversion records read with warcio and checked by `warcio check`."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from mpcrawler.web.fingerprint import text_digest
 
 GOLD = {p.file: p for p in gold_pages(Path(__file__).resolve().parent.parent / "data" / "extract")}
 PDF_ACCEPTED = ("--accept-type", "text/html,application/pdf")
+DATA = Path(__file__).resolve().parent.parent / "data" / "metadata"  # Readability's pages
 
 
 def pdf(base: str, password: str | None = None) -> bytes:
@@ -266,3 +268,28 @@ def test_a_big_page_is_read_whole_for_its_links_and_in_part_for_its_text(
     assert big["links"] == 51 and big["text_truncated"] is True  # (distinct links)
     assert len(big["text"]) == 100 * 1024 and big["text"].startswith("Paragraph 0 of the big page")
     assert counts["/last"] == 1 and all(counts[f"/to/{m}"] == 1 for m in range(50)), counts
+
+
+def test_the_public_extract_gives_what_a_crawl_records(tmp_path: Path) -> None:
+    """``mpcrawler.extract(html, url)``: the fields of the record the crawl
+    of the same page wrote, metadata included, for bytes and for str."""
+    import mpcrawler
+
+    sample = DATA / "gitlab-blog"
+    html = gzip.decompress((sample / "source.html.gz").read_bytes())
+    routes = {"/article": lambda h, n: (200, {"Content-Type": "text/html"}, html)}
+    with serve(routes) as site:
+        [record] = crawl_records(
+            site.url + "/article",
+            tmp_path / "job",
+            "--extract",
+            "--analyzer",
+            "lxml",
+            "--max-pages",
+            "1",
+        )
+    found = mpcrawler.extract(html, site.url + "/article")
+    assert found["author"] and found["published"] and found["text"]
+    for name, value in found.items():
+        assert record[name] == value, name
+    assert mpcrawler.extract(html.decode("utf-8"), site.url + "/article") == found
