@@ -267,6 +267,12 @@ class Settings:
     sitemaps: bool = option(
         True, flag="--no-sitemaps", help="do not read the sitemaps that robots.txt names"
     )
+    follow_feeds: bool = option(
+        False,
+        help="fetch the RSS, Atom and JSON feeds pages name (<link rel=alternate>) and queue "
+        "their entries, each with its date as lastmod; a feed given as a seed is read as one "
+        "(pip install 'mpcrawler[feeds]')",
+    )
     warc_dir: str | None = option(
         None,
         flag="--warc",
@@ -701,11 +707,19 @@ class Settings:
         return [e.lstrip(".") for e in comma_list(self.reject_ext)]
 
     def accepted_types(self) -> frozenset[str] | None:
-        """The content types whose bodies are read (None: every type)."""
+        """The content types whose bodies are read (None: every type);
+        with --follow-feeds, feeds' too (and the XML and JSON types a feed
+        may be served as)."""
         if self.accept_type is None:
-            return None if self.warc_dir else frozenset(HTML_TYPES)
-        types = frozenset(comma_list(self.accept_type))
-        return None if "*" in types or "*/*" in types else types
+            types = None if self.warc_dir else frozenset(HTML_TYPES)
+        else:
+            types = frozenset(comma_list(self.accept_type))
+            types = None if "*" in types or "*/*" in types else types
+        if types is not None and self.follow_feeds:
+            from .web.feeds import FEED_TYPES, SNIFF_TYPES
+
+            types |= FEED_TYPES | SNIFF_TYPES
+        return types
 
     def strip_patterns(self) -> list[str]:
         """--strip-query's parameter name globs, lower-case."""
@@ -778,6 +792,14 @@ class Settings:
             raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
         if (self.cdxj or self.wacz) and not self.warc_dir:
             raise ValueError(f"{'--wacz' if self.wacz else '--cdxj'} needs --warc DIR")
+        if self.follow_feeds:
+            import importlib.util
+
+            if importlib.util.find_spec("feedparser") is None:
+                raise ValueError(
+                    "--follow-feeds: the feedparser package is not installed "
+                    "(pip install 'mpcrawler[feeds]')"
+                )
         if (self.redis is None) != (self.crawl is None):
             raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
         if self.redis is not None:

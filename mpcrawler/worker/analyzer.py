@@ -28,6 +28,7 @@ from ..modules import BUILTIN_ANALYZERS, Module
 from ..settings import Settings
 from ..web import requisites
 from ..web.extract import extract
+from ..web.feeds import feed_link
 from ..web.fingerprint import text_digest
 from ..web.language import page_language
 from ..web.metadata import page_metadata
@@ -182,6 +183,7 @@ class Analyzer(Module):
         self.texts = settings.dedup  # and its text (Analysis.text)
         self.extracts = settings.extract  # and its main content (the record's text...)
         self.signals = settings.render == "auto"  # and whether it needs a browser
+        self.feeds = settings.follow_feeds  # and the feeds it names (<link rel=alternate>)
 
     def analyze(self, response: Response) -> Analysis:
         raise NotImplementedError
@@ -306,6 +308,7 @@ class HtmlAnalyzer(Analyzer):
         )
         base = found.base or response.url
         item: dict[str, Any] = {"title": found.title, "encoding": found.encoding}
+        feeds = list(found.feeds) if self.feeds else []
         signals_found = None
         if self.extracts or self.signals:
             root, _ = _lxml_tree(tree_prefix(response.body), found.encoding or response.charset)
@@ -316,7 +319,7 @@ class HtmlAnalyzer(Analyzer):
                 item["text_truncated"] = True  # (of the page's first part only)
         return Analysis(
             base=base,
-            links=list(found.links),
+            links=[*found.links, *feeds],
             item=item,
             metas=found.metas,
             nofollow=found.nofollow,
@@ -374,6 +377,8 @@ class HtmlAnalyzer(Analyzer):
                     and "canonical" in rel_tokens(attrs.get("rel"))
                 ):
                     canonical = str(href).strip()
+                elif self.feeds and (feed := feed_link(attrs.get("rel"), attrs.get("type"), href)):
+                    links.append(feed)
             elif name == "base":
                 href = attrs.get("href")
                 if base is None and href is not None:
@@ -455,9 +460,14 @@ class LxmlAnalyzer(HtmlAnalyzer):
         canonical = None
         for element in root.iter("link"):
             href = element.get("href")
-            if href is not None and "canonical" in rel_tokens(element.get("rel")):
+            if (
+                canonical is None
+                and href is not None
+                and "canonical" in rel_tokens(element.get("rel"))
+            ):
                 canonical = href.strip()
-                break
+            elif self.feeds and (feed := feed_link(element.get("rel"), element.get("type"), href)):
+                links.append(feed)
         title = None
         for element in root.iter("title"):
             title = " ".join(t.strip() for t in element.itertext() if t.strip())

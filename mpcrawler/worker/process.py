@@ -81,7 +81,7 @@ from ..messages import (
 )
 from ..modules import load_object, process_usage
 from ..settings import Settings
-from ..web import requisites, sitemaps
+from ..web import feeds, requisites, sitemaps
 from ..web.filters import FirstSeen, UrlRules
 from ..web.fingerprint import fingerprint
 from ..web.pagerobots import (
@@ -561,6 +561,9 @@ class Worker:
         if result.kind == "sitemap":
             self.read_sitemap(result, response)
             return None
+        if self.settings.follow_feeds and feeds.is_feed(response.content_type, response.body):
+            self.read_feed(result, response)
+            return None
         if self.settings.page_requisites and response.content_type == "text/css":
             self.read_stylesheet(result, response)
             return None
@@ -691,6 +694,32 @@ class Worker:
         result.item = {"sitemap_urls": len(found), "sitemap_children": len(result.sitemaps)}
         if sitemap.dropped:
             result.item["sitemap_dropped"] = sitemap.dropped
+
+    def read_feed(self, result: PageResult, response: Response) -> None:
+        """--follow-feeds: add what a feed lists to ``result``: its entries'
+        links (resolved and in scope), each with its date as ``lastmod``."""
+        if not 200 <= response.status < 300:
+            return
+        try:
+            feed = feeds.parse(response.body, response.url)
+        except feeds.FeedError as exc:
+            result.error, result.error_kind = f"feed: {exc}", "feed"
+            return
+        except Exception as exc:  # feedparser on bytes it did not expect: this feed's error
+            result.error, result.error_kind = f"feed: {type(exc).__name__}: {exc}", "feed"
+            return
+        found: dict[str, int] = {}
+        for link, date in feed.entries:
+            url = self.resolver.canonical(link, response.url)
+            if url is not None and self._allowed(result, url) and url not in found:
+                found[url] = 0
+                if date:
+                    result.lastmods[url] = date
+        result.outlinks = list(found.items())
+        result.links = len(feed.entries)
+        result.item = {"feed": feed.kind, "feed_entries": len(found)}
+        if feed.dropped:
+            result.item["feed_dropped"] = feed.dropped
 
 
 def _header_values(response: Response, name: str) -> list[str]:

@@ -26,6 +26,7 @@ from bs4.dammit import EncodingDetector
 from lxml import etree
 
 from ..web import requisites
+from ..web.feeds import feed_link
 from ..web.pagerobots import rel_tokens
 
 __all__ = [
@@ -93,6 +94,7 @@ class Streamed(NamedTuple):
     canonical: str | None
     embeds: list[tuple[str, str]]
     text: str | None
+    feeds: list[str] = []  # the feeds its <link rel=alternate> name (--follow-feeds)
 
 
 def read_stream(
@@ -143,6 +145,7 @@ class _Events:
         self.base: str | None = None
         self.based = False  # a base with an href was met (only the first counts)
         self.canonical: str | None = None
+        self.feeds: list[str] = []
         self.title: list[str] | None = None  # the first title's text, while and once read
         self.in_title = False
         self.style: dict[str, str] | None = None  # an open <style>'s attributes (requisites)
@@ -176,6 +179,8 @@ class _Events:
                 and "canonical" in rel_tokens(attrib.get("rel"))
             ):
                 self.canonical = href.strip()
+            elif feed := feed_link(attrib.get("rel"), attrib.get("type"), href):
+                self.feeds.append(feed)
         elif tag == "base":
             href = attrib.get("href")
             if not self.based and href is not None:
@@ -221,4 +226,5 @@ class _Events:
             self.canonical,
             self.embeds,
             self.texts.getvalue() if self.keep_text else None,
+            self.feeds,
         )
