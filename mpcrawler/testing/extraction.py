@@ -18,7 +18,13 @@ from lxml import etree
 
 __all__ = ["GoldPage", "boilerplate_share", "f1", "gold_pages", "html_text", "tokens"]
 
-_TOKEN = re.compile(r"\w+")
+# A word; or one character of a script written without spaces (Han, kana,
+# Hangul, Thai...), each its own token, as word tokens would make a whole
+# sentence one token there.
+_TOKEN = re.compile(
+    r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+    r"|[^\W\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+)
 _GOLD = re.compile(r"<!-- gold:start -->(.*?)<!-- gold:end -->", re.DOTALL)
 _HIDDEN = ("script", "style", "template", "noscript")
 
@@ -34,7 +40,8 @@ class GoldPage(NamedTuple):
 
 
 def tokens(text: str) -> collections.Counter[str]:
-    """The bag of lower-case word tokens of ``text``."""
+    """The bag of lower-case word tokens of ``text`` (a character each in
+    the scripts written without spaces)."""
     return collections.Counter(_TOKEN.findall(text.lower()))
 
 

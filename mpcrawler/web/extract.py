@@ -86,6 +86,13 @@ _PLAIN_WEIGHT = 4  # a word outside links weighs this many words in links
 _FAIR_SHARE = 0.25  # a <main> or an <article> holds this much of the text to be the container
 _KEEP_SHARE = 0.6  # boilerplate that holds this much of the page's text is not cut
 _LINK_DENSE = 0.5  # a block with more of its text in links than this is navigation
+# A list of other pages' teasers: _TEASERS items at least, _TEASER_SHARE of them a
+# teaser (_is_teaser: at most _TEASER_WORDS words, headed by a link or an article).
+_TEASERS = 3
+_TEASER_SHARE = 0.7
+_TEASER_WORDS = 120
+_LISTING_SHARE = 0.8  # teaser lists holding more of the container than this: it is a listing
+_ITEM_TAGS = frozenset({"li", "article", "div", "section"})
 _verdicts: dict[str, bool] = {}  # class + id -> names boilerplate (a process's cache)
 
 
@@ -108,6 +115,9 @@ def extract(root: Any, base: str) -> Extracted:
         words = _count_words(body)
         container = _densest(body, words)
         _drop_link_dense(container, words)
+    else:
+        words = _count_words(container)
+    _drop_teaser_lists(container, words)
     writer = _Writer(base)
     writer.node(container)
     return writer.result()
@@ -295,6 +305,43 @@ def _drop_link_dense(container: Any, words: _Words) -> None:
         return
     for element in dense:
         _remove(element)
+
+
+def _drop_teaser_lists(container: Any, words: _Words) -> None:
+    """Drop the lists of other pages' teasers in ``container`` (related
+    stories, a stream, "more from"): a block of at least ``_TEASERS`` items
+    (list items, articles, sections or divs), most of them a teaser, unless
+    such blocks are most of the container (a page that is a listing)."""
+    found: list[Any] = []
+    for element in container.iter("ul", "ol", "div", "section"):
+        if found and found[-1] in element.iterancestors():
+            continue  # (inside a block already found)
+        items = [c for c in element if isinstance(c.tag, str) and c.tag in _ITEM_TAGS]
+        if len(items) < _TEASERS:
+            continue
+        teasers = sum(1 for item in items if _is_teaser(item, words))
+        if teasers >= _TEASERS and teasers >= _TEASER_SHARE * len(items):
+            found.append(element)
+    total = words.all.get(container, 0)
+    if sum(words.all.get(e, 0) for e in found) > _LISTING_SHARE * total:
+        return
+    for element in found:
+        if element is not container:
+            _remove(element)
+
+
+def _is_teaser(item: Any, words: _Words) -> bool:
+    """A short item whose headline is a link to another page (a link in a
+    heading, or a heading in a link), or an article of its own."""
+    size = words.all.get(item, 0)
+    if not size or size > _TEASER_WORDS:
+        return False
+    if item.tag == "article" or item.find(".//article") is not None:
+        return True
+    for heading in item.iter("h1", "h2", "h3", "h4", "h5", "h6"):
+        if heading.find(".//a") is not None or any(a.tag == "a" for a in heading.iterancestors()):
+            return True
+    return False
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
