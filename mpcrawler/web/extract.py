@@ -43,6 +43,7 @@ _DROPPED_TAGS = (
     "script", "style", "template", "noscript", "noframes", "iframe", "svg", "canvas", "button",
     "select", "input", "textarea", "option", "dialog", "object", "embed", "video",
     "audio", "map", "nav", "aside", "img", "picture", "source", "link", "meta", "head",
+    "annotation", "annotation-xml",
 )  # fmt: skip
 _CHROME_ROLES = frozenset(
     {"navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar",
@@ -93,6 +94,15 @@ _TEASER_SHARE = 0.7
 _TEASER_WORDS = 120
 _LISTING_SHARE = 0.8  # teaser lists holding more of the container than this: it is a listing
 _ITEM_TAGS = frozenset({"li", "article", "div", "section"})
+# A heading that names what follows as other pages, not this one's content.
+_OTHER_PAGES = re.compile(
+    r"(related( \w+)?|more (from|on|in|stories|news|like this|to read|articles)\b.*"
+    r"|read (more|next)|recommended( for you)?|you (may|might) (also )?like"
+    r"|most (popular|read|viewed|shared)"
+    r"|trending( now)?|popular( now)?|next on\b.*|also on\b.*|don't miss|latest (news|stories)"
+    r"|further reading|see also)\W*$",
+    re.IGNORECASE,
+)
 _verdicts: dict[str, bool] = {}  # class + id -> names boilerplate (a process's cache)
 
 
@@ -118,6 +128,7 @@ def extract(root: Any, base: str) -> Extracted:
     else:
         words = _count_words(container)
     _drop_teaser_lists(container, words)
+    _drop_headed_boilerplate(container)
     writer = _Writer(base)
     writer.node(container)
     return writer.result()
@@ -327,6 +338,24 @@ def _drop_teaser_lists(container: Any, words: _Words) -> None:
         return
     for element in found:
         if element is not container:
+            _remove(element)
+
+
+def _drop_headed_boilerplate(container: Any) -> None:
+    """Drop the parts of ``container`` that a heading names as other pages
+    ("Related coverage", "More from", "Read next"...): the heading and what
+    follows it up to the next heading of its rank or higher, within its parent."""
+    for heading in list(container.iter(*_HEADINGS)):
+        parent = heading.getparent()
+        if parent is None or not _OTHER_PAGES.match(_one_line(" ".join(heading.itertext()))):
+            continue
+        rank = _HEADINGS[heading.tag]
+        doomed = [heading]
+        for sibling in heading.itersiblings():
+            if isinstance(sibling.tag, str) and _HEADINGS.get(sibling.tag, 7) <= rank:
+                break
+            doomed.append(sibling)
+        for element in doomed:
             _remove(element)
 
 
