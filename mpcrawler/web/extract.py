@@ -94,6 +94,20 @@ _TEASER_SHARE = 0.7
 _TEASER_WORDS = 120
 _LISTING_SHARE = 0.8  # teaser lists holding more of the container than this: it is a listing
 _ITEM_TAGS = frozenset({"li", "article", "div", "section"})
+# Page furniture (_drop_page_furniture): short blocks that are a byline or a
+# widget's word.
+_FURNITURE_TAGS = ("p", "div", "address")
+_QUOTED = frozenset({"pre", "code", "table", "li", "blockquote", "cite", "figcaption"})
+_FURNITURE_WORDS = 14
+_LABEL_CHARS = 8  # a block this short without a letter is a label (a chart's axis, a counter)
+_BYLINE = re.compile(  # "By" and a name: two words or more, each capitalized
+    r"(?i:by|par|por|von|door|di|av)\s+[A-Z\u00c0-\u00de][\w.'\-]*(\s+[A-Z\u00c0-\u00de][\w.'\-]*)+"
+)
+_WIDGET_WORDS = frozenset(
+    {"advertising", "advertisement", "ad", "loading...", "loading", "close", "share",
+     "comments", "view comments", "show comments", "print", "email", "tweet", "sponsored",
+     "skip to content", "jump to navigation jump to search"}
+)  # fmt: skip
 # A heading that names what follows as other pages, not this one's content.
 _OTHER_PAGES = re.compile(
     r"(related( \w+)?|more (from|on|in|stories|news|like this|to read|articles)\b.*"
@@ -129,6 +143,7 @@ def extract(root: Any, base: str) -> Extracted:
         words = _count_words(container)
     _drop_teaser_lists(container, words)
     _drop_headed_boilerplate(container)
+    _drop_page_furniture(container)
     writer = _Writer(base)
     writer.node(container)
     return writer.result()
@@ -356,6 +371,29 @@ def _drop_headed_boilerplate(container: Any) -> None:
                 break
             doomed.append(sibling)
         for element in doomed:
+            _remove(element)
+
+
+def _drop_page_furniture(container: Any) -> None:
+    """Drop the short blocks of ``container`` that are no part of the
+    writing: a byline ("By Ann Writer, Staff Reporter"), a widget's word
+    ("Advertising", "Loading..."), a chart's label ("$915", "'17").  Each is a block of at most
+    _FURNITURE_WORDS words holding no other block, outside code, tables,
+    lists and quotes."""
+    for element in list(container.iter(*_FURNITURE_TAGS)):
+        if element is container or any(
+            isinstance(c.tag, str) and c.tag in _BLOCKS for c in element
+        ):
+            continue
+        text = _one_line(" ".join(element.itertext()))
+        if not text or len(text.split()) > _FURNITURE_WORDS:
+            continue
+        furniture = (
+            _BYLINE.match(text)
+            or text.lower() in _WIDGET_WORDS
+            or (len(text) <= _LABEL_CHARS and not any(c.isalpha() for c in text))
+        )
+        if furniture and not any(a.tag in _QUOTED for a in element.iterancestors()):
             _remove(element)
 
 

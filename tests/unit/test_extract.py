@@ -116,6 +116,50 @@ def test_a_page_of_links_keeps_its_links_and_a_page_of_text_drops_its_link_lists
     assert "Related" not in extract(tree(article), "http://x/").text
 
 
+ARTICLE = "<p>The words of the article itself, one sentence after another one. </p>" * 12
+
+
+def test_a_list_of_other_pages_teasers_is_not_the_article() -> None:
+    """Related stories, a stream: items headed by a link (or articles of
+    their own) are dropped from a declared article; a page that is such a
+    list (a section front) keeps it."""
+    teasers = "<ul class='stream'>" + "".join(
+        f"<li><h3><a href='/s{i}'>Another story number {i}</a></h3><p>Its teaser, short.</p></li>"
+        for i in range(6)
+    ) + "</ul>"  # fmt: skip
+    text = extract(tree(f"<body><article>{ARTICLE}{teasers}</article></body>"), "http://x/").text
+    assert text.count("The words of the article") == 12 and "Another story" not in text
+    front = f"<body><main><h1>Front</h1>{teasers}</main></body>"
+    assert extract(tree(front), "http://x/").text.count("Another story") == 6
+
+
+@pytest.mark.parametrize(
+    "heading", ["Related coverage", "More from Science", "Read next", "Most popular", "See also"]
+)
+def test_a_section_a_heading_names_as_other_pages_is_dropped(heading: str) -> None:
+    page = (
+        f"<body><article><h2>The story</h2>{ARTICLE}<h2>{heading}</h2>"
+        "<p>A paragraph about something else entirely.</p><h2>Notes</h2><p>Kept note.</p>"
+        "</article></body>"
+    )
+    text = extract(tree(page), "http://x/").text
+    assert "something else" not in text and heading not in text
+    assert "Kept note." in text and "The story" in text
+
+
+def test_bylines_widget_words_and_chart_labels_are_no_writing() -> None:
+    page = (
+        "<body><article><div>By Ann Writer, Staff Reporter</div><div>Advertising</div>"
+        f"{ARTICLE}<div>$915</div><p>By the end of the day, the writing went on here.</p>"
+        "<table><tr><td>By Name Here</td><td>$915</td></tr></table></article></body>"
+    )
+    text = extract(tree(page), "http://x/").text
+    assert "Ann Writer" not in text and "Advertising" not in text
+    assert "By the end of the day" in text  # a sentence, not a byline
+    assert "By Name Here | $915" in text  # a table's cells are its data
+    assert text.count("$915") == 1
+
+
 @pytest.mark.parametrize(
     "markup",
     [
