@@ -90,7 +90,7 @@ _LINK_DENSE = 0.5  # a block with more of its text in links than this is navigat
 # A list of other pages' teasers: _TEASERS items at least, _TEASER_SHARE of them a
 # teaser (_is_teaser: at most _TEASER_WORDS words, headed by a link or an article).
 _TEASERS = 3
-_TEASER_SHARE = 0.7
+_TEASER_SHARE = 0.5  # (ads and promos between them are not teasers)
 _TEASER_WORDS = 120
 _LISTING_SHARE = 0.8  # teaser lists holding more of the container than this: it is a listing
 _ITEM_TAGS = frozenset({"li", "article", "div", "section"})
@@ -336,7 +336,7 @@ def _drop_link_dense(container: Any, words: _Words) -> None:
 def _drop_teaser_lists(container: Any, words: _Words) -> None:
     """Drop the lists of other pages' teasers in ``container`` (related
     stories, a stream, "more from"): a block of at least ``_TEASERS`` items
-    (list items, articles, sections or divs), most of them a teaser, unless
+    (list items, articles, sections or divs), half of them teasers or more, unless
     such blocks are most of the container (a page that is a listing)."""
     found: list[Any] = []
     for element in container.iter("ul", "ol", "div", "section"):
