@@ -35,9 +35,9 @@ from typing import Any
 from ..control import Inbox
 from ..errors import FrontierUnavailable, JobDamaged
 from ..frontier import Frontier, LocalFrontier
+from ..frontier.local import Repair
 from ..output.jobdir import JobDir, JobState, write_atomically
 from ..output.pipelines import Pipelines
-from ..output.repair import Repair
 from ..settings import Settings
 from ..testing import faults
 from ..web.patterns import compile_pattern
@@ -197,7 +197,7 @@ class Job:
 
     def _repair(self, reasons: list[str]) -> Repair:
         """--repair: the damage, and what the repair did and lost, said on stderr."""
-        from ..output.repair import repair
+        from ..frontier.local import repair
 
         for reason in reasons:
             log.warning("repair: %s is damaged: %s", self.path, reason)

@@ -246,11 +246,11 @@ class JobDir:
     def damage(
         self, state: JobState, out: Path | None = None, in_flight: int | None = None
     ) -> list[str]:
-        """What is damaged here (see :mod:`mpcrawler.output.integrity`); reads
+        """What is damaged here (see :mod:`mpcrawler.frontier.local.integrity`); reads
         only.  ``in_flight``: the requests the crawl had at once (workers x
         threads), the most a kill can leave recorded and not acked; by
         default as job.json's settings say."""
-        from .integrity import damage
+        from ..frontier.local import damage
 
         if in_flight is None:
             with contextlib.suppress(JobConflict, JobDamaged, TypeError, ValueError):

@@ -196,7 +196,7 @@ def test_frozen_hosts_that_do_not_add_up_are_said_and_refused(tmp_path: Path) ->
     import json
     import sqlite3
 
-    from mpcrawler.output.integrity import frozen_damage
+    from mpcrawler.frontier.local.integrity import frozen_damage
 
     with UrlQueueManager(tmp_path, cache_size=CACHE, fsync=False) as q:
         fill_and_block(q)

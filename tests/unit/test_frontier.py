@@ -307,7 +307,7 @@ def test_verify_finds_a_queue_file_missing_or_cut(tmp_path: Path) -> None:
     """``queue_files_damage`` (verify, status, a resume): every file the
     checkpoint's log and blocks read from is there and long enough, and one
     cut short or removed is named."""
-    from mpcrawler.output.integrity import queue_files_damage
+    from mpcrawler.frontier.local.integrity import queue_files_damage
 
     with UrlQueueManager(tmp_path, cache_size=4, fsync=False) as q:
         for host in ("http://a.test", "http://b.test"):
@@ -468,7 +468,7 @@ def test_a_kill_between_checkpoints_loses_no_seen_url(tmp_path: Path, kill_at: i
     from checkpoint_child import ROUND, url
 
     from mpcrawler.frontier import LocalFrontier
-    from mpcrawler.output.integrity import damage
+    from mpcrawler.frontier.local.integrity import damage
 
     checkpoints = killed_after("checkpoint_child.py", [str(tmp_path)], "CHECKPOINT", kill_at)
     admitted = checkpoints * ROUND  # (the last reported checkpoint's, at least)

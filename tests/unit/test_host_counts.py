@@ -9,7 +9,7 @@ import pytest
 from mpcrawler.errors import JobDamaged
 from mpcrawler.frontier import LocalFrontier
 from mpcrawler.frontier.local.hostcounts import FILE, HostCounts
-from mpcrawler.output.integrity import damage
+from mpcrawler.frontier.local.integrity import damage
 
 
 def test_counts_survive_a_reopening_and_a_flush_writes_only_what_changed(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ class RevisitStore:
         self.next_due = self._first_due()
         # Rows are never deleted: the count only grows.  The job keeps it
         # at each checkpoint, and a file with fewer rows was emptied or cut
-        # (mpcrawler.output.integrity).
+        # (mpcrawler.frontier.local.integrity).
         self.rows = self.count(self.db)
 
     @staticmethod

@@ -1,7 +1,7 @@
 """``--repair``: go on from a damaged job dir with what can be trusted, and say what was lost.
 
 Called by the crawler (:mod:`mpcrawler.master.crawler`) in place of the refusal
-when :func:`mpcrawler.output.integrity.damage` found damage and ``--repair`` was
+when :func:`mpcrawler.frontier.local.integrity.damage` found damage and ``--repair`` was
 given, before the frontier is opened.  What can be trusted are the records
 (``pages.jsonl``: they are what the crawl delivered) and whatever the queue
 can still replay; the seen set is rebuilt from those two, because after a
@@ -37,14 +37,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..frontier import LocalFrontier
-from ..frontier.local.cold import COLD_FILE
-from ..frontier.local.hostcounts import FILE as COUNTS_FILE
-from ..frontier.local.journal import STATE_FILE
-from ..frontier.local.revisits import FILE as REVISITS_FILE
-from ..frontier.local.storage import atomic_write
-from ..web.urls import host_key
+from ...web.urls import host_key
+from .cold import COLD_FILE
+from .frontier import LocalFrontier
+from .hostcounts import FILE as COUNTS_FILE
 from .integrity import frozen_damage
+from .journal import STATE_FILE
+from .revisits import FILE as REVISITS_FILE
+from .storage import atomic_write
 
 __all__ = ["Repair", "repair"]
 

@@ -47,14 +47,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..frontier.local.cold import CHECKPOINT_ROWS, COLD_FILE, lane_blocks, lane_urls
-from ..frontier.local.files import waiting_name
-from ..frontier.local.hostcounts import FILE as COUNTS_FILE
-from ..frontier.local.journal import ACK, BLOCK, STATE_FILE, parse_journal
-from ..frontier.local.revisits import FILE as REVISITS_FILE
-from ..frontier.local.seen import BATCH_FILE as SEEN_BATCH_FILE
-from ..frontier.local.seen import DIGEST_SIZE
-from ..frontier.local.storage import HEADER, MAX_RECORD, split_frames
+from .cold import CHECKPOINT_ROWS, COLD_FILE, lane_blocks, lane_urls
+from .files import waiting_name
+from .hostcounts import FILE as COUNTS_FILE
+from .journal import ACK, BLOCK, STATE_FILE, parse_journal
+from .revisits import FILE as REVISITS_FILE
+from .seen import BATCH_FILE as SEEN_BATCH_FILE
+from .seen import DIGEST_SIZE
+from .storage import HEADER, MAX_RECORD, split_frames
 
 __all__ = [
     "damage",
