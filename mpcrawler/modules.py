@@ -23,6 +23,7 @@ __all__ = [
     "BUILTIN_DOWNLOADERS",
     "BUILTIN_MODULES",
     "MOVED_MODULES",
+    "MOVED_OBJECTS",
     "Module",
     "SerialGenerator",
     "load_object",
@@ -49,6 +50,11 @@ MOVED_MODULES = {
     "mpcrawler.analyzer": "mpcrawler.worker.analyzer",
     "mpcrawler.downloader": "mpcrawler.worker.downloader",
     "mpcrawler.pipelines": "mpcrawler.output.pipelines",
+}
+# Objects that moved within a module's package: the whole path, old -> new.
+MOVED_OBJECTS = {
+    "mpcrawler.worker.downloader:HttpDownloader": "mpcrawler.worker.http:HttpDownloader",
+    "mpcrawler.downloader:HttpDownloader": "mpcrawler.worker.http:HttpDownloader",
 }
 BUILTIN_MODULES = frozenset(
     {
@@ -143,7 +149,9 @@ def object_path(obj: type | str) -> str:
 
 
 def load_object(path: str) -> Any:
-    """Import ``pkg.mod:Name``; raises ValueError with a clear message."""
+    """Import ``pkg.mod:Name`` (where it is now, if it moved: MOVED_OBJECTS,
+    MOVED_MODULES); raises ValueError with a clear message."""
+    path = MOVED_OBJECTS.get(path, path)
     module_name, sep, name = path.partition(":")
     if not sep or not module_name or not name:
         raise ValueError(f"expected pkg.module:Name, got {path!r}")

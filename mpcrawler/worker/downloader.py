@@ -12,8 +12,9 @@ The built-in downloaders live beside it, each with its client:
 :mod:`.http` (``http``, the default, on requests and urllib3) and
 :mod:`.curl` (``curl``, on libcurl).  This module imports neither, so a
 worker loads only its crawl's (the forkserver preloads it:
-``mpcrawler.master.pool.preload``); ``HttpDownloader`` is still found
-here, as before, imported when first asked for.
+``mpcrawler.master.pool.preload``).  A path that names ``HttpDownloader``
+here, as before (a job dir's ``downloader``), is read as the one in
+:mod:`.http` (``modules.MOVED_OBJECTS``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import base64
 import ipaddress
 import resource
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import DownloadError
 from ..modules import Module
@@ -267,13 +267,3 @@ def _is_address(host: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def __getattr__(name: str) -> Any:
-    """``HttpDownloader``, where it was before :mod:`.http` (a plug-in's
-    import, a job dir's ``downloader``), imported on first use (PEP 562)."""
-    if name == "HttpDownloader":
-        from .http import HttpDownloader
-
-        return HttpDownloader
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

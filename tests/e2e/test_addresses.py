@@ -126,7 +126,8 @@ def test_the_connection_checks_where_the_name_led(
     import urllib3.util.connection
 
     from mpcrawler.settings import Settings
-    from mpcrawler.worker.downloader import BlockedAddress, HttpDownloader
+    from mpcrawler.worker.downloader import BlockedAddress
+    from mpcrawler.worker.http import HttpDownloader
 
     sock = FakeSocket(peer)
     monkeypatch.setattr(urllib3.util.connection, "create_connection", lambda *a, **k: sock)

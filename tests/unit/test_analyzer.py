@@ -26,11 +26,11 @@ from mpcrawler.worker.downloader import (
     BodyTooLarge,
     ConnectFailed,
     Downloader,
-    HttpDownloader,
     Response,
     TimedOut,
     parse_content_type,
 )
+from mpcrawler.worker.http import HttpDownloader
 from mpcrawler.worker.links import LinkResolver, document_base
 
 BASE = "http://site.test/dir/page.html"
