@@ -558,14 +558,7 @@ class Worker:
         ``rendered`` already (``navigations``: where its scripts tried to go,
         links too).  A ``document`` was read by the documents thread: what it
         found, or the page's error."""
-        if result.kind == "sitemap":
-            self.read_sitemap(result, response)
-            return None
-        if self.settings.follow_feeds and feeds.is_feed(response.content_type, response.body):
-            self.read_feed(result, response)
-            return None
-        if self.settings.page_requisites and response.content_type == "text/css":
-            self.read_stylesheet(result, response)
+        if self.read_listing(result, response):
             return None
         try:
             analysis = (
@@ -624,6 +617,19 @@ class Worker:
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)
         return None
+
+    def read_listing(self, result: PageResult, response: Response) -> bool:
+        """A body that is no page but lists URLs (a sitemap, a feed, a
+        stylesheet's requisites) is read here, into ``result``: whether it was."""
+        if result.kind == "sitemap":
+            self.read_sitemap(result, response)
+        elif self.settings.follow_feeds and feeds.is_feed(response.content_type, response.body):
+            self.read_feed(result, response)
+        elif self.settings.page_requisites and response.content_type == "text/css":
+            self.read_stylesheet(result, response)
+        else:
+            return False
+        return True
 
     def read_stylesheet(self, result: PageResult, response: Response) -> None:
         """--page-requisites: what a stylesheet needs (its imports, fonts and
