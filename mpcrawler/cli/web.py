@@ -64,7 +64,7 @@ def run_web(args: argparse.Namespace) -> int:
         source = SharedSource(args.redis, args.crawl)  # FrontierError: exit 1
         what = f"crawl {args.crawl!r} on {redact_url(args.redis)}"
     else:
-        if not Path(args.job_dir).is_dir():
+        if args.fd is None and not Path(args.job_dir).is_dir():  # (a crawl's child: being made)
             raise UsageError(f"{args.job_dir} is not a job directory")
         source = JobSource(args.job_dir)
         what = args.job_dir

@@ -257,3 +257,39 @@ def test_a_non_loopback_bind_needs_a_token(finished_job: Path, tmp_path: Path) -
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.count("\n") == 1 and "needs a token" in proc.stderr
     assert not (tmp_path / "j").exists()
+
+
+def test_a_crawls_page_serves_before_its_job_dir_exists(tmp_path: Path) -> None:
+    """The child ``crawl --web-port`` starts may run before the crawl made
+    its job dir: it serves (the state unknown yet), where ``web DIR`` of a
+    missing directory is a usage error."""
+    import socket
+    import subprocess
+    import sys
+
+    missing = tmp_path / "not-yet"
+    assert run_cli("web", str(missing), "--port", "0").returncode == 2
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "mpcrawler",
+        "web",
+        str(missing),
+        "--fd",
+        str(listener.fileno()),
+    ]
+    child = subprocess.Popen(
+        command, pass_fds=(listener.fileno(),), stdout=subprocess.PIPE, text=True
+    )
+    listener.close()
+    try:
+        assert child.stdout is not None and " on http://" in child.stdout.readline()
+        status = requests.get(f"http://127.0.0.1:{port}/api/status", timeout=10).json()
+        assert status["running"] is False and status["pages"] == 0
+    finally:
+        child.terminate()
+        assert child.wait(timeout=30) == 0
