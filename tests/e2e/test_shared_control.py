@@ -225,22 +225,28 @@ def test_the_web_page_of_a_shared_crawl_shows_every_node_and_steers_them(
         wait_until(lambda: _nodes_alive(crawl) == b'["n0", "n1"]', 60, "both nodes alive")
         web = start_cli("web", "--redis", redis_server.url(), "--crawl", crawl, "--port", "0")
         lines = Lines(web)
-        wait_until(lambda: any(" on http://" in line for line in lines.out), 30, "web serving")
-        url = next(line for line in lines.out if " on http://" in line).rsplit(" on ", 1)[1].strip()
-        status = requests.get(url + "api/status", timeout=10).json()
-        assert status["running"] and {row["node"] for row in status["nodes"]} == {"n0", "n1"}
-        host = site.servers[1].url.split("//")[1].split(":")[0]
-        sent = requests.post(
-            url + "api/control",
-            json={"command": "pause-host", "args": {"host": host}},
-            timeout=20,
-        ).json()
-        assert sent["answer"] == "n0: applied; n1: applied", sent
-        assert control(crawl, "stop") == {"n0": "applied", "n1": "applied"}
-        codes = [node.finish() for node in nodes]
-        web.send_signal(signal.SIGTERM)
-        assert web.wait(timeout=30) == 0
-        lines.finish()
+        try:
+            wait_until(lambda: any(" on http://" in line for line in lines.out), 30, "web serving")
+            url = (
+                next(line for line in lines.out if " on http://" in line)
+                .rsplit(" on ", 1)[1]
+                .strip()
+            )
+            status = requests.get(url + "api/status", timeout=10).json()
+            assert status["running"] and {row["node"] for row in status["nodes"]} == {"n0", "n1"}
+            host = site.servers[1].url.split("//")[1].split(":")[0]
+            sent = requests.post(
+                url + "api/control",
+                json={"command": "pause-host", "args": {"host": host}},
+                timeout=20,
+            ).json()
+            assert sent["answer"] == "n0: applied; n1: applied", sent
+            assert control(crawl, "stop") == {"n0": "applied", "n1": "applied"}
+            codes = [node.finish() for node in nodes]
+        finally:  # (a failure above must not leave the page's server running)
+            web.send_signal(signal.SIGTERM)
+            assert web.wait(timeout=30) == 0
+            lines.finish()
     assert codes == [130, 130]
     for node in nodes:
         state = json.loads((node.job / "job.json").read_text())["job"]
