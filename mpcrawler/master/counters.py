@@ -29,7 +29,7 @@ from ..output.jobdir import (
 )
 from ..output.metrics import Snapshot
 
-__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot"]
+__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot", "status_class"]
 
 # Upper bounds (seconds) of the fetch-time histogram (``--metrics-port``).
 FETCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -158,6 +158,11 @@ class Counters:
         }
 
 
+def status_class(status: str) -> str:
+    """A records' status as its class: ``2xx``...; ``none`` and the like as they are."""
+    return f"{status[0]}xx" if status[:1].isdigit() else status
+
+
 def metrics_snapshot(
     counters: Counters,
     at_start: tuple[dict[str, int], dict[str, int]],
@@ -171,8 +176,7 @@ def metrics_snapshot(
     statuses, errors = at_start
     pages: collections.Counter[str] = collections.Counter()
     for status, count in counters.statuses.items():
-        name = f"{status[0]}xx" if status[:1].isdigit() else status
-        pages[name] += count - statuses.get(status, 0)
+        pages[status_class(status)] += count - statuses.get(status, 0)
     cumulative = itertools.accumulate(counters.fetch_counts)
     return Snapshot(
         pages=dict(pages),

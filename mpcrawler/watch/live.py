@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..master.counters import status_class
+
 if TYPE_CHECKING:
     from ..frontier import Frontier
     from ..master.counters import Counters
@@ -92,7 +94,7 @@ def view(parts: Parts, states: dict[str, int], now: float, started: float) -> di
     s, counters, state = parts.settings, parts.counters, parts.state
     statuses: collections.Counter[str] = collections.Counter()
     for status, count in counters.statuses.items():
-        statuses[f"{status[0]}xx" if status[:1].isdigit() else status] += count
+        statuses[status_class(status)] += count
     elapsed = now - started
     return {
         "running": True,

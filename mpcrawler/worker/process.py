@@ -59,7 +59,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -684,22 +684,31 @@ class Worker:
         except sitemaps.SitemapError as exc:
             result.error, result.error_kind = f"sitemap: {exc}", "sitemap"
             return
-        found: dict[str, int] = {}
-        for loc, priority, lastmod in sitemap.pages:
-            url = self.resolver.canonical(loc, response.url)
-            if url is not None and self._allowed(result, url) and url not in found:
-                found[url] = priority
-                if lastmod:
-                    result.lastmods[url] = lastmod[:64]
+        found = self._listed_pages(result, response.url, sitemap.pages)
         for loc in sitemap.sitemaps:
             url = self.resolver.canonical(loc, response.url)
             if url is not None and self._allowed(result, url, True) and url not in result.sitemaps:
                 result.sitemaps.append(url)
-        result.outlinks = list(found.items())
         result.links = len(sitemap.pages) + len(sitemap.sitemaps)
         result.item = {"sitemap_urls": len(found), "sitemap_children": len(result.sitemaps)}
         if sitemap.dropped:
             result.item["sitemap_dropped"] = sitemap.dropped
+
+    def _listed_pages(
+        self, result: PageResult, base: str, entries: Iterable[tuple[str, int, str | None]]
+    ) -> dict[str, int]:
+        """The pages a sitemap or a feed lists, as (URL, priority, lastmod):
+        each resolved against ``base`` and allowed by the rules, once, into
+        ``result``'s outlinks with its lastmod; {url: priority}."""
+        found: dict[str, int] = {}
+        for loc, priority, lastmod in entries:
+            url = self.resolver.canonical(loc, base)
+            if url is not None and self._allowed(result, url) and url not in found:
+                found[url] = priority
+                if lastmod:
+                    result.lastmods[url] = lastmod[:64]
+        result.outlinks = list(found.items())
+        return found
 
     def read_feed(self, result: PageResult, response: Response) -> None:
         """--follow-feeds: add what a feed lists to ``result``: its entries'
@@ -714,14 +723,7 @@ class Worker:
         except Exception as exc:  # feedparser on bytes it did not expect: this feed's error
             result.error, result.error_kind = f"feed: {type(exc).__name__}: {exc}", "feed"
             return
-        found: dict[str, int] = {}
-        for link, date in feed.entries:
-            url = self.resolver.canonical(link, response.url)
-            if url is not None and self._allowed(result, url) and url not in found:
-                found[url] = 0
-                if date:
-                    result.lastmods[url] = date
-        result.outlinks = list(found.items())
+        found = self._listed_pages(result, response.url, ((u, 0, d) for u, d in feed.entries))
         result.links = len(feed.entries)
         result.item = {"feed": feed.kind, "feed_entries": len(found)}
         if feed.dropped:
