@@ -15,7 +15,7 @@ pairs were found (recall), and how many of the pairs called near were near
 (precision); and the median CPU of one fingerprint.
 
 With ``--index``, the same pages go through the crawl's content index
-(:class:`~mpcrawler.frontier.content.LocalContentIndex`) as one host's, in
+(:class:`~mpcrawler.frontier.local.content.LocalContentIndex`) as one host's, in
 a random order (a family's copies spread over the whole crawl: the worst
 case for pieces that keep only their newest pages), with each piece
 keeping its newest PIECE_KEEP pages (as a crawl does) and keeping every

@@ -7,6 +7,8 @@ memory: the rows it reads a page are those of pieces it does not hold.)"""
 
 from __future__ import annotations
 
+import errno
+import os
 import random
 import sqlite3
 from collections.abc import Iterator
@@ -15,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from mpcrawler.frontier.content import PIECE_KEEP, LocalContentIndex, Met, Page
+from mpcrawler.frontier.content import PIECE_KEEP, Met, Page
+from mpcrawler.frontier.local.content import LocalContentIndex
 from mpcrawler.web.fingerprint import BANDS
 
 PAGES = 100_000
@@ -115,7 +118,7 @@ def test_a_piece_keeps_its_newest_pages(index: Any) -> None:
     assert index.check([Page(f"{HOST}/probe", HOST, f"{101:032x}", probe)]) == [Met()]
 
 
-class _FailingWrites:
+class _FullDisk:
     """A connection whose writes of pieces fail (a full disk), the rest passed on."""
 
     def __init__(self, db: Any) -> None:
@@ -130,19 +133,82 @@ class _FailingWrites:
         return getattr(self.db, name)
 
 
-def test_a_failed_batch_leaves_nothing_held(tmp_path: Path) -> None:
-    """The pieces the local index holds in memory are what the file has:
-    a batch that failed (rolled back) is not in them."""
+def test_a_batch_whose_log_append_failed_leaves_nothing_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk at the log's append: the batch is in neither the memory
+    nor the log (no torn frame), and the pages before it stay in both."""
     index = LocalContentIndex(tmp_path)
     base = 0x0123_4567_89AB_CDEF
     first = Page(f"{HOST}/a", HOST, f"{1:032x}", base)
     assert index.check([first]) == [Met()]
     failed = Page(f"{HOST}/b", HOST, f"{2:032x}", base ^ 1)
-    db, index.db = index.db, _FailingWrites(index.db)
-    with pytest.raises(sqlite3.OperationalError):
+    real_write = os.write
+
+    def half_then_full(fd: int, data: Any) -> int:
+        if fd == index.log.fd:
+            monkeypatch.setattr(os, "write", full)
+            return real_write(fd, bytes(data)[: len(data) // 2])
+        return real_write(fd, data)
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OSError):
         index.check([failed])
-    index.db = db
+    monkeypatch.setattr(os, "write", real_write)
     later = Page(f"{HOST}/c", HOST, f"{3:032x}", base ^ 1 ^ 4)  # a: 2 bits off, b: 1
     assert index.check([later]) == [Met(None, first.url)]
+    assert [page.url for _, _, page in index.log.read()] == [first.url, later.url]
     assert index.check([failed]) == [Met(None, first.url)]  # its text is new: not its own copy
     index.close()
+
+
+def test_a_failed_write_keeps_the_pages_for_the_next(tmp_path: Path) -> None:
+    """The file's write fails (a full disk): the pages stay held and logged,
+    the next checkpoint writes them, and an opening after a kill takes the
+    log's pages it lacks, each once."""
+    index = LocalContentIndex(tmp_path)
+    base = 0x0123_4567_89AB_CDEF
+    pages = [Page(f"{HOST}/{i}", HOST, f"{i:032x}", base ^ 1 << i) for i in range(3)]
+    index.check(pages[:2])
+    db, index.db = index.db, _FullDisk(index.db)
+    with pytest.raises(sqlite3.OperationalError):
+        index.checkpoint()
+    index.db = db
+    assert index.check([pages[2]]) == [Met(None, pages[0].url)]  # still held
+    assert len(list(index.log.read())) == 3  # still logged
+    index.checkpoint()
+    assert db.execute("SELECT count(*) FROM pages").fetchone()[0] == 3
+    assert index.log.size == 0
+    # A kill after the file took a page and before the log was emptied.
+    late = Page(f"{HOST}/late", HOST, f"{9:032x}", base ^ 1 << 9)
+    index.check([late])
+    index._write_file()  # the file has it; the log still does
+    logged = index.log.size
+    index.log.close()
+    index.db.close()
+    assert logged > 0
+    again = LocalContentIndex(tmp_path)
+    assert again.db.execute("SELECT count(*) FROM pages").fetchone()[0] == 4
+    assert again.log.size == 0
+    assert again.read == 0  # the log's page the file had was taken no second time
+    assert again.check([Page(f"{HOST}/x", HOST, f"{9:032x}", 0)]) == [Met(late.url)]
+    again.close()
+
+
+def test_a_kill_loses_no_page_the_log_holds(tmp_path: Path) -> None:
+    """Pages checked and never written (a kill before any checkpoint) are
+    met after the next opening: their digests and their pieces."""
+    index = LocalContentIndex(tmp_path)
+    base = 0x0123_4567_89AB_CDEF
+    index.check([Page(f"{HOST}/a", HOST, f"{1:032x}", base)])
+    index.log.close()
+    index.db.close()  # (killed: nothing written)
+    again = LocalContentIndex(tmp_path)
+    assert again.check([Page(f"{HOST}/copy", HOST, f"{1:032x}", 5)]) == [Met(f"{HOST}/a")]
+    assert again.check([Page(f"{HOST}/near", HOST, f"{2:032x}", base ^ 3)]) == [
+        Met(None, f"{HOST}/a")
+    ]
+    again.close()

@@ -38,7 +38,7 @@ from typing import Any
 
 from ...web.urls import host_key
 from ..base import Admission, Revisit, UrlInfo
-from ..content import LocalContentIndex
+from .content import LocalContentIndex
 from .hostcounts import FILE as COUNTS_FILE
 from .hostcounts import HostCounts
 from .queue import UrlQueueManager, inspect

@@ -1,6 +1,6 @@
 """RedisContentIndex: a shared crawl's ContentIndex, in Redis.
 
-The same contract as :class:`mpcrawler.frontier.content.LocalContentIndex`,
+The same contract as :class:`mpcrawler.frontier.local.content.LocalContentIndex`,
 crawl-wide: every node's settling asks it about its batch of pages in one
 call of ``content.lua`` (the keys it keeps are described there, under the
 crawl's prefix: partition 0's in a partitioned crawl).  The script answers
