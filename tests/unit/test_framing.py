@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import pickle
 import struct
 import threading
+from typing import Any
 
 import pytest
 
 from mpcrawler.framing import FrameReader
-from mpcrawler.messages import Hello, Stop
+from mpcrawler.messages import Hello, PageResult, Stop
 
 
 def pipe() -> tuple[multiprocessing.connection.Connection, multiprocessing.connection.Connection]:
@@ -87,3 +89,16 @@ def test_the_end_of_the_pipe_at_a_boundary_and_within_a_message() -> None:
     assert reader.read() == []
     with pytest.raises(OSError, match="within a message"):
         reader.read()
+
+
+def test_a_result_crosses_the_pipe_with_every_field() -> None:
+    """A PageResult pickles as its fields in order (``__reduce__``): each
+    field, set to a value of its own, comes back as it went."""
+    values: dict[str, Any] = {}
+    for k, f in enumerate(dataclasses.fields(PageResult)):
+        values[f.name] = {"id": k, "transient": True, "outlinks": [("http://a.test/", 2)]}.get(
+            f.name, f"value {k}" if f.type.startswith("str") else k
+        )
+    result = PageResult(**values)
+    back = pickle.loads(pickle.dumps(result, pickle.HIGHEST_PROTOCOL))
+    assert back == result and dataclasses.asdict(back) == values
