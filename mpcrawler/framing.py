@@ -11,9 +11,14 @@ A ``FrameReader`` reads what the pipe holds in one ``os.read`` and cuts it
 into its messages, unpickled as ``Connection.recv`` does; a message cut by
 the read waits in the buffer for the rest (the next read asks for all of
 it at once).  It reads only the pipe's bytes, so a side that reads a pipe
-through one reads it only through it.  The writer's side stays
-``Connection.send``: a frame is a 4-byte big-endian signed size (or -1 and
-an 8-byte size) and the pickle.  Its poll object lives as long as it does.
+through one reads it only through it.  Its poll object lives as long as it
+does.
+
+The writer's side is :func:`send`: the frame ``Connection.send`` writes (a
+4-byte big-endian signed size, or -1 and an 8-byte size, then the pickle),
+pickled by plain ``pickle``: the messages hold plain data, and
+``Connection.send``'s ``ForkingPickler`` copies its reducers' table at
+every call (5% of the master's CPU, sampled, in a crawl of 8,000 pages).
 """
 
 from __future__ import annotations
@@ -25,11 +30,16 @@ import struct
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["FrameReader"]
+__all__ = ["FrameReader", "send"]
 
 _SIZE = struct.Struct("!i")
 _LONG_SIZE = struct.Struct("!Q")
 _READ = 1 << 16  # bytes asked for in one read, at least
+
+
+def send(conn: Connection, message: Any) -> None:
+    """``message`` down ``conn``'s pipe, as ``Connection.send`` frames it."""
+    conn.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
 
 
 class FrameReader:

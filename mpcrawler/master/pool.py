@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .. import stopsignals
+from .. import framing, stopsignals
 from ..errors import PoolError
 from ..framing import FrameReader
 from ..messages import (
@@ -261,14 +261,14 @@ class WorkerPool:
         self._args = (self._args[0], scope, exclude)
         for worker in self.workers.values():
             with contextlib.suppress(OSError):  # a dead one restarts with the new args
-                worker.conn.send(NewRules(scope, exclude))
+                framing.send(worker.conn, NewRules(scope, exclude))
 
     def unsend(self, urls: list[str]) -> None:
         """Every worker sends ``urls`` again when a page has them (the master
         did not follow them from the page that had them first)."""
         for worker in self.workers.values():
             with contextlib.suppress(OSError):  # a dead one restarts knowing none
-                worker.conn.send(Unsent(urls))
+                framing.send(worker.conn, Unsent(urls))
                 worker.unsent += 1
 
     @property
@@ -302,17 +302,17 @@ class WorkerPool:
         for index, batch in batches.items():
             # A dead worker's sentinel fires next, and its requests are lost then.
             with contextlib.suppress(OSError):
-                self.workers[index].conn.send(FetchBatch(batch))
+                framing.send(self.workers[index].conn, FetchBatch(batch))
         for index, granted in grants.items():
             with contextlib.suppress(OSError):
-                self.workers[index].conn.send(Grants(granted, []))
+                framing.send(self.workers[index].conn, Grants(granted, []))
 
     def refuse(self, request: Request, reason: str) -> None:
         """The browser's ``request`` may not be made (robots.txt): its worker is told."""
         worker = self.workers.get(request.worker)
         if worker is not None:
             with contextlib.suppress(OSError):
-                worker.conn.send(Grants([], [(request.permit, reason)]))
+                framing.send(worker.conn, Grants([], [(request.permit, reason)]))
 
     def wait(self, timeout: float) -> list[Event]:
         """What happened within ``timeout`` seconds, in order: block on every
@@ -464,7 +464,7 @@ class WorkerPool:
         self.slots.clear()
         for worker in self.workers.values():
             with contextlib.suppress(OSError):
-                worker.conn.send(Stop())
+                framing.send(worker.conn, Stop())
 
     def close(self) -> None:
         """Kill the workers left, and let go of everything."""

@@ -43,6 +43,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .. import framing
 from ..framing import FrameReader
 from ..messages import Fetch, Hello, PageResult
 
@@ -72,7 +73,7 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
     stopping = False
     documents, read = worker.documents, worker.documents_read
     try:
-        conn.send(Hello(worker.index, os.getpid(), worker.slots))
+        framing.send(conn, Hello(worker.index, os.getpid(), worker.slots))
         while not stopping or busy or to_parse or (documents is not None and documents.pending):
             try:
                 for message in reader.receive() if not stopping else ():

@@ -63,7 +63,7 @@ from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from .. import stopsignals
+from .. import framing, stopsignals
 from ..messages import (
     EXPIRED,
     WARC_FAILED,
@@ -359,7 +359,7 @@ class Worker:
             for n in range(self.rendering.tabs):
                 threading.Thread(target=self.rendering.run, name=f"render-{n}", daemon=True).start()
             running += self.rendering.tabs
-        self.conn.send(Hello(self.index, os.getpid(), self.slots))
+        framing.send(self.conn, Hello(self.index, os.getpid(), self.slots))
         last_summary = 0.0
         while running:
             batch: list[PageResult] = []
@@ -412,7 +412,7 @@ class Worker:
                 subs=subs or None,
                 freed=freed,
             )
-            self.conn.send(message)
+            framing.send(self.conn, message)
         return last_summary
 
     def finish(self) -> None:
@@ -423,7 +423,7 @@ class Worker:
             with contextlib.suppress(OSError):  # after a failure it may not flush
                 self.warc.close()
         lines = dict(self.warc.lines) if self.warc is not None and self.warc.index else {}
-        self.conn.send(Bye(self.index, self.summaries(), lines))
+        framing.send(self.conn, Bye(self.index, self.summaries(), lines))
 
     # ------------------------------------------------------------- requests
     def download(self, downloader: Downloader, fetch: Fetch) -> tuple[PageResult, Response | None]:
@@ -768,6 +768,6 @@ def run_worker(
         worker = Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope), exclude)
     except Exception as exc:
         with contextlib.suppress(OSError):
-            conn.send(Failed(index, f"{type(exc).__name__}: {exc}"))
+            framing.send(conn, Failed(index, f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None  # the master reports it, in one line
     worker.run()

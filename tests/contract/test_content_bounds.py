@@ -212,3 +212,16 @@ def test_a_kill_loses_no_page_the_log_holds(tmp_path: Path) -> None:
         Met(None, f"{HOST}/a")
     ]
     again.close()
+
+
+def test_a_close_whose_write_failed_leaves_the_pages_to_the_next_opening(tmp_path: Path) -> None:
+    """A full disk at the stop: ``close`` does not raise (the crawl's stop
+    goes on), and the next opening takes the log's pages into the file."""
+    index = LocalContentIndex(tmp_path)
+    index.check([Page(f"{HOST}/a", HOST, f"{1:032x}", 0x0123_4567_89AB_CDEF)])
+    index.db = _FullDisk(index.db)
+    index.close()
+    again = LocalContentIndex(tmp_path)
+    assert again.db.execute("SELECT count(*) FROM pages").fetchone()[0] == 1
+    assert again.check([Page(f"{HOST}/b", HOST, f"{1:032x}", 0)]) == [Met(f"{HOST}/a")]
+    again.close()

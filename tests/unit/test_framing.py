@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mpcrawler import framing
 from mpcrawler.framing import FrameReader
 from mpcrawler.messages import Hello, PageResult, Stop
 
@@ -102,3 +103,17 @@ def test_a_result_crosses_the_pipe_with_every_field() -> None:
     result = PageResult(**values)
     back = pickle.loads(pickle.dumps(result, pickle.HIGHEST_PROTOCOL))
     assert back == result and dataclasses.asdict(back) == values
+
+
+def test_what_send_writes_is_read_by_a_frame_reader_and_by_recv() -> None:
+    """``framing.send`` (plain pickle) frames as ``Connection.send`` does:
+    a FrameReader reads it, and so does the other side's ``recv``."""
+    ours, theirs = pipe()
+    sent = [Hello(0, 1, 8), PageResult(3, "http://a.test/", outlinks=[("http://b.test/", 1)])]
+    for message in sent:
+        framing.send(theirs, message)
+    reader = FrameReader(ours)
+    assert reader.poll(1.0)
+    assert reader.read() == sent
+    framing.send(ours, sent[1])
+    assert theirs.recv() == sent[1]

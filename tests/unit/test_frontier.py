@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import diskcache
 import pytest
 from frontier_child import operations
 from support import TESTS, Lines
@@ -457,6 +458,27 @@ def test_a_checkpoints_seen_batch_is_durable_before_it_is_in_diskcache(tmp_path:
     (tmp_path / "torn" / "batch").write_bytes(data[:-5])  # killed while it was written
     with SeenSet(tmp_path / "torn") as reopened:
         assert len(reopened) == 1
+
+
+def test_the_seen_sets_rows_are_diskcaches_own(tmp_path: Path) -> None:
+    """The set writes its rows through its own connection, as diskcache's
+    ``Cache.set(key, 0)`` writes them: diskcache reads each key (its value
+    0), counts it once, and a key diskcache wrote is seen by the set."""
+    with SeenSet(tmp_path / "seen", fsync=False) as seen:
+        urls = [f"http://a.test/{i}" for i in range(50)]
+        for url in urls:
+            seen.add(url)
+        seen.flush()
+        seen.flush()  # (nothing twice)
+    cache = diskcache.Cache(str(tmp_path / "seen"))
+    assert len(cache) == 50
+    assert all(cache.get(SeenSet.digest(url)) == 0 for url in urls)
+    assert cache.get(SeenSet.digest("http://a.test/other")) is None
+    cache.set(SeenSet.digest("http://a.test/by-diskcache"), 0)
+    cache.close()
+    with SeenSet(tmp_path / "seen", fsync=False) as seen:
+        assert "http://a.test/by-diskcache" in seen and "http://a.test/7" in seen
+        assert not seen.add("http://a.test/7") and len(seen) == 51
 
 
 @pytest.mark.parametrize("kill_at", [2, 5, 9])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import os
 import sqlite3
 import struct
@@ -48,6 +49,7 @@ PIECES_HELD = 4096  # pieces held in memory once written, the last used (a host'
 FLUSH_PAGES = 4096  # pages the log holds at most, between checkpoints
 _CHUNK = 500  # values in one IN (...) at most
 WAL_PAGES = 16  # pages of write-ahead log (4 KiB each) folded into the file at most
+log = logging.getLogger("mpcrawler.frontier")
 
 
 def _signed(value: int) -> int:
@@ -342,10 +344,14 @@ class LocalContentIndex:
             os.close(fd)
 
     def close(self) -> None:
-        """What the log holds, written (a failure leaves it to the log: the
-        next opening takes it), and the files closed."""
+        """What the log holds, written, and the files closed.  A write that
+        fails (a full disk) is not raised, only said in the crawl's log
+        (its error is the crawl's already): ``content.log`` keeps the pages,
+        and the next opening takes them into the file."""
         try:
             self._write()
+        except (OSError, sqlite3.Error) as exc:
+            log.info("the pages' fingerprints stay in %s until the next run: %s", LOG_FILE, exc)
         finally:
             self.log.close()
             self.db.close()
