@@ -1,6 +1,6 @@
 """Write docs/options.md, the reference of every ``crawl`` option, from the
 option table (``mpcrawler.settings.OPTIONS``): the flag, its value, its
-default, its bounds and its help, by --help section.
+default, its bounds and its help, by --help section (``cli.parser.GROUPS``).
 
     python docs/make_reference.py          # rewrite docs/options.md
     python docs/make_reference.py --check  # exit 1 if it is stale
@@ -17,13 +17,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 TARGET = HERE / "options.md"
-SECTIONS = {
-    "crawl": "Crawling",
-    "filters": "Choosing what to crawl",
-    "requests": "Requests",
-    "shared": "Many machines",
-    "render": "Pages that need JavaScript",
-}
 
 
 def _default(value: Any) -> str:
@@ -56,6 +49,7 @@ def _bounds(how: Any) -> str:
 def reference() -> str:
     """The text of docs/options.md."""
     sys.path.insert(0, str(HERE.parent))
+    from mpcrawler.cli.parser import GROUPS, metavar_of
     from mpcrawler.settings import OPTIONS, Settings, flag_of
 
     defaults = {f.name: f for f in dataclasses.fields(Settings)}
@@ -65,7 +59,8 @@ def reference() -> str:
         "Generated from the option table (`mpcrawler/settings.py`) by",
         "`python docs/make_reference.py`; a test fails when it is stale.",
     ]
-    for group, title in SECTIONS.items():
+    for group, title in GROUPS.items():
+        title = title[0].upper() + title[1:]
         lines += ["", f"## {title}", "", "| option | default | values | what it does |"]
         lines.append("|---|---|---|---|")
         for name, how in OPTIONS.items():
@@ -79,7 +74,8 @@ def reference() -> str:
             else:
                 value = "this machine's"  # computed where it runs (the CPU count)
             default = _default(value)
-            flag = flag_of(name) + (f" {how.metavar}" if how.metavar else "")
+            metavar = metavar_of(name)
+            flag = flag_of(name) + (f" {metavar}" if metavar else "")
             shown = "none" if value is None else str(value)
             text = how.help.replace("%(default)s", shown).replace("|", "\\|")
             lines.append(f"| `{flag}` | {default} | {_bounds(how)} | {text} |")

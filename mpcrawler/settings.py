@@ -98,7 +98,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     size: bool = False  # bytes, with K, M or G
     duration: bool = False  # seconds, with s, m, h or d
-    group: str = "crawl"  # or "filters", "requests", "shared", "render": the --help section
+    group: str = ""  # its section of crawl --help: one of cli.parser.GROUPS
 
 
 def option(default: Any = dataclasses.MISSING, **how: Any) -> Any:
@@ -120,9 +120,14 @@ class Settings:
         minimum=1,
         maximum=256,
         help="worker processes (default: the CPU count, %(default)s here)",
+        group="startup",
     )
     threads: int = option(
-        4, minimum=1, maximum=256, help="download slots per worker (default %(default)s)"
+        4,
+        minimum=1,
+        maximum=256,
+        help="download slots per worker (default %(default)s)",
+        group="startup",
     )
     out: list[str] = option(
         default_factory=list,
@@ -132,17 +137,20 @@ class Settings:
         "PATH.parquet or parquet:DIR (a Parquet dataset, pip install "
         "'mpcrawler[parquet]'), postgresql://USER@HOST/DB?table=pages (pip install "
         "'mpcrawler[postgres]'); default: pages.jsonl in the job dir, or ./pages.jsonl",
+        group="outputs",
     )
     upload: str | None = option(
         None,
         metavar="s3://BUCKET/PREFIX",
         help="upload the Parquet parts, WARC files, WACZ and the other outputs to this S3 "
         "prefix as each is complete, then a manifest.json (pip install 'mpcrawler[s3]')",
+        group="outputs",
     )
     s3_endpoint_url: str | None = option(
         None,
         metavar="URL",
         help="--upload to this S3-compatible store (MinIO, Ceph...) instead of AWS",
+        group="outputs",
     )
     sink_batch: int = option(
         10_000,
@@ -150,14 +158,18 @@ class Settings:
         metavar="N",
         help="a Parquet part, and a PostgreSQL transaction at most, every N records "
         "(default %(default)s; and at every checkpoint for PostgreSQL, at the end for both)",
+        group="outputs",
     )
     job_dir: str | None = option(
         None,
         help="directory for the frontier, seen set, output and stats (default: a temporary "
         "directory, removed at the end)",
+        group="startup",
     )
-    max_pages: int | None = option(None, minimum=1, help="stop after this many records")
-    max_depth: int | None = option(None, minimum=0, help="seeds are depth 0")
+    max_pages: int | None = option(
+        None, minimum=1, help="stop after this many records", group="limits"
+    )
+    max_depth: int | None = option(None, minimum=0, help="seeds are depth 0", group="limits")
     max_duration: float | None = option(
         None,
         above=0,
@@ -165,12 +177,14 @@ class Settings:
         metavar="DURATION",
         help="end this run gracefully after this long (90s, 30m, 2h, 1d): in-flight requests "
         "finish, the job is saved, exit 3; the same command goes on with a new budget",
+        group="limits",
     )
     retry_failed: bool = option(
         False,
         help="a finished job: fetch again every page that failed for want of an answer "
         "(connection, DNS, timeout, robots.txt unreachable) or with a 5xx or 429; with "
         "--job-dir, not --redis",
+        group="limits",
     )
     on_finish: str | None = option(
         None,
@@ -179,6 +193,7 @@ class Settings:
         "MPCRAWLER_EXIT_STATUS, MPCRAWLER_OUTCOME, MPCRAWLER_JOB_DIR, MPCRAWLER_OUT, "
         "MPCRAWLER_PAGES and MPCRAWLER_ERRORS in its environment; its failure is reported and "
         "leaves the crawl's exit status as it was",
+        group="outputs",
     )
     max_total_bytes: int | None = option(
         None,
@@ -187,12 +202,14 @@ class Settings:
         metavar="BYTES",
         help="end this run gracefully once the bodies it downloaded add up to this (600KB, "
         "500MB, 5GB): as --max-duration; not a page's cap (that is --max-bytes)",
+        group="limits",
     )
     depth_priority: int = option(
         0,
         metavar="N",
         help="subtract N x depth from each URL's priority: N > 0 crawls breadth-first, "
         "N < 0 depth-first (default 0: first in, first out)",
+        group="limits",
     )
     seed_priorities: dict[str, int] = field(default_factory=dict)
     allow_domains: list[str] = option(
@@ -200,11 +217,15 @@ class Settings:
         flag="--allow-domain",
         metavar="D",
         help="also crawl domain D and its subdomains (repeatable)",
+        group="filters",
     )
-    user_agent: str = option(DEFAULT_USER_AGENT, help="default: %(default)s")
-    quiet: bool = option(False, help="no progress bar")
+    user_agent: str = option(DEFAULT_USER_AGENT, help="default: %(default)s", group="requests")
+    quiet: bool = option(False, help="no progress bar", group="startup")
     cache_size: int = option(
-        10_000, minimum=1, help="URLs the frontier keeps in memory (default %(default)s)"
+        10_000,
+        minimum=1,
+        help="URLs the frontier keeps in memory (default %(default)s)",
+        group="startup",
     )
     downloader: str = option(
         "mpcrawler.worker.http:HttpDownloader",
@@ -212,50 +233,67 @@ class Settings:
         help="http (requests and urllib3, the default), curl (libcurl, a worker's slots "
         "driven from one thread: the least CPU a page; pip install 'mpcrawler[curl]'), or a "
         "plug-in as pkg.mod:Class",
+        group="startup",
     )
     analyzer: str = option(
         "bs4",
         metavar="NAME",
         help="bs4 (BeautifulSoup, the default), lxml (the same links, faster), or a plug-in "
         "as pkg.mod:Class",
+        group="startup",
     )
     pipelines: list[str] = option(
         default_factory=list,
         flag="--pipeline",
         metavar="PKG.MOD:CLASS",
         help="a pipeline run on every record before the output (repeatable)",
+        group="startup",
     )
-    robots: bool = option(True, flag="--no-robots", help="ignore robots.txt")
+    robots: bool = option(True, flag="--no-robots", help="ignore robots.txt", group="politeness")
     host_concurrency: int = option(
-        8, minimum=1, maximum=1024, help="requests in flight per host (default %(default)s)"
+        8,
+        minimum=1,
+        maximum=1024,
+        help="requests in flight per host (default %(default)s)",
+        group="politeness",
     )
     delay: float = option(
         0.0,
         minimum=0,
         maximum=3600,
         help="seconds between the starts of two requests to one host (default %(default)s)",
+        group="politeness",
     )
     max_redirects: int = option(
-        5, minimum=0, maximum=100, help="redirects followed in one chain (default %(default)s)"
+        5,
+        minimum=0,
+        maximum=100,
+        help="redirects followed in one chain (default %(default)s)",
+        group="requests",
     )
     timeout: float = option(
         30.0,
         above=0,
         maximum=3600,
         help="seconds for connect and for each read (default %(default)s)",
+        group="requests",
     )
-    retries: int = option(2, minimum=0, help="retries of a transient failure (default %(default)s)")
+    retries: int = option(
+        2, minimum=0, help="retries of a transient failure (default %(default)s)", group="requests"
+    )
     retry_delay: float = option(
         1.0,
         minimum=0,
         maximum=3600,
         help="first retry backoff in seconds, doubled each time (default %(default)s)",
+        group="requests",
     )
     max_retry_after: float = option(
         60.0,
         minimum=0,
         maximum=86400,
         help="cap on a server's Retry-After, in seconds (default %(default)s)",
+        group="requests",
     )
     max_bytes: int = option(
         10 * MIB,
@@ -263,21 +301,27 @@ class Settings:
         size=True,
         metavar="BYTES",
         help="cap on one decoded body, a page's (not the crawl's); K, M, G suffixes (default 10M)",
+        group="requests",
     )
     sitemaps: bool = option(
-        True, flag="--no-sitemaps", help="do not read the sitemaps that robots.txt names"
+        True,
+        flag="--no-sitemaps",
+        help="do not read the sitemaps that robots.txt names",
+        group="filters",
     )
     follow_feeds: bool = option(
         False,
         help="fetch the RSS, Atom and JSON feeds pages name (<link rel=alternate>) and queue "
         "their entries, each with its date as lastmod; a feed given as a seed is read as one "
         "(pip install 'mpcrawler[feeds]')",
+        group="filters",
     )
     warc_dir: str | None = option(
         None,
         flag="--warc",
         metavar="DIR",
         help="archive every fetch in WARC/1.1 files in DIR (each worker writes its own)",
+        group="archive",
     )
     warc_size: int = option(
         1024 * MIB,
@@ -285,12 +329,14 @@ class Settings:
         size=True,
         metavar="BYTES",
         help="start a new WARC file past this size; K, M, G suffixes (default 1G)",
+        group="archive",
     )
     page_requisites: bool = option(
         False,
         flag="--page-requisites",
         help="also fetch what each page needs to render (images, stylesheets, scripts, fonts, "
         "media, frames) from any host, as embeds: not counted by --max-pages (wget -p)",
+        group="archive",
     )
     max_embed_hops: int = option(
         3,
@@ -298,37 +344,52 @@ class Settings:
         maximum=EMBED_HOPS_LIMIT,
         help="--page-requisites: embeds of embeds followed this many hops from their page "
         "(a stylesheet's fonts are 2; default %(default)s)",
+        group="archive",
     )
     max_embeds: int | None = option(
-        None, minimum=1, help="--page-requisites: embeds queued at most (default: none)"
+        None,
+        minimum=1,
+        help="--page-requisites: embeds queued at most (default: none)",
+        group="archive",
     )
     filter_embeds: bool = option(
         False,
         help="--page-requisites: --accept-regex, --reject-ext and --accept-type apply to embeds "
         "too (by default they apply to pages only)",
+        group="archive",
     )
     cdxj: bool = option(
         False,
         help="--warc: keep DIR/index.cdxj, a sorted CDXJ index of the WARC files (as "
         "cdxj-indexer writes it), written at each checkpoint and at the end",
+        group="archive",
     )
     wacz: str | None = option(
         None,
         metavar="FILE",
         help="--warc: at the end, package the WARC files, their index and the pages as a "
         "WACZ file (implies --cdxj)",
+        group="archive",
     )
     max_url_length: int = option(
-        2048, minimum=1, maximum=1 << 16, help="longer URLs are dropped (default %(default)s)"
+        2048,
+        minimum=1,
+        maximum=1 << 16,
+        help="longer URLs are dropped (default %(default)s)",
+        group="filters",
     )
     max_pages_per_host: int | None = option(
-        None, minimum=1, help="URLs queued per host at most (default: none; 10000 with --scope any)"
+        None,
+        minimum=1,
+        help="URLs queued per host at most (default: none; 10000 with --scope any)",
+        group="limits",
     )
     grace: float = option(
         10.0,
         minimum=0,
         maximum=3600,
         help="on SIGINT/SIGTERM, seconds to let in-flight requests finish (default %(default)s)",
+        group="startup",
     )
     hang_timeout: float | None = option(
         None,
@@ -336,6 +397,7 @@ class Settings:
         maximum=86400,
         help="kill a worker that holds one request this long (default: 4 x timeout + 10 s, "
         "plus (threads + 1) x --pdf-timeout with --extract, and the render times with --render)",
+        group="startup",
     )
     revisit_after: float | None = option(
         None,
@@ -344,11 +406,13 @@ class Settings:
         metavar="DURATION",
         help="fetch again, with conditional requests, every page recorded longer ago than "
         "this (0, 30s, 10m, 6h, 1d); may change on any rerun",
+        group="revisits",
     )
     continuous: bool = option(
         False,
         help="never finish: revisit each page when it is due, its interval adapting between "
         "--revisit-min and --revisit-max",
+        group="revisits",
     )
     revisit_min: float = option(
         3600.0,
@@ -356,6 +420,7 @@ class Settings:
         duration=True,
         metavar="DURATION",
         help="--continuous: the shortest interval of a page (default 1h)",
+        group="revisits",
     )
     revisit_max: float = option(
         30 * 86400.0,
@@ -363,11 +428,13 @@ class Settings:
         duration=True,
         metavar="DURATION",
         help="--continuous: the longest interval of a page (default 30d)",
+        group="revisits",
     )
-    log_file: str | None = option(None, help="write the full log here")
+    log_file: str | None = option(None, help="write the full log here", group="startup")
     repair: bool = option(
         False,
         help="go on from a damaged job dir with what can be trusted, and say what was lost",
+        group="startup",
     )
     checkpoint_interval: float = 2.0
     robots_retry_delay: float = option(
@@ -376,6 +443,7 @@ class Settings:
         maximum=86400,
         help="wait before refetching a robots.txt that failed, doubled each time; the host "
         "is given up after 3 failures (default %(default)s)",
+        group="politeness",
     )
     robots_ttl: float = option(
         86400.0,
@@ -384,37 +452,43 @@ class Settings:
         metavar="DURATION",
         help="fetch a host's robots.txt again once its copy is older than this, before the "
         "host's next request (RFC 9309 2.4; default 1d)",
+        group="politeness",
     )
     scope: str = option(
         "hosts",
         choices=SCOPES,
         help="follow links to the seeds' hosts (default), their registered domains (Public "
         "Suffix List), or any host",
+        group="filters",
     )
     deny_domains: list[str] = option(
         default_factory=list,
         flag="--deny-domain",
         metavar="D",
         help="never crawl domain D or its subdomains (repeatable)",
+        group="filters",
     )
     allow_private_networks: bool = option(
         False,
         help="allow loopback, private, link-local and other non-public addresses (by default "
         "only a seed host may be at one)",
+        group="filters",
     )
     ca_bundle: str | None = option(
-        None, metavar="FILE", help="also trust the CA certificates in FILE"
+        None, metavar="FILE", help="also trust the CA certificates in FILE", group="requests"
     )
-    insecure: bool = option(False, help="do not verify TLS certificates")
+    insecure: bool = option(False, help="do not verify TLS certificates", group="requests")
     max_active_hosts: int = option(
         1000,
         minimum=1,
         help="idle hosts kept in memory; the others wait on disk with their robots.txt and "
         "pacing (default %(default)s)",
+        group="startup",
     )
     record_links: bool = option(
         False,
         help="list each page's links in its record (out-of-scope ones marked), for the link graph",
+        group="outputs",
     )
     redis: str | None = option(
         None,
@@ -525,7 +599,7 @@ class Settings:
     dedup: bool = option(
         True,
         flag="--no-dedup",
-        group="filters",
+        group="content",
         help="do not recognise pages by their text: by default a page whose normalized text "
         "(digits folded) another URL had is recorded with duplicate_of and its links are not "
         "followed, and one within a few bits of a page of its host is recorded with "
@@ -533,12 +607,12 @@ class Settings:
     )
     skip_near_duplicates: bool = option(
         False,
-        group="filters",
+        group="content",
         help="do not follow the links of a near duplicate either",
     )
     soft_404_probe: bool = option(
         False,
-        group="filters",
+        group="content",
         help="after a host's first page, ask it once for a path that cannot exist: a 200 "
         "with a text is its soft-404 page, and a page with that text is recorded with "
         "soft_404 and its links are not followed (one more request a host; not with "
@@ -549,6 +623,7 @@ class Settings:
         help="record each page's main content: text, markdown, lang and text_digest (HTML, and "
         "PDFs where --accept-type takes application/pdf: their text, pages and title); "
         "with --warc, the text is archived as a conversion record",
+        group="content",
     )
     max_text: int = option(
         1 * MIB,
@@ -558,6 +633,7 @@ class Settings:
         help="--extract: a record's text and markdown are cut at this many characters each, "
         "and the record says text_truncated (its text_digest is of the whole text); K, M, G "
         "suffixes (default 1M)",
+        group="content",
     )
     pdf_timeout: float = option(
         30.0,
@@ -567,6 +643,7 @@ class Settings:
         metavar="DURATION",
         help="--extract: the longest a PDF may take to read (each in a process of its worker's "
         "own, off its parser); one that takes longer is its page's error (default 30s)",
+        group="content",
     )
     render: str = option(
         "never",
@@ -627,6 +704,7 @@ class Settings:
         choices=POLITENESS_KEYS,
         help="what shares one delay and concurrency budget: the host name (any scheme or "
         "port), its registered domain, or its IP address (default %(default)s)",
+        group="politeness",
     )
     headers: list[str] = option(
         default_factory=list,
@@ -653,9 +731,13 @@ class Settings:
         maximum=65535,
         metavar="PORT",
         help="serve /metrics (Prometheus) and /status (JSON) on this port while crawling",
+        group="watch",
     )
     metrics_bind: str = option(
-        "127.0.0.1", metavar="ADDRESS", help="--metrics-port's address (default %(default)s)"
+        "127.0.0.1",
+        metavar="ADDRESS",
+        help="--metrics-port's address (default %(default)s)",
+        group="watch",
     )
     web_port: int | None = option(
         None,
@@ -664,16 +746,19 @@ class Settings:
         metavar="PORT",
         help="serve the crawl's web page (as mpcrawler web) on this port while crawling "
         "(pip install 'mpcrawler[web]')",
+        group="watch",
     )
     web_bind: str = option(
         "127.0.0.1",
         metavar="ADDRESS",
         help="--web-port's address (default %(default)s; any other needs --web-token-file)",
+        group="watch",
     )
     web_token_file: str | None = option(
         None,
         metavar="FILE",
         help="--web-port: every request must carry the token this file holds (a header)",
+        group="watch",
     )
     # host (scheme://host[:port]) -> [user, password], sent as its Basic
     # Authorization header: from the seeds' own user:password@ and --http-user.

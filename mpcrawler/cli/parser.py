@@ -58,6 +58,39 @@ limits (checked before anything is written):
 
 
 SHARED_GROUP = "many machines (a crawl shared through Redis)"
+# The sections of crawl --help, in order, by the option table's ``group``
+# (as wget's and curl's manuals group theirs).
+GROUPS = {
+    "startup": "running the crawl",
+    "limits": "how much to crawl",
+    "filters": "what to crawl (see 'Choosing what to crawl')",
+    "requests": "how pages are fetched",
+    "politeness": "politeness",
+    "outputs": "where the records go",
+    "content": "text and duplicates",
+    "archive": "archiving (WARC, WACZ, page requisites)",
+    "revisits": "crawling again",
+    "render": "pages that need JavaScript (see the README)",
+    "shared": SHARED_GROUP,
+    "watch": "watching a running crawl (metrics, the web page)",
+}
+
+
+def metavar_of(name: str) -> str | None:
+    """The value an option of the table takes, as --help and the reference
+    name it: its own metavar, else one style by type (N, SECONDS, BYTES,
+    DURATION, DIR, FILE, TEXT); None for a switch or a choice (shown whole)."""
+    how, kind = OPTIONS[name], typing.get_type_hints(Settings)[name]
+    if how.metavar or kind is bool or how.choices:
+        return how.metavar
+    if how.size:
+        return "BYTES"
+    if how.duration:
+        return "DURATION"
+    base = next((k for k in (int, float) if k in typing.get_args(kind) or kind is k), str)
+    if base is not str:
+        return "N" if base is int else "SECONDS"
+    return "DIR" if name.endswith("_dir") else "FILE" if name.endswith("_file") else "TEXT"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,19 +106,13 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     and the Python API alike."""
     defaults = Settings()
     hints = typing.get_type_hints(Settings)
-    groups = {
-        "crawl": p,
-        "filters": p.add_argument_group("what to crawl (see 'Choosing what to crawl')"),
-        "requests": p.add_argument_group("what every request carries"),
-        "shared": p.add_argument_group(SHARED_GROUP),
-        "render": p.add_argument_group("pages that need JavaScript (see the README)"),
-    }
-    p.add_argument(
+    groups = {name: p.add_argument_group(title) for name, title in GROUPS.items()}
+    groups["startup"].add_argument(
         "--config",
         metavar="FILE.toml",
         help="read options from this TOML file (by their names; the command line overrides)",
     )
-    p.add_argument(
+    groups["startup"].add_argument(
         "--print-config",
         action="store_true",
         help="print the effective settings as TOML (secrets redacted) and exit",
@@ -93,8 +120,8 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     for name, how in OPTIONS.items():
         kind, default = hints[name], getattr(defaults, name)
         extra: dict[str, Any] = {}
-        if how.metavar:
-            extra["metavar"] = how.metavar
+        if metavar := metavar_of(name):
+            extra["metavar"] = metavar
         if kind is bool:  # a switch: --x sets True, --no-x (default True) sets False
             extra["action"] = "store_false" if default else "store_true"
         elif kind == list[str]:
@@ -109,7 +136,10 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
                 else {int: _integer, float: _number}.get(base, str)
             )
             extra.update(type=parse, default=default, choices=how.choices)
-        groups[how.group].add_argument(flag_of(name), dest=name, help=how.help, **extra)
+        shown = how.help
+        if "default" not in shown and default not in (None, False, [], ""):
+            shown += " (default: %(default)s)"
+        groups[how.group].add_argument(flag_of(name), dest=name, help=shown, **extra)
 
 
 def _add_seed_options(p: argparse.ArgumentParser, seeds_help: str) -> None:
@@ -154,6 +184,7 @@ def _crawling(sub: Any) -> None:
     crawl = sub.add_parser(
         "crawl",
         help="crawl from seed URLs",
+        usage="mpcrawler crawl [OPTION]... [SEED]...",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -283,21 +314,61 @@ def _watching(sub: Any) -> None:
 def _serving(sub: Any) -> None:
     """serve-site."""
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
-    site.add_argument("--pages", type=_positive_int, default=500)
     site.add_argument(
-        "--latency", type=_non_negative_float, default=0.0, help="seconds of delay per request"
+        "--pages",
+        type=_positive_int,
+        default=500,
+        metavar="N",
+        help="pages of the site: / and /page/1 to /page/N-1, all reachable from / "
+        "(default: %(default)s)",
     )
-    site.add_argument("--size", type=_non_negative_int, default=30_000, help="bytes per page")
-    site.add_argument("--port", type=_non_negative_int, default=8000, help="0 picks a free one")
-    site.add_argument("--host", default="127.0.0.1")
-    site.add_argument("--fanout", type=_non_negative_int, default=12, help="extra links per page")
+    site.add_argument(
+        "--latency",
+        type=_non_negative_float,
+        default=0.0,
+        metavar="SECONDS",
+        help="delay before each answer (default: %(default)s)",
+    )
+    site.add_argument(
+        "--size",
+        type=_non_negative_int,
+        default=30_000,
+        metavar="BYTES",
+        help="bytes of a page, padded with words (default: %(default)s)",
+    )
+    site.add_argument(
+        "--port",
+        type=_non_negative_int,
+        default=8000,
+        metavar="N",
+        help="port to listen on; 0 picks a free one, printed at the start (default: %(default)s)",
+    )
+    site.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address to listen on; 0.0.0.0 takes every 127.X.Y.Z, each a host of its own to "
+        "a crawler (default: %(default)s)",
+    )
+    site.add_argument(
+        "--fanout",
+        type=_non_negative_int,
+        default=12,
+        metavar="N",
+        help="links from each page to pages chosen at random (seeded), beside its two "
+        "children in a binary tree (default: %(default)s)",
+    )
     site.add_argument(
         "--embeds",
         action="store_true",
         help="pages need requisites (stylesheets, a script, images, a logo on 127.0.0.2)",
     )
     site.add_argument(
-        "--images", type=_positive_int, default=10, help="--embeds: images the pages share in turn"
+        "--images",
+        type=_positive_int,
+        default=10,
+        metavar="N",
+        help="--embeds: images the pages share in turn (default: %(default)s)",
     )
     site.add_argument(
         "--texts",

@@ -10,6 +10,7 @@ import pytest
 from support import ROOT
 
 from mpcrawler.cli import build_parser, settings_from_args
+from mpcrawler.cli.parser import GROUPS
 from mpcrawler.settings import OPTIONS, UPPER_BOUNDS, Settings, flag_of
 
 
@@ -22,6 +23,31 @@ def test_every_option_has_help_and_a_line_in_the_crawling_guide() -> None:
     for name, how in OPTIONS.items():
         assert how.help, name
         assert f"`{flag_of(name)}" in guide, flag_of(name)
+
+
+def test_crawl_help_groups_every_option_and_says_its_default() -> None:
+    """Each option sits in its table group's --help section (none in the
+    general block), the sections in GROUPS' order; each shows a value in
+    one style, and its default when it has one."""
+    crawl = build_parser()._subparsers._group_actions[0].choices["crawl"]  # type: ignore[union-attr]
+    section = {
+        action.dest: group.title
+        for group in crawl._action_groups
+        for action in group._group_actions
+    }
+    defaults = Settings()
+    for name, how in OPTIONS.items():
+        assert section[name] == GROUPS[how.group], name
+        default = getattr(defaults, name)
+        action = next(a for a in crawl._actions if a.dest == name)
+        if default not in (None, False, [], ""):
+            assert "default" in (action.help or ""), name
+        if action.nargs != 0 and not action.choices:
+            assert action.metavar and action.metavar != name.upper(), name  # not MAX_PAGES
+    titles = [g.title for g in crawl._action_groups if g.title in GROUPS.values()]
+    assert titles == list(GROUPS.values())
+    text = crawl.format_help()
+    assert text.startswith("usage: mpcrawler crawl [OPTION]... [SEED]...\n")
 
 
 def test_the_parser_gives_each_option_to_its_setting() -> None:
