@@ -98,6 +98,7 @@ from .analyzer import Analyzer
 from .documents import Documents, Page
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
+from .outbox import ENDED, WAKE, Outgoing, to_parser
 from .revisit import Revisit, revisit_of
 
 if TYPE_CHECKING:
@@ -191,12 +192,9 @@ class Worker:
         )
         self._downloading = self.threads
         self._downloading_lock = threading.Lock()
-        # (result or None, (id, started) of a finished download or None,
-        # slots freed); None: a thread ended; (None, None, 0): something else
-        # waits to be sent (links held back: ``_late``; permits).
-        self.outbox: queue.SimpleQueue[
-            tuple[PageResult | None, tuple[int, float] | None, int] | None
-        ] = queue.SimpleQueue()
+        # What the threads hand the sender (``run``), sent in one message
+        # with whatever else waits then.
+        self.outbox: queue.SimpleQueue[Outgoing] = queue.SimpleQueue()
         self._late: list[tuple[str, int, int]] = []  # (url, priority, depth)
         self._answers = 0  # Unsent messages to answer
         self._late_lock = threading.Lock()
@@ -239,7 +237,7 @@ class Worker:
                 self._late += late
                 self._answers += 1
             if not self.looping:  # (the event loop sends at every turn)
-                self.outbox.put((None, None, 0))
+                self.outbox.put(WAKE)
         elif isinstance(message, Stop):
             return False
         return True
@@ -263,20 +261,16 @@ class Worker:
             finally:
                 self.free_downloaders.put(downloader)
             if response is None:
-                self.outbox.put((result, (fetch.id, started), 1))
+                self.outbox.put(Outgoing(result, (fetch.id, started), 1))
                 continue
-            # The host is free of it now; the slot once the page has room to
-            # wait for the parser (pages waiting for a browser can fill it:
-            # then no more requests come, rather than wait here, counted
-            # against their hosts, while the browser's own wait for those hosts).
-            self.outbox.put((None, (fetch.id, started), 0))
-            self.to_parse.put((result, response, fetch.depth + 1))
-            self.outbox.put((None, None, 1))
+            to_parser(
+                self.outbox, self.to_parse, (result, response, fetch.depth + 1), (fetch.id, started)
+            )
         with self._downloading_lock:
             self._downloading -= 1
             if not self._downloading:
                 self.to_parse.put(None)  # the last one out stops the parser
-        self.outbox.put(None)
+        self.outbox.put(ENDED)
 
     def parse(self) -> None:
         """The parser thread: analyze each downloaded page, report it."""
@@ -289,13 +283,13 @@ class Worker:
             if reason is not None and self.rendering is not None:
                 self.rendering.put((result, response, depth, reason))  # it reports the page
             else:
-                self.outbox.put((result, None, 0))
+                self.outbox.put(Outgoing(result))
         if self.rendering is not None:
             self.rendering.end()  # the render threads end after the parser
         if self.documents is not None:  # so does the documents thread, before this one
             self.documents.end()
             self.documents.join()
-        self.outbox.put(None)
+        self.outbox.put(ENDED)
 
     def hand_off(self, result: PageResult, response: Response, depth: int) -> bool:
         """Give a document (a PDF to read) to the documents thread, which
@@ -317,7 +311,7 @@ class Worker:
         if self.looping:
             self.documents_read.append(page.result)
         else:
-            self.outbox.put((page.result, None, 0))
+            self.outbox.put(Outgoing(page.result))
 
     def summaries(self) -> list[dict[str, Any]]:
         """Module counters, and this process's own CPU time and memory."""
@@ -367,14 +361,14 @@ class Worker:
             freed = 0
             item = self.outbox.get()
             while True:
-                if item is None:
+                if item.ended:
                     running -= 1
                 else:
-                    if item[0] is not None:
-                        batch.append(item[0])
-                    if item[1] is not None:
-                        downloaded.append(item[1])
-                    freed += item[2]
+                    if item.result is not None:
+                        batch.append(item.result)
+                    if item.downloaded is not None:
+                        downloaded.append(item.downloaded)
+                    freed += item.freed
                 try:
                     item = self.outbox.get_nowait()
                 except queue.Empty:

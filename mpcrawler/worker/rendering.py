@@ -41,6 +41,7 @@ from ..web.render import render_reason
 from .analyzer import Analysis, is_html
 from .browser import MAX_FETCHERS, Browser, Render, Rendered, SubAnswer, SubRefused
 from .downloader import Downloader, DownloadError, Response
+from .outbox import ENDED, WAKE, Outgoing
 from .permits import PermitRefused, Permits, PermitWithdrawn
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class Rendering(Module):
         settings = worker.settings
         self.settings = settings
         self.mode = settings.render
-        self.permits = Permits(wake=lambda: worker.outbox.put((None, None, 0)))
+        self.permits = Permits(wake=lambda: worker.outbox.put(WAKE))
         self.tabs = settings.render_tabs  # render threads, each driving a tab of the browser
         self._running = self.tabs
         self._lock = threading.Lock()
@@ -159,7 +160,7 @@ class Rendering(Module):
                     rendered, render = Rendered(None, error, transient=True), Render(response.url)
             with worker.parse_lock:
                 self.finish(result, response, depth, reason, rendered, render)
-            worker.outbox.put((result, None, 0))
+            worker.outbox.put(Outgoing(result))
         with self._lock:
             self._running -= 1
             last = not self._running
@@ -171,7 +172,7 @@ class Rendering(Module):
                     self.fetchers.get_nowait().close()
                 except queue.Empty:
                     break
-        worker.outbox.put(None)
+        worker.outbox.put(ENDED)
 
     def render(self, response: Response) -> tuple[Rendered, Render]:
         settings = self.settings
