@@ -311,64 +311,54 @@ def _watching(sub: Any) -> None:
     web.add_argument("--parent", type=int, help=argparse.SUPPRESS)  # ...and its pid
 
 
+# serve-site's options: (flag, type, default, metavar, help); "(default: ...)" is added.
+_SITE_OPTIONS: list[tuple[str, Any, Any, str, str]] = [
+    (
+        "--pages",
+        _positive_int,
+        500,
+        "N",
+        "pages of the site: / and /page/1 to /page/N-1, all reachable from /",
+    ),
+    ("--latency", _non_negative_float, 0.0, "SECONDS", "delay before each answer"),
+    ("--size", _non_negative_int, 30_000, "BYTES", "bytes of a page, padded with words"),
+    (
+        "--port",
+        _non_negative_int,
+        8000,
+        "N",
+        "port to listen on; 0 picks a free one, printed at the start",
+    ),
+    (
+        "--host",
+        str,
+        "127.0.0.1",
+        "ADDRESS",
+        "address to listen on; 0.0.0.0 takes every 127.X.Y.Z, each a host of its own to a crawler",
+    ),
+    (
+        "--fanout",
+        _non_negative_int,
+        12,
+        "N",
+        "links from each page to pages chosen at random "
+        "(seeded), beside its two children in a binary tree",
+    ),
+    ("--images", _positive_int, 10, "N", "--embeds: images the pages share in turn"),
+]
+
+
 def _serving(sub: Any) -> None:
     """serve-site."""
     site = sub.add_parser("serve-site", help="serve the built-in test site until stopped")
-    site.add_argument(
-        "--pages",
-        type=_positive_int,
-        default=500,
-        metavar="N",
-        help="pages of the site: / and /page/1 to /page/N-1, all reachable from / "
-        "(default: %(default)s)",
-    )
-    site.add_argument(
-        "--latency",
-        type=_non_negative_float,
-        default=0.0,
-        metavar="SECONDS",
-        help="delay before each answer (default: %(default)s)",
-    )
-    site.add_argument(
-        "--size",
-        type=_non_negative_int,
-        default=30_000,
-        metavar="BYTES",
-        help="bytes of a page, padded with words (default: %(default)s)",
-    )
-    site.add_argument(
-        "--port",
-        type=_non_negative_int,
-        default=8000,
-        metavar="N",
-        help="port to listen on; 0 picks a free one, printed at the start (default: %(default)s)",
-    )
-    site.add_argument(
-        "--host",
-        default="127.0.0.1",
-        metavar="ADDRESS",
-        help="address to listen on; 0.0.0.0 takes every 127.X.Y.Z, each a host of its own to "
-        "a crawler (default: %(default)s)",
-    )
-    site.add_argument(
-        "--fanout",
-        type=_non_negative_int,
-        default=12,
-        metavar="N",
-        help="links from each page to pages chosen at random (seeded), beside its two "
-        "children in a binary tree (default: %(default)s)",
-    )
+    for flag, kind, default, metavar, text in _SITE_OPTIONS:
+        site.add_argument(
+            flag, type=kind, default=default, metavar=metavar, help=f"{text} (default: %(default)s)"
+        )
     site.add_argument(
         "--embeds",
         action="store_true",
         help="pages need requisites (stylesheets, a script, images, a logo on 127.0.0.2)",
-    )
-    site.add_argument(
-        "--images",
-        type=_positive_int,
-        default=10,
-        metavar="N",
-        help="--embeds: images the pages share in turn (default: %(default)s)",
     )
     site.add_argument(
         "--texts",
