@@ -188,13 +188,7 @@ def assemble(
     rules.rebuild(job.state)
     if "add-seeds" in job.waiting_applied:
         rules.settle_added_seeds(job.state)
-    frontier: Frontier = (
-        shared
-        if shared is not None
-        else job.repaired.frontier
-        if job.repaired is not None
-        else LocalFrontier(job.state_dir, cache_size=s.cache_size)
-    )
+    frontier = _frontier(s, job, shared)
     counters = Counters.from_job(job.state)
     deliveries = Deliveries(s, job.state_dir, job.ensure_id())
     pipelines = Pipelines(specs, s, job.out, deliveries.sinks)
@@ -237,15 +231,38 @@ def assemble(
             job.state_dir, LiveParts(s, counters, scheduler, pool, frontier, job.state, job.out)
         ),
     )
+    _join(s, job, engine, rules, inbox, metrics)
+    return Assembly(engine, rejected, deliveries)
+
+
+def _frontier(settings: Settings, job: Job, shared: Shared | None) -> Frontier:
+    """The shared crawl's frontier, a repair's, or the job dir's."""
+    if shared is not None:
+        return shared
+    if job.repaired is not None:
+        return job.repaired.frontier
+    return LocalFrontier(job.state_dir, cache_size=settings.cache_size)
+
+
+def _join(
+    settings: Settings,
+    job: Job,
+    engine: Engine,
+    rules: CrawlRules,
+    inbox: CommandInbox | None,
+    metrics: MetricsServer | None,
+) -> None:
+    """What reaches the engine from outside: the control commands, an
+    exclusion sent while the crawl was stopped, the metrics' status."""
     if inbox is not None:  # commands reach a job dir one can name, or a shared crawl
-        engine.steering = _steering(s, job, inbox, engine, rules)
+        engine.steering = _steering(settings, job, inbox, engine, rules)
     if job.state.excluded:  # dropped once more only if an exclude came while it was stopped
-        frontier.exclude(rules.rules.excluded, drop_queued="exclude" in job.waiting_applied)
+        drop = "exclude" in job.waiting_applied
+        engine.frontier.exclude(rules.rules.excluded, drop_queued=drop)
     if metrics is not None:
         state_dir = job.state_dir
         metrics.status = lambda: JobDir(state_dir).status()
         metrics.start()
-    return Assembly(engine, rejected, deliveries)
 
 
 def _checkpoint(job: Job, engine: Engine) -> None:

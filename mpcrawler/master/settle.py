@@ -215,6 +215,20 @@ class Settling:
             if self.unsend is not None:
                 self.unsend(unfollowed)
         start, self.ended, self.loose = len(self.loose), [], []
+        self._record_batch(batch, met, spans, links, admitted, start)
+
+    def _record_batch(
+        self,
+        batch: list[Finish],
+        met: list[Met | None],
+        spans: list[tuple[int, int, int]],
+        links: list[Admission],
+        admitted: list[bool],
+        start: int,
+    ) -> None:
+        """Each page's record, once its links (``spans``: its links', its
+        embeds' and the skipped embeds' counts, in ``links`` from ``start``)
+        were admitted."""
         for finished, seen, (span, embeds, skipped) in zip(batch, met, spans, strict=True):
             if seen is not None:
                 finished.extra.update((k, v) for k, v in seen._asdict().items() if v)

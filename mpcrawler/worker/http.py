@@ -16,6 +16,7 @@ shares with the other downloaders: :mod:`.downloader`.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import ssl
@@ -336,29 +337,16 @@ class HttpDownloader(Downloader):
         headers = {k.lower(): v for k, v in raw.headers.items()}
         content_type, charset = parse_content_type(headers.get("content-type", ""))
         if accept is not None and content_type and content_type not in accept:
-            return Response(
-                url=raw.url if follow_redirects else url,
-                status=raw.status_code,
-                headers=headers,
-                content_type=content_type,
-                charset=charset,
-                elapsed_ms=(time.perf_counter() - started) * 1000.0,
-                exchange=self._exchange(raw, [], "unspecified") if self.keep_exchange else None,
-                skipped=f"content type {content_type} not accepted (--accept-type)",
-            )
+            url = raw.url if follow_redirects else url
+            return self._not_accepted(raw, url, headers, content_type, charset, started)
         decoder = BoundedDecoder(headers.get("content-encoding", ""))
         chunks: list[bytes] = []
         sent: list[bytes] | None = [] if self.keep_exchange else None
         payload = new_digest()  # of the body as sent, as WARC-Payload-Digest is
-        size = 0
+        size, status = 0, raw.status_code
         deadline = started + 3 * self.settings.timeout
-        status = raw.status_code
 
-        def failed(error: DownloadError, truncated: str) -> DownloadError:
-            if sent is not None:
-                error.exchange = self._exchange(raw, sent, truncated)
-            return error
-
+        failed = functools.partial(self._failed, raw, sent)
         try:
             for chunk in raw.raw.stream(_CHUNK, decode_content=False):
                 payload.update(chunk)
@@ -395,6 +383,39 @@ class HttpDownloader(Downloader):
             exchange=None if sent is None else self._exchange(raw, sent, None),
             digest=digest_text(payload),
         )
+
+    def _not_accepted(
+        self,
+        raw: requests.Response,
+        url: str,
+        headers: dict[str, str],
+        content_type: str,
+        charset: str | None,
+        started: float,
+    ) -> Response:
+        """The answer of a content type --accept-type leaves out: its body unread."""
+        return Response(
+            url=url,
+            status=raw.status_code,
+            headers=headers,
+            content_type=content_type,
+            charset=charset,
+            elapsed_ms=(time.perf_counter() - started) * 1000.0,
+            exchange=self._exchange(raw, [], "unspecified") if self.keep_exchange else None,
+            skipped=f"content type {content_type} not accepted (--accept-type)",
+        )
+
+    def _failed(
+        self,
+        raw: requests.Response,
+        sent: list[bytes] | None,
+        error: DownloadError,
+        truncated: str,
+    ) -> DownloadError:
+        """``error``, with the exchange as far as it went when one is kept."""
+        if sent is not None:
+            error.exchange = self._exchange(raw, sent, truncated)
+        return error
 
     @staticmethod
     def _exchange(raw: requests.Response, sent: list[bytes], truncated: str | None) -> Exchange:

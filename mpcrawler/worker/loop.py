@@ -94,19 +94,7 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
                     else:
                         reader.poll(tick)
                 ended = []
-            for slot, outcome in ended:
-                fetch, result, started, clock = busy.pop(slot)
-                free.append(slot)
-                result, response = worker.downloaded(result, fetch, outcome, clock)
-                downloaded.append((fetch.id, started))
-                if response is None:
-                    batch.append(result)
-                    freed += 1
-                elif len(to_parse) < worker.slots:  # room to wait: its slot is free
-                    to_parse.append((result, response, fetch.depth + 1))
-                    freed += 1
-                else:
-                    held.append((result, response, fetch.depth + 1))
+            freed += _ended(worker, ended, busy, free, downloaded, batch, to_parse, held)
             # What ended goes before the next parse, so the master can fill
             # the slots meanwhile, when pages wait to be parsed; one page
             # alone is parsed first, and goes in the same message.
@@ -128,6 +116,37 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
         if documents is not None:
             documents.end()
         transfers.close()
+
+
+def _ended(
+    worker: Worker,
+    ended: list[tuple[int, Response | Exception]],
+    busy: dict[int, tuple[Fetch, PageResult, float, float]],
+    free: list[int],
+    downloaded: list[tuple[int, float]],
+    batch: list[PageResult],
+    to_parse: deque[tuple[PageResult, Response, int]],
+    held: deque[tuple[PageResult, Response, int]],
+) -> int:
+    """The downloads that ``ended``: their slots free for the next
+    downloads, their hosts free of them (``downloaded``), each page to
+    send (``batch``: no body), to parse, or ``held`` until there is room to
+    wait; how many slots are free again for the master."""
+    freed = 0
+    for slot, outcome in ended:
+        fetch, result, started, clock = busy.pop(slot)
+        free.append(slot)
+        result, response = worker.downloaded(result, fetch, outcome, clock)
+        downloaded.append((fetch.id, started))
+        if response is None:
+            batch.append(result)
+            freed += 1
+        elif len(to_parse) < worker.slots:  # room to wait: its slot is free
+            to_parse.append((result, response, fetch.depth + 1))
+            freed += 1
+        else:
+            held.append((result, response, fetch.depth + 1))
+    return freed
 
 
 def _start(

@@ -137,6 +137,20 @@ def response_action(status: int, headers: dict[str, str], skipped: str | None) -
     return PARSE
 
 
+def _warc_files(settings: Settings) -> WarcFiles | None:
+    """The worker's WARC files with --warc (warcio imported only then)."""
+    if not settings.warc_dir:
+        return None
+    from .warc import WarcFiles
+
+    return WarcFiles(
+        settings.warc_dir,
+        settings.warc_size,
+        settings.to_dict(),
+        index=settings.cdxj or bool(settings.wacz),
+    )
+
+
 class Worker:
     """A worker process's parts: its download slots, parser, pipe and archive (see the module)."""
 
@@ -165,16 +179,7 @@ class Worker:
         self.sent = SentLinks()
         self.refused = FirstSeen(SENT_LINKS)  # links refused and reported (once each)
         self.agent = agent_token(settings.user_agent)
-        self.warc: WarcFiles | None = None
-        if settings.warc_dir:
-            from .warc import WarcFiles  # warcio only when archiving
-
-            self.warc = WarcFiles(
-                settings.warc_dir,
-                settings.warc_size,
-                settings.to_dict(),
-                index=settings.cdxj or bool(settings.wacz),
-            )
+        self.warc = _warc_files(settings)
         self.warc_failed: OSError | None = None
         self.inbox: queue.SimpleQueue[Fetch | None] = queue.SimpleQueue()
         # A thread per download slot, and one parser: parsing is Python under

@@ -127,28 +127,9 @@ class Checkpoints:
         referenced.update(n for n in (snapshot, journal) if n)
         self.files.remove_unreferenced(referenced)
         puts, acked = self._read_journal(journal) if journal else ([], set())
-        lanes, back_taken = self.lanes, []
+        lanes = self.lanes
         if snapshot:
-            saved = self._read_whole(snapshot)
-            if len(saved) < counted:
-                log.error(
-                    "frontier: snapshot %s holds %d of the %d URLs its checkpoint counted; "
-                    "the rest are lost",
-                    snapshot,
-                    len(saved),
-                    counted,
-                )
-            for n, item in enumerate(saved):
-                if item.seq in acked:
-                    acked.discard(item.seq)
-                elif n < back:
-                    lanes.to_memory(item)
-                elif n < back + front:
-                    lanes.give_back(item)
-                else:
-                    back_taken.append(item)
-        for item in back_taken:  # before the puts: they sort before them
-            lanes.give_back(item)
+            self._restore_snapshot(snapshot, back, front, counted, acked)
         recovered: list[UrlInfo] = []
         for item in puts:
             if item.seq != next_seq:
@@ -168,6 +149,34 @@ class Checkpoints:
             self.spiller.overflow()
         self.write(next_seq, taken)
         return next_seq, recovered
+
+    def _restore_snapshot(
+        self, snapshot: str, back: int, front: int, counted: int, acked: set[int]
+    ) -> None:
+        """The snapshot's URLs back in the lanes, those ``acked`` since left
+        out (and out of ``acked``): the first ``back`` in memory, the next
+        ``front`` given back to their lanes' fronts, then those taken."""
+        lanes, back_taken = self.lanes, []
+        saved = self._read_whole(snapshot)
+        if len(saved) < counted:
+            log.error(
+                "frontier: snapshot %s holds %d of the %d URLs its checkpoint counted; "
+                "the rest are lost",
+                snapshot,
+                len(saved),
+                counted,
+            )
+        for n, item in enumerate(saved):
+            if item.seq in acked:
+                acked.discard(item.seq)
+            elif n < back:
+                lanes.to_memory(item)
+            elif n < back + front:
+                lanes.give_back(item)
+            else:
+                back_taken.append(item)
+        for item in back_taken:  # before the puts: they sort before them
+            lanes.give_back(item)
 
     def _read_state(self) -> dict[str, Any]:
         state_path = self.files.directory / STATE_FILE

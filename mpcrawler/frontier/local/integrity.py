@@ -140,31 +140,9 @@ def damage(
         return []  # nothing was crawled here yet
     reasons: list[str] = []
     frontier = job_dir / "frontier"
-    state_path = frontier / STATE_FILE
-    acks: int | None = None
-    try:
-        state: dict[str, Any] = json.loads(state_path.read_text("utf-8"))
-    except FileNotFoundError:
-        reasons.append(f"{state_path} is missing (the queue of URLs still to fetch)")
-        state = {}
-    except (OSError, ValueError) as exc:
-        reasons.append(f"{state_path} is unreadable ({exc})")
-        state = {}
-    for key in ("snapshot", "journal"):
-        name = state.get(key)
-        if isinstance(name, str) and not (frontier / name).exists():
-            reasons.append(f"{frontier / name} is missing ({key} of the frontier)")
+    state = _state(frontier, reasons)
     journal = state.get("journal")
-    if isinstance(journal, str) and (frontier / journal).exists():
-        data = (frontier / journal).read_bytes()
-        payloads, used, corrupt = split_frames(data, 1 << 62, journal, quiet=True)
-        why = journal_damage(data, used, corrupt)
-        if why:
-            reasons.append(f"{frontier / journal} is damaged: {why}")
-        try:
-            acks = sum(1 for op, _ in parse_journal(payloads, journal) if op == ACK)
-        except (ValueError, struct.error, UnicodeDecodeError):
-            acks = None  # reported above
+    acks = _journal_acks(frontier, journal, reasons)
     recorded = _count_lines(out) if out.exists() else 0
     since = recorded - pages  # records written after the last checkpoint
     if acks is not None and since - acks > slack:
@@ -195,6 +173,40 @@ def damage(
     if why := schedule_damage(job_dir / REVISITS_FILE, scheduled):
         reasons.append(why)
     return reasons
+
+
+def _state(frontier: Path, reasons: list[str]) -> dict[str, Any]:
+    """The frontier's ``state.json`` (empty if it cannot be read), and in
+    ``reasons`` what is wrong with it and the files it names."""
+    state_path = frontier / STATE_FILE
+    try:
+        state: dict[str, Any] = json.loads(state_path.read_text("utf-8"))
+    except FileNotFoundError:
+        reasons.append(f"{state_path} is missing (the queue of URLs still to fetch)")
+        state = {}
+    except (OSError, ValueError) as exc:
+        reasons.append(f"{state_path} is unreadable ({exc})")
+        state = {}
+    for key in ("snapshot", "journal"):
+        name = state.get(key)
+        if isinstance(name, str) and not (frontier / name).exists():
+            reasons.append(f"{frontier / name} is missing ({key} of the frontier)")
+    return state
+
+
+def _journal_acks(frontier: Path, journal: Any, reasons: list[str]) -> int | None:
+    """The acks the frontier's journal holds (None: no journal, or one
+    that cannot be read), and in ``reasons`` how it is damaged."""
+    if not (isinstance(journal, str) and (frontier / journal).exists()):
+        return None
+    data = (frontier / journal).read_bytes()
+    payloads, used, corrupt = split_frames(data, 1 << 62, journal, quiet=True)
+    if why := journal_damage(data, used, corrupt):
+        reasons.append(f"{frontier / journal} is damaged: {why}")
+    try:
+        return sum(1 for op, _ in parse_journal(payloads, journal) if op == ACK)
+    except (ValueError, struct.error, UnicodeDecodeError):
+        return None  # reported above
 
 
 def schedule_damage(path: Path, scheduled: int) -> str | None:

@@ -44,27 +44,10 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
             lost = lost or client.get(q + "lost")
         first = sorted(firsts, key=lambda entry: entry[1])[:1]
         started = client.get(p + "started")
-        infos, beats = client.hgetall(p + "nodes"), client.hgetall(p + "beats")
-        alive = client.zrange(p + "alive", 0, -1, withscores=True)
+        beats = client.hgetall(p + "beats")
         seconds, micros = client.time()  # Redis's clock, as the heartbeats are
         now_ms = int(seconds) * 1000 + int(micros) // 1000
-        deadlines = {n.decode(): score for n, score in alive}
-        rows = []
-        for raw_node, raw_info in sorted(infos.items()):
-            node = raw_node.decode()
-            info = json.loads(raw_info)
-            beat = int(beats.get(raw_node, 0))
-            rows.append(
-                {
-                    "node": node,
-                    "alive": deadlines.get(node, 0) > now_ms,
-                    "last_heartbeat_s": round((now_ms - beat) / 1000, 1),
-                    "pages": info.get("pages", 0),
-                    "errors": info.get("errors", 0),
-                    "pages_per_s": info.get("pages_per_s", 0.0),
-                    "hosts_held": sum(int(client.scard(f"{q}held:{node}")) for q in prefixes),
-                }
-            )
+        rows = _node_rows(client, p, prefixes, beats, now_ms)
         live = [row for row in rows if row["alive"]]
         last = now_ms if live else max((int(b) for b in beats.values()), default=now_ms)
         elapsed = (last - int(started)) / 1000 if started else 0.0
@@ -89,6 +72,33 @@ def crawl_status(url: str, crawl: str) -> dict[str, Any]:
         ) from None
     finally:
         client.close()
+
+
+def _node_rows(
+    client: Any, p: str, prefixes: list[str], beats: dict[bytes, bytes], now_ms: int
+) -> list[dict[str, Any]]:
+    """One row a node of the crawl (partition 0's), by name: alive, its last
+    heartbeat, its figures and the hosts it holds in every partition."""
+    infos = client.hgetall(p + "nodes")
+    alive = client.zrange(p + "alive", 0, -1, withscores=True)
+    deadlines = {n.decode(): score for n, score in alive}
+    rows = []
+    for raw_node, raw_info in sorted(infos.items()):
+        node = raw_node.decode()
+        info = json.loads(raw_info)
+        beat = int(beats.get(raw_node, 0))
+        rows.append(
+            {
+                "node": node,
+                "alive": deadlines.get(node, 0) > now_ms,
+                "last_heartbeat_s": round((now_ms - beat) / 1000, 1),
+                "pages": info.get("pages", 0),
+                "errors": info.get("errors", 0),
+                "pages_per_s": info.get("pages_per_s", 0.0),
+                "hosts_held": sum(int(client.scard(f"{q}held:{node}")) for q in prefixes),
+            }
+        )
+    return rows
 
 
 def reset_crawl(url: str, crawl: str) -> int:
