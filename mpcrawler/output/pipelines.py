@@ -15,14 +15,11 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any, Protocol
 
 from ..modules import Module, load_object
 from ..settings import Settings
 from ..testing import faults
-
-if TYPE_CHECKING:
-    from .sinks.base import Sink
 
 __all__ = ["JsonLinesPipeline", "Pipeline", "Pipelines"]
 
@@ -166,6 +163,26 @@ class JsonLinesPipeline(Pipeline):
             self._file = None
 
 
+class Bound(Protocol):
+    """What the chain needs of a sink after the journal
+    (:class:`mpcrawler.output.sinks.base.Sink`): a pipeline told the
+    journal it follows (its cursor is a place in it), with a pipeline's hooks."""
+
+    id: str
+
+    def bind(self, journal: JsonLinesPipeline) -> None: ...
+
+    def open(self) -> None: ...
+
+    def process(self, record: dict[str, Any]) -> dict[str, Any] | None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def summary(self) -> dict[str, Any]: ...
+
+
 class Pipelines:
     """The chain a record goes through: the user pipelines made from
     ``specs`` (instances, classes or ``pkg.mod:Class`` paths, constructed
@@ -177,7 +194,7 @@ class Pipelines:
         specs: Sequence[Pipeline | type | str],
         settings: Settings,
         out: Path,
-        sinks: Sequence[Sink] = (),
+        sinks: Sequence[Bound] = (),
     ) -> None:
         self.output = JsonLinesPipeline(out)
         self.sinks = list(sinks)

@@ -49,7 +49,7 @@ from ..messages import Fetch, Hello, PageResult
 
 if TYPE_CHECKING:
     from .downloader import Response, Transfers
-    from .process import Worker
+    from .sides import LoopSide
 
 __all__ = ["run_loop"]
 
@@ -57,7 +57,7 @@ _TICK = 1.0  # s: the longest wait, so stalled downloads' timeouts are seen
 _DOCUMENT_TICK = 0.05  # s: the longest wait while a PDF is read, for its page
 
 
-def run_loop(worker: Worker, transfers: Transfers) -> None:
+def run_loop(worker: LoopSide, transfers: Transfers) -> None:
     """Serve the master from this thread until it says stop (see the module)."""
     worker.looping = True
     conn = worker.conn
@@ -119,7 +119,7 @@ def run_loop(worker: Worker, transfers: Transfers) -> None:
 
 
 def _ended(
-    worker: Worker,
+    worker: LoopSide,
     ended: list[tuple[int, Response | Exception]],
     busy: dict[int, tuple[Fetch, PageResult, float, float]],
     free: list[int],
@@ -150,7 +150,7 @@ def _ended(
 
 
 def _start(
-    worker: Worker,
+    worker: LoopSide,
     transfers: Transfers,
     free: list[int],
     busy: dict[int, tuple[Fetch, PageResult, float, float]],

@@ -45,7 +45,7 @@ from .outbox import ENDED, WAKE, Outgoing
 from .permits import PermitRefused, Permits, PermitWithdrawn
 
 if TYPE_CHECKING:
-    from .process import Worker
+    from .sides import RenderSide
 
 __all__ = ["CACHED_KINDS", "MAX_HOPS", "Rendering", "SubCache"]
 
@@ -102,7 +102,7 @@ class Rendering(Module):
 
     type_letter = "R"
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: RenderSide) -> None:
         super().__init__()
         self.worker = worker
         settings = worker.settings

@@ -133,3 +133,22 @@ def test_a_status_means_the_same_whether_its_body_was_read_or_not() -> None:
     assert response_action(200, {}, "not accepted") == SKIPPED
     assert response_action(404, {}, "not accepted") == UNREAD
     assert response_action(500, {}, "not accepted") == UNREAD
+
+
+def test_the_worker_is_what_its_render_threads_and_event_loop_use() -> None:
+    """``worker.sides``: every member the render threads and the event loop
+    use of a Worker (they import no Worker) is one of a real Worker's."""
+    from mpcrawler.worker.sides import LoopSide, RenderSide
+
+    settings = Settings(seeds=["http://a.test/"], downloader=f"{__name__}:FakeDownloader")
+    settings.analyzer = "mpcrawler.worker.analyzer:HtmlAnalyzer"
+    scope = Scope.from_seeds(settings.seeds, [], "hosts", [])
+    _, child = multiprocessing.Pipe()
+    worker = Worker(0, child, settings, scope)
+    for side in (RenderSide, LoopSide):
+        members = set(side.__annotations__) | {
+            name for name in vars(side) if not name.startswith("_")
+        }
+        assert members and all(hasattr(worker, name) for name in members), side
+    for downloader in worker.downloaders:
+        downloader.close()
