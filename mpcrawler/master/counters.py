@@ -27,9 +27,9 @@ from ..output.jobdir import (
     embed_outcome,
     recount,
 )
-from ..output.metrics import Snapshot
+from ..output.metrics import Snapshot, status_class
 
-__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot", "status_class"]
+__all__ = ["FETCH_BUCKETS", "Counters", "crawl_stats", "metrics_snapshot"]
 
 # Upper bounds (seconds) of the fetch-time histogram (``--metrics-port``).
 FETCH_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -156,11 +156,6 @@ class Counters:
             "discarded": self.discarded,
             "job_dir": job_dir,
         }
-
-
-def status_class(status: str) -> str:
-    """A records' status as its class: ``2xx``...; ``none`` and the like as they are."""
-    return f"{status[0]}xx" if status[:1].isdigit() else status
 
 
 def metrics_snapshot(

@@ -36,11 +36,24 @@ if TYPE_CHECKING:
 # crawl without --metrics-port (the engine needs only Snapshot) does not pay
 # their import (0.13 s of the master's CPU at each start).
 
-__all__ = ["INTERVAL", "MetricsServer", "Snapshot", "crawl_families", "metric_families"]
+__all__ = [
+    "INTERVAL",
+    "MetricsServer",
+    "Snapshot",
+    "crawl_families",
+    "metric_families",
+    "status_class",
+]
 
 log = logging.getLogger(__name__)
 
 INTERVAL = 0.25  # seconds between snapshots: /metrics lags the records by less
+
+
+def status_class(status: str) -> str:
+    """A records' status as its class: ``2xx``...; ``none`` and the like as
+    they are (the metrics' pages, and the web page's)."""
+    return f"{status[0]}xx" if status[:1].isdigit() else status
 
 
 @dataclass(frozen=True)

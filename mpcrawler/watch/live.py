@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..master.counters import status_class
+from ..output.metrics import status_class
 
 if TYPE_CHECKING:
     from ..frontier import Frontier

@@ -26,3 +26,16 @@ def test_every_option_is_in_the_reference() -> None:
     written = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
     for name in OPTIONS:
         assert f"| `{flag_of(name)}" in written, name
+
+
+def test_the_structure_picture_is_up_to_date() -> None:
+    """how-it-works.md's picture of which folder imports which is the code's."""
+    spec = importlib.util.spec_from_file_location(
+        "make_structure", ROOT / "docs" / "make_structure.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    written = module.TARGET.read_text(encoding="utf-8")
+    assert written == module.rewritten(written), "stale: python docs/make_structure.py"
+    assert "master --> frontier" in written and "watch --> master" not in written
