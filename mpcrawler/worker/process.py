@@ -59,7 +59,7 @@ import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -81,13 +81,12 @@ from ..messages import (
 )
 from ..modules import load_object, process_usage
 from ..settings import Settings
-from ..web import feeds, requisites, sitemaps
+from ..web import sitemaps
 from ..web.filters import FirstSeen, UrlRules
 from ..web.fingerprint import fingerprint
 from ..web.pagerobots import (
     agent_token,
     apply_nofollow,
-    canonical_from_link_header,
     page_directives,
 )
 from ..web.pdf import PdfContent, PdfError
@@ -98,6 +97,7 @@ from .analyzer import Analyzer
 from .documents import Documents, Page
 from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
 from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
+from .listings import Listings
 from .outbox import ENDED, WAKE, Outgoing, to_parser
 from .revisit import Revisit, revisit_of
 
@@ -162,8 +162,7 @@ class Worker:
         scope: Scope,
         exclude: Sequence[str] = (),
     ) -> None:
-        self.index = index
-        self.conn = conn
+        self.index, self.conn = index, conn
         # The master is gone (its end of the pipe closed): nobody wants our
         # results, so the process exits at once.  (A test that runs a worker
         # in a thread stops it instead: an exit would end the test run, 0.)
@@ -176,8 +175,9 @@ class Worker:
         self.analyzer: Analyzer = analyzer_cls(settings)
         self.rules = UrlRules.from_settings(settings, scope, exclude)
         self.resolver = LinkResolver(self.rules, settings.max_url_length)
-        self.sent = SentLinks()
         self.refused = FirstSeen(SENT_LINKS)  # links refused and reported (once each)
+        self.listings = Listings(settings, self.rules, self.resolver, self.refused)
+        self.sent = SentLinks()
         self.agent = agent_token(settings.user_agent)
         self.warc = _warc_files(settings)
         self.warc_failed: OSError | None = None
@@ -252,6 +252,7 @@ class Worker:
         (one assignment each, so the parser sees the old rules or the new)."""
         self.rules = UrlRules.from_settings(self.settings, scope, exclude)
         self.resolver = LinkResolver(self.rules, self.settings.max_url_length)
+        self.listings = Listings(self.settings, self.rules, self.resolver, self.refused)
 
     def work(self) -> None:
         """A download thread: take a request, download it in a free slot,
@@ -557,7 +558,7 @@ class Worker:
         ``rendered`` already (``navigations``: where its scripts tried to go,
         links too).  A ``document`` was read by the documents thread: what it
         found, or the page's error."""
-        if self.read_listing(result, response):
+        if self.listings.read(result, response):
             return None
         try:
             analysis = (
@@ -589,8 +590,8 @@ class Worker:
             if self.settings.record_links:
                 result.all_links = [(url, rule is None, p) for url, rule, p in links]
             if analysis.embeds and self.settings.page_requisites:
-                self._add_embeds(result, analysis.embeds, base)
-            result.canonical = self._canonical(analysis.canonical, response, base)
+                self.listings.add_embeds(result, analysis.embeds, base)
+            result.canonical = self.listings.canonical(analysis.canonical, response, base)
             found = fingerprint(analysis.text) if analysis.text and self.settings.dedup else None
             if found is not None:
                 result.text_digest, result.simhash = found
@@ -616,117 +617,6 @@ class Worker:
         if result.error is None and 200 <= (result.status or 0) < 300:
             result.outlinks = self.sent.first_times(result.outlinks, depth)
         return None
-
-    def read_listing(self, result: PageResult, response: Response) -> bool:
-        """A body that is no page but lists URLs (a sitemap, a feed, a
-        stylesheet's requisites) is read here, into ``result``: whether it was."""
-        if result.kind == "sitemap":
-            self.read_sitemap(result, response)
-        elif self.settings.follow_feeds and feeds.is_feed(response.content_type, response.body):
-            self.read_feed(result, response)
-        elif self.settings.page_requisites and response.content_type == "text/css":
-            self.read_stylesheet(result, response)
-        else:
-            return False
-        return True
-
-    def read_stylesheet(self, result: PageResult, response: Response) -> None:
-        """--page-requisites: what a stylesheet needs (its imports, fonts and
-        images, resolved against its own URL) are its embeds."""
-        if not 200 <= response.status < 300:
-            return
-        try:
-            found = requisites.stylesheet_urls(response.body, response.charset)
-        except Exception as exc:  # tinycss2 takes any bytes; a bug is this page's error
-            result.error, result.error_kind = f"stylesheet: {type(exc).__name__}: {exc}", "css"
-            return
-        self._add_embeds(result, found, response.url)
-
-    def _add_embeds(self, result: PageResult, found: list[tuple[str, str]], base: str) -> None:
-        """The distinct requisites a document named: counted by kind, and
-        those the rules allow as embeds (``_allowed``) in
-        ``result.embeds``; a refusal goes with ``result`` (once)."""
-        kinds: dict[str, str] = {}
-        for href, how in found:
-            url = self.resolver.canonical(href, base)
-            if url is not None and url not in kinds and url != result.url:
-                kinds[url] = how
-        counts: dict[str, int] = {}
-        for url, how in kinds.items():
-            counts[how] = counts.get(how, 0) + 1
-            if self._allowed(result, url, embed=True):
-                result.embeds.append(url)
-        result.embeds_found, result.embed_kinds = len(kinds), counts
-
-    def _allowed(
-        self, result: PageResult, url: str, sitemap: bool = False, embed: bool = False
-    ) -> bool:
-        """The rules allow ``url`` (a ``sitemap``'s? an ``embed``?); if not,
-        its refusal goes with ``result`` (once)."""
-        rule = self.rules.refusal(url, sitemap, embed)
-        if rule is not None and self.refused.first(url):
-            result.dropped.append((url, rule))
-        return rule is None
-
-    def _canonical(self, href: str | None, response: Response, base: str) -> str | None:
-        """The page's rel=canonical (its own, else its Link header's), canonical."""
-        href = href or canonical_from_link_header(response.headers.get("link"))
-        return None if href is None else self.resolver.canonical(href, base)
-
-    def read_sitemap(self, result: PageResult, response: Response) -> None:
-        """Add what a sitemap lists to ``result``: its pages (resolved and in
-        scope) with their priorities and lastmods, and its child sitemaps."""
-        if not 200 <= response.status < 300:
-            return
-        try:
-            sitemap = sitemaps.parse(response.body)
-        except sitemaps.SitemapError as exc:
-            result.error, result.error_kind = f"sitemap: {exc}", "sitemap"
-            return
-        found = self._listed_pages(result, response.url, sitemap.pages)
-        for loc in sitemap.sitemaps:
-            url = self.resolver.canonical(loc, response.url)
-            if url is not None and self._allowed(result, url, True) and url not in result.sitemaps:
-                result.sitemaps.append(url)
-        result.links = len(sitemap.pages) + len(sitemap.sitemaps)
-        result.item = {"sitemap_urls": len(found), "sitemap_children": len(result.sitemaps)}
-        if sitemap.dropped:
-            result.item["sitemap_dropped"] = sitemap.dropped
-
-    def _listed_pages(
-        self, result: PageResult, base: str, entries: Iterable[tuple[str, int, str | None]]
-    ) -> dict[str, int]:
-        """The pages a sitemap or a feed lists, as (URL, priority, lastmod):
-        each resolved against ``base`` and allowed by the rules, once, into
-        ``result``'s outlinks with its lastmod; {url: priority}."""
-        found: dict[str, int] = {}
-        for loc, priority, lastmod in entries:
-            url = self.resolver.canonical(loc, base)
-            if url is not None and self._allowed(result, url) and url not in found:
-                found[url] = priority
-                if lastmod:
-                    result.lastmods[url] = lastmod[:64]
-        result.outlinks = list(found.items())
-        return found
-
-    def read_feed(self, result: PageResult, response: Response) -> None:
-        """--follow-feeds: add what a feed lists to ``result``: its entries'
-        links (resolved and in scope), each with its date as ``lastmod``."""
-        if not 200 <= response.status < 300:
-            return
-        try:
-            feed = feeds.parse(response.body, response.url)
-        except feeds.FeedError as exc:
-            result.error, result.error_kind = f"feed: {exc}", "feed"
-            return
-        except Exception as exc:  # feedparser on bytes it did not expect: this feed's error
-            result.error, result.error_kind = f"feed: {type(exc).__name__}: {exc}", "feed"
-            return
-        found = self._listed_pages(result, response.url, ((u, 0, d) for u, d in feed.entries))
-        result.links = len(feed.entries)
-        result.item = {"feed": feed.kind, "feed_entries": len(found)}
-        if feed.dropped:
-            result.item["feed_dropped"] = feed.dropped
 
 
 def _header_values(response: Response, name: str) -> list[str]:
