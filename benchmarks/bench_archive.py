@@ -33,8 +33,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from common import ROOT, crawl_command, crawl_env, machine, nginx_dir
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.common import ROOT, crawl_command, crawl_env, machine, nginx_dir
 from mpcrawler.testing.redis import free_port
 from mpcrawler.testing.site import TestSite
 

@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from pydoc_data.topics import topics
 
-from mpcrawler.frontier.content import PIECE_KEEP, LocalContentIndex, Page
+from mpcrawler.frontier.content import PIECE_KEEP, Page
+from mpcrawler.frontier.local.content import LocalContentIndex
 from mpcrawler.web.fingerprint import NEAR_BITS, fingerprint, hamming
 
 NEAR_EDITS = (0.005, 0.01, 0.02, 0.05)  # shares of words edited: near duplicates

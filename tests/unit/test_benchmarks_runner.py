@@ -30,3 +30,11 @@ def test_a_benchmark_runs_by_its_name_and_an_unknown_one_is_one_line() -> None:
     assert helped.returncode == 0 and "usage:" in helped.stdout
     unknown = run("no_such_thing")
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+
+
+def test_every_benchmark_starts() -> None:
+    """Each benchmark's ``--help`` runs: its imports of the project hold
+    (a module moved without its benchmarks fails here, not in a run)."""
+    for path in sorted((ROOT / "benchmarks").glob("bench_*.py")):
+        helped = run(path.stem.removeprefix("bench_"), "--help")
+        assert helped.returncode == 0 and "usage:" in helped.stdout, (path.name, helped.stderr)
