@@ -28,16 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["LoopSide", "RenderSide"]
 
 
-class RenderSide(Protocol):
-    """The worker as its render threads (:mod:`mpcrawler.worker.rendering`) see it."""
+class _Analyzes(Protocol):
+    """What both use: the page's analysis, one at a time (``parse_lock``)."""
 
-    settings: Settings
     slots: int
-    outbox: queue.SimpleQueue[Outgoing]
     parse_lock: threading.Lock
-    rules: UrlRules
-    resolver: LinkResolver
-    warc: WarcFiles | None
 
     def analyze(
         self,
@@ -49,18 +44,26 @@ class RenderSide(Protocol):
         document: Any = None,
     ) -> str | None: ...
 
+
+class RenderSide(_Analyzes, Protocol):
+    """The worker as its render threads (:mod:`mpcrawler.worker.rendering`) see it."""
+
+    settings: Settings
+    outbox: queue.SimpleQueue[Outgoing]
+    rules: UrlRules
+    resolver: LinkResolver
+    warc: WarcFiles | None
+
     def archive_failed(self, result: PageResult, exc: OSError) -> None: ...
 
 
-class LoopSide(Protocol):
+class LoopSide(_Analyzes, Protocol):
     """The worker as its event loop (:mod:`mpcrawler.worker.loop`) sees it."""
 
     index: int
-    slots: int
     conn: Connection
     inbox: queue.SimpleQueue[Fetch | None]
     looping: bool
-    parse_lock: threading.Lock
     downloaders: list[Downloader]
     documents: Documents | None
     documents_read: deque[PageResult]
@@ -77,16 +80,6 @@ class LoopSide(Protocol):
     ) -> tuple[PageResult, Response | None]: ...
 
     def hand_off(self, result: PageResult, response: Response, depth: int) -> bool: ...
-
-    def analyze(
-        self,
-        result: PageResult,
-        response: Response,
-        depth: int,
-        rendered: bool = False,
-        navigations: Any = (),
-        document: Any = None,
-    ) -> str | None: ...
 
     def send_results(
         self,

@@ -146,9 +146,11 @@ def test_the_worker_is_what_its_render_threads_and_event_loop_use() -> None:
     _, child = multiprocessing.Pipe()
     worker = Worker(0, child, settings, scope)
     for side in (RenderSide, LoopSide):
-        members = set(side.__annotations__) | {
-            name for name in vars(side) if not name.startswith("_")
+        parts = [c for c in side.__mro__ if c.__module__ == "mpcrawler.worker.sides"]
+        members = {n for c in parts for n in c.__annotations__} | {
+            n for c in parts for n in vars(c) if not n.startswith("_")
         }
+        assert {"analyze", "parse_lock"} <= members
         assert members and all(hasattr(worker, name) for name in members), side
     for downloader in worker.downloaders:
         downloader.close()
