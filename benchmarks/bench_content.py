@@ -21,7 +21,7 @@ from pathlib import Path
 
 import redis
 
-from mpcrawler.frontier.content import Page
+from mpcrawler.content.index import Page
 from mpcrawler.frontier.local.content import LocalContentIndex
 from mpcrawler.frontier.redis.frontier import RedisFrontier
 from mpcrawler.testing.redis import RedisServer

@@ -54,8 +54,8 @@ from lxml import etree
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import crawl_figures, machine, nginx_dir
+from mpcrawler.content.extract import extract
 from mpcrawler.testing.extraction import boilerplate_share, f1, gold_pages, html_text, tokens
-from mpcrawler.web.extract import extract
 from mpcrawler.worker.analyzer import _lxml_tree
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")  # apt-get install python3.11-doc

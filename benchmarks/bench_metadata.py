@@ -39,7 +39,7 @@ import lxml.html
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mpcrawler.web.metadata import iso_date, page_metadata
+from mpcrawler.content.metadata import iso_date, page_metadata
 
 BASE = "http://fakehost/test/page.html"
 FIELDS = {

@@ -34,8 +34,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import crawl, crawl_env, machine, nginx_dir
+from mpcrawler.render.browser import descendants
 from mpcrawler.testing.site import TestSite, serve_site
-from mpcrawler.worker.browser import descendants
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html")
 POSTGRES_DOCS = Path("/usr/share/doc/postgresql-doc-15/html")

@@ -100,7 +100,7 @@ def state_bytes(urls: int) -> None:
     from benchmarks.common import start_redis
     from mpcrawler.frontier import LocalFrontier, Revisit
     from mpcrawler.frontier.redis.frontier import RedisFrontier
-    from mpcrawler.master.revisit import RevisitState
+    from mpcrawler.revisits.decisions import RevisitState
 
     now = time.time()
 

@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from pydoc_data.topics import topics
 
-from mpcrawler.frontier.content import PIECE_KEEP, Page
+from mpcrawler.content.fingerprint import NEAR_BITS, fingerprint, hamming
+from mpcrawler.content.index import PIECE_KEEP, Page
 from mpcrawler.frontier.local.content import LocalContentIndex
-from mpcrawler.web.fingerprint import NEAR_BITS, fingerprint, hamming
 
 NEAR_EDITS = (0.005, 0.01, 0.02, 0.05)  # shares of words edited: near duplicates
 FAR_EDITS = 0.33  # a third of the words edited: another page

@@ -56,7 +56,7 @@ def reference() -> str:
     lines = [
         "# Options of `mpcrawler crawl`",
         "",
-        "Generated from the option table (`mpcrawler/settings.py`) by",
+        "Generated from the option table (`mpcrawler/settings/`) by",
         "`python docs/make_reference.py`; a test fails when it is stale.",
     ]
     for group, title in GROUPS.items():

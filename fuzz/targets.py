@@ -25,11 +25,11 @@ from pathlib import Path
 from mpcrawler.frontier import FrontierError, UrlInfo, UrlQueueManager, frame_payload
 from mpcrawler.output.jobdir import recount
 from mpcrawler.output.pipelines import JsonLinesPipeline
+from mpcrawler.robots.rules import RobotsRules
 from mpcrawler.settings import Settings
 from mpcrawler.web import sitemaps
 from mpcrawler.web.filters import QueryRules, UrlRules
 from mpcrawler.web.pdf import PdfError, read_pdf
-from mpcrawler.web.robots import RobotsRules
 from mpcrawler.web.urls import InvalidURL, Scope, canonicalize
 from mpcrawler.worker.analyzer import Analysis, HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.downloader import Response

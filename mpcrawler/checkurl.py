@@ -16,10 +16,10 @@ from collections.abc import Callable
 
 from .errors import JobConflict, JobDamaged, UsageError
 from .output.jobdir import JobDir
-from .output.robotscache import RobotsCache
+from .robots.cache import RobotsCache
+from .robots.rules import RobotsRules
 from .settings import Settings
 from .web.filters import UrlRules, path_trap, rule_flag
-from .web.robots import RobotsRules
 from .web.urls import InvalidURL, Scope, canonicalize, host_key
 
 __all__ = ["run_check_url", "verdict"]

@@ -37,7 +37,14 @@ def _control_urls(args: argparse.Namespace) -> list[str]:
 
 def _control_command(args: argparse.Namespace) -> tuple[str | None, str, dict[str, Any]]:
     """``control``'s words as (job dir or None, command, its args), checked."""
-    from ..control import COMMANDS, HOST_COMMANDS, parse_exclude, parse_host, parse_seeds, parse_set
+    from ..control.commands import (
+        COMMANDS,
+        HOST_COMMANDS,
+        parse_exclude,
+        parse_host,
+        parse_seeds,
+        parse_set,
+    )
 
     words = list(args.words)
     shared = bool(args.redis or args.crawl)
@@ -89,7 +96,7 @@ def run_control(args: argparse.Namespace) -> int:
     """Put a command in a job's inbox (or a shared crawl's); wait (bounded)
     for the answer of the running crawl (of every live node).  Exit 0
     applied (or queued for the next start), 1 refused."""
-    from ..control import answer_of, send_to_job
+    from ..control.inbox import answer_of, send_to_job
     from ..output.jobdir import JobDir
 
     job_dir, action, values = _control_command(args)
@@ -118,8 +125,8 @@ def run_shared_control(args: argparse.Namespace, action: str, values: dict[str, 
     live node's answer.  A node not running applies it when it starts."""
     import redis
 
+    from ..control.shared import answers_of, live_nodes, send
     from ..frontier.redis.client import connect, key_prefix
-    from ..frontier.redis.commands import answers_of, live_nodes, send
 
     client = connect(args.redis)  # FrontierError: exit 1
     prefix = key_prefix(args.crawl)

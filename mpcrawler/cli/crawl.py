@@ -264,17 +264,17 @@ def _on_finish(settings: Settings, code: int, result: CrawlResult | None) -> Non
     if it failed); its failure said on stderr, the exit status unchanged."""
     if not settings.on_finish:
         return
-    from ..output import finish
+    from ..output import onfinish
 
     job_dir = Path(settings.job_dir) if settings.job_dir else None
     if result is None:
-        variables = finish.environment(code, OUTCOMES[code], job_dir, None, {})
+        variables = onfinish.environment(code, OUTCOMES[code], job_dir, None, {})
     else:
         stats = {"pages": result.stats.get("pages", 0), "errors": result.stats.get("errors", 0)}
-        variables = finish.environment(
+        variables = onfinish.environment(
             code, OUTCOMES[code], result.job_dir, result.out, stats, result.budget
         )
-    problem = finish.run(settings.on_finish, variables)
+    problem = onfinish.run(settings.on_finish, variables)
     if problem is not None:
         print(f"mpcrawler: {problem}", file=sys.stderr, flush=True)
 

@@ -57,8 +57,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from ..content.index import ContentIndex
 from ..errors import FrontierError
-from .content import ContentIndex
 
 __all__ = [
     "EMBED_FLOOR",

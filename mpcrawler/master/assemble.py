@@ -24,11 +24,13 @@ import os
 import socket
 from typing import NamedTuple
 
-from ..control import Inbox
+from ..control.inbox import Inbox
+from ..control.rules import RuleCommands
+from ..control.shared import SharedInbox
+from ..control.steering import CommandInbox, Steering, answer_waiting
 from ..errors import CrawlError, FrontierError, JobConflict, UsageError
 from ..frontier import Frontier, LocalFrontier
 from ..frontier.redis import PartitionedFrontier, RedisFrontier, open_shared
-from ..frontier.redis.commands import SharedInbox
 from ..modules import (
     BUILTIN_ANALYZERS,
     BUILTIN_DOWNLOADERS,
@@ -41,14 +43,13 @@ from ..output.metrics import MetricsServer
 from ..output.pipelines import Pipeline, Pipelines
 from ..output.progress import Progress
 from ..output.rejected import RejectedLog
-from ..output.robotscache import RobotsCache
 from ..output.sinks.delivery import Deliveries
+from ..robots.cache import RobotsCache
 from ..settings import Settings
 from ..watch.live import LiveFile
 from ..watch.live import Parts as LiveParts
 from ..web.filters import rule_flag
 from ..web.urls import host_key, split_credentials
-from .commands import RuleCommands
 from .counters import Counters
 from .engine import Engine
 from .job import Job
@@ -59,7 +60,6 @@ from .results import ResultHandling
 from .ruleset import CrawlRules
 from .scheduler import Scheduler
 from .settle import Settling
-from .steering import CommandInbox, Steering, answer_waiting
 
 __all__ = ["Assembly", "Specs", "assemble", "metrics_server", "open_shared_frontier", "prepare"]
 

@@ -41,12 +41,14 @@ import logging
 import time
 from collections.abc import Callable
 
+from ..control.steering import POLL_INTERVAL, Steering
 from ..frontier import Frontier
 from ..messages import EXPIRED, PageResult
 from ..output.metrics import INTERVAL as METRICS_INTERVAL
 from ..output.metrics import MetricsServer, Snapshot
 from ..output.progress import Progress
-from ..output.robotscache import RobotsCache
+from ..robots.answers import RobotsAnswers
+from ..robots.cache import RobotsCache
 from ..settings import Settings
 from ..watch.live import LiveFile
 from .counters import Counters, metrics_snapshot
@@ -54,10 +56,8 @@ from .ends import RunBudget
 from .pool import Asked, Done, Downloaded, Event, Late, Lost, SubOver, WorkerPool
 from .request import Request
 from .results import Action, Finish, Probe, ResultHandling, RetryAt, Robots, Submit, failure
-from .robots import RobotsAnswers
 from .scheduler import Refusal, Scheduler
 from .settle import Settling
-from .steering import POLL_INTERVAL, Steering
 
 __all__ = ["Engine"]
 

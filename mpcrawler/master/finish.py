@@ -144,9 +144,9 @@ def _upload(deliveries: Deliveries, job: Job, stats: dict[str, Any]) -> BaseExce
 def package(settings: Settings, job: Job) -> BaseException | None:
     """--wacz: the finished crawl's WARC files, index and pages as one
     WACZ file; what failed, if it could not be written."""
-    from ..output.cdxj import CdxjIndex
+    from ..archive.cdxj import CdxjIndex
+    from ..archive.wacz import write_wacz
     from ..output.pipelines import JsonLinesPipeline
-    from ..output.wacz import write_wacz
 
     s = settings
     assert s.wacz is not None and s.warc_dir is not None

@@ -32,18 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..control import Inbox
-from ..errors import FrontierUnavailable, JobDamaged
-from ..frontier import Frontier, LocalFrontier
-from ..frontier.local import Repair
-from ..output.jobdir import JobDir, JobState, write_atomically
-from ..output.pipelines import Pipelines
-from ..settings import Settings
-from ..testing import faults
-from ..web.patterns import compile_pattern
-from .counters import Counters
-from .revisit import Revisits
-from .steering import (
+from ..control.inbox import Inbox
+from ..control.steering import (
     Answer,
     CommandInbox,
     answer_waiting,
@@ -51,6 +41,16 @@ from .steering import (
     checked_overrides,
     deliver,
 )
+from ..errors import FrontierUnavailable, JobDamaged
+from ..frontier import Frontier, LocalFrontier
+from ..frontier.local import Repair
+from ..output.jobdir import JobDir, JobState, write_atomically
+from ..output.pipelines import Pipelines
+from ..revisits.decisions import Revisits
+from ..settings import Settings
+from ..testing import faults
+from ..web.patterns import compile_pattern
+from .counters import Counters
 
 __all__ = ["FINISHED_AT_BUDGET", "Job"]
 

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from ..frontier.content import Met
+from ..content.index import Met
 from ..messages import PageResult
 from .request import Request
 

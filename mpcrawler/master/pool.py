@@ -57,7 +57,7 @@ from ..modules import BUILTIN_DOWNLOADERS
 from .request import Request
 
 if TYPE_CHECKING:
-    from ..output.cdxj import CdxjIndex
+    from ..archive.cdxj import CdxjIndex
 
 __all__ = [
     "Asked",

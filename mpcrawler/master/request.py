@@ -15,8 +15,8 @@ from typing import Any
 
 from ..frontier import UrlInfo
 from ..messages import Prior
+from ..revisits.decisions import RevisitState
 from ..web.urls import host_key
-from .revisit import RevisitState
 
 __all__ = ["Request"]
 

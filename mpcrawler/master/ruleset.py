@@ -4,14 +4,14 @@ Built from the seeds and from what ``control add-seeds`` and ``control
 exclude`` gave (kept in the job's state, so a resume builds the same),
 and built again when one of those commands comes.  The parts that filter
 URLs (the result handling, the workers) are handed the new rules by the
-commands (:mod:`mpcrawler.master.commands`).
+commands (:mod:`mpcrawler.control.rules`).
 """
 
 from __future__ import annotations
 
 import logging
 
-from ..control import first_few
+from ..control.commands import first_few
 from ..output.jobdir import JobState
 from ..settings import Settings
 from ..web.filters import UrlRules

@@ -23,7 +23,7 @@ starts it even when no slot is free.
 
 robots.txt is fetched once per host, before any other request to that host,
 as a request of kind ``robots`` that goes through the same slots.  The master
-feeds the answer back through :mod:`mpcrawler.master.robots` (``take_answer``);
+feeds the answer back through :mod:`mpcrawler.robots.answers` (``take_answer``);
 ``web.robots.RobotsRules`` parses and matches it (RFC 9309).
 
 Hosts in memory are bounded: those with work (held, in flight, robots.txt
@@ -50,9 +50,9 @@ from dataclasses import dataclass, field
 
 from ..frontier import FOREVER, Frontier
 from ..messages import PageResult
+from ..robots.rules import RobotsRules
 from ..settings import Settings
 from ..web.dns import DnsCache
-from ..web.robots import RobotsRules
 from ..web.urls import hostname_of, registered_domain
 from .outcome import parse_retry_after, probe_path, soft_404_answer
 from .parked import GroupRow, HostRow, ParkedHosts

@@ -12,7 +12,7 @@ be reached, or its leases may have passed to another node (not
 ``available``), the chains wait for the next turn.
 
 Before the links, the pages' fingerprints are looked up in the crawl's
-content index (:mod:`mpcrawler.frontier.content`): a page whose text
+content index (:mod:`mpcrawler.content.index`): a page whose text
 another URL had is recorded with ``duplicate_of`` and its links are not
 followed (``outcome.follows``), nor are those of a page whose text is
 its host's soft-404 answer (``soft_404``, ``outcome.is_soft_404``); those
@@ -26,18 +26,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..content.index import ContentIndex, Met, Page
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
 from ..frontier.base import Admission, Revisit, embed_hops, embed_priority, page_priority
-from ..frontier.content import ContentIndex, Met, Page
 from ..messages import PageResult
 from ..output.pipelines import Pipelines
 from ..output.rejected import RejectedLog
+from ..revisits import decisions as revisit
 from ..settings import Settings
 from ..web import sitemaps
 from ..web.filters import FirstSeen
 from ..web.urls import host_key
-from . import outcome, revisit
+from . import outcome
 from .counters import Counters
 from .request import Request
 from .results import Chains, Finish

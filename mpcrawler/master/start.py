@@ -9,11 +9,11 @@ import logging
 from ..frontier import LocalFrontier
 from ..frontier.base import Admission
 from ..output.pipelines import Pipelines
+from ..revisits.decisions import Revisits, schedule_from_records
 from ..settings import Settings
 from .ends import retryable
 from .engine import Engine
 from .job import Job
-from .revisit import Revisits, schedule_from_records
 from .ruleset import CrawlRules
 
 __all__ = ["open_run", "start"]
@@ -98,11 +98,11 @@ def start(settings: Settings, rules: CrawlRules, job: Job, engine: Engine) -> No
     if s.insecure:
         log.warning("TLS certificates are not verified (--insecure)")
     if s.warc_dir:  # a killed worker may have left a torn last record
-        from ..worker.warc import repair
+        from ..archive.warc import repair
 
         repair(s.warc_dir)
         if s.cdxj or s.wacz:  # the files an earlier run left unindexed are indexed now
-            from ..output.cdxj import CdxjIndex
+            from ..archive.cdxj import CdxjIndex
 
             engine.pool.index = CdxjIndex(s.warc_dir)
 

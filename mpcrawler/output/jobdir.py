@@ -347,7 +347,7 @@ class JobDir:
 def control_status(path: Path, state: JobState) -> dict[str, Any]:
     """What ``status`` says of control commands: paused, settings changed,
     the last answers."""
-    from ..control import answers
+    from ..control.inbox import answers
 
     shown: dict[str, Any] = {}
     if state.paused:

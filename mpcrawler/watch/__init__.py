@@ -6,6 +6,6 @@
   crawl's Redis) without the job's lock;
 - :mod:`.server`: ``mpcrawler web``, an aiohttp server of the page, its JSON
   (``/api/status``) and its buttons, which act through the control path
-  (:mod:`mpcrawler.control`);
+  (:mod:`mpcrawler.control.inbox`);
 - ``page/``: the page itself (HTML, CSS, JavaScript), served from the package.
 """

@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..control import answer_of, answers, parse_command, send_to_job
+from ..control.commands import parse_command
+from ..control.inbox import answer_of, answers, send_to_job
 from .live import FILE
 
 __all__ = ["CHUNK", "MAX_SCAN", "JobSource", "SharedSource", "record_row"]
@@ -226,7 +227,7 @@ class SharedSource:
         return {"query": query, "pages": [], "complete": True, "shared": True}
 
     def send(self, name: str, args: dict[str, Any]) -> tuple[str, str | None]:
-        from ..frontier.redis.commands import live_nodes, send
+        from ..control.shared import live_nodes, send
 
         parse_command({"command": name, "args": args})  # as every node will check it
         nodes = live_nodes(self.client, self.prefix)
@@ -238,7 +239,7 @@ class SharedSource:
         return ident, None
 
     def answer(self, ident: str) -> str | None:
-        from ..frontier.redis.commands import answers_of, live_nodes
+        from ..control.shared import answers_of, live_nodes
 
         nodes = live_nodes(self.client, self.prefix)
         found = answers_of(self.client, self.prefix, ident)

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .metadata import iso_date
+from ..content.metadata import iso_date
 
 __all__ = [
     "FEED_TYPES",

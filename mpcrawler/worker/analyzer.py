@@ -23,18 +23,18 @@ from bs4 import (
 from bs4.builder import LXMLTreeBuilder
 from lxml import etree
 
+from ..archive import requisites
+from ..content.extract import extract
+from ..content.fingerprint import text_digest
+from ..content.language import page_language
+from ..content.metadata import page_metadata
 from ..messages import Link
 from ..modules import BUILTIN_ANALYZERS, Module
+from ..render.signals import Signals, signals
+from ..robots.page import agent_token, rel_tokens
 from ..settings import Settings
-from ..web import requisites
-from ..web.extract import extract
 from ..web.feeds import feed_link
-from ..web.fingerprint import text_digest
-from ..web.language import page_language
-from ..web.metadata import page_metadata
-from ..web.pagerobots import agent_token, rel_tokens
 from ..web.pdf import PdfContent, PdfError, is_pdf, read_pdf
-from ..web.render import Signals, signals
 from .downloader import Response
 from .stream import (
     FRAME_TAGS,

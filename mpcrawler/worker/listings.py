@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..archive import requisites
 from ..messages import PageResult
+from ..robots.page import canonical_from_link_header
 from ..settings import Settings
-from ..web import feeds, requisites, sitemaps
+from ..web import feeds, sitemaps
 from ..web.filters import FirstSeen, UrlRules
-from ..web.pagerobots import canonical_from_link_header
 from .downloader import Response
 from .links import LinkResolver
 

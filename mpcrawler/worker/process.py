@@ -34,7 +34,7 @@ thread (:mod:`mpcrawler.worker.documents`), which has it read in a process
 of its own within --pdf-timeout and reports it: the parser goes on.
 
 With --render, a parsed page that needs a browser goes to the render
-threads instead (:mod:`mpcrawler.worker.rendering`), whose browser's
+threads instead (:mod:`mpcrawler.render.renderer`), whose browser's
 requests each wait for the master's permit; the parser and the render
 threads analyze one page at a time (``parse_lock``).
 
@@ -64,6 +64,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .. import framing, stopsignals
+from ..content.fingerprint import fingerprint
 from ..messages import (
     EXPIRED,
     WARC_FAILED,
@@ -80,17 +81,17 @@ from ..messages import (
     Unsent,
 )
 from ..modules import load_object, process_usage
-from ..settings import Settings
-from ..web import sitemaps
-from ..web.filters import FirstSeen, UrlRules
-from ..web.fingerprint import fingerprint
-from ..web.pagerobots import (
+from ..revisits.records import Revisit, revisit_of
+from ..robots.page import (
     agent_token,
     apply_nofollow,
     page_directives,
 )
+from ..robots.rules import decode_robots
+from ..settings import Settings
+from ..web import sitemaps
+from ..web.filters import FirstSeen, UrlRules
 from ..web.pdf import PdfContent, PdfError
-from ..web.robots import decode_robots
 from ..web.urls import Scope
 from ..web.validators import conditional_headers
 from .analyzer import Analyzer
@@ -99,11 +100,10 @@ from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, R
 from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
 from .listings import Listings
 from .outbox import ENDED, WAKE, Outgoing, to_parser
-from .revisit import Revisit, revisit_of
 
 if TYPE_CHECKING:
-    from .rendering import Rendering
-    from .warc import WarcFiles
+    from ..archive.warc import WarcFiles
+    from ..render.renderer import Rendering
 
 __all__ = ["response_action", "run_worker"]
 
@@ -141,7 +141,7 @@ def _warc_files(settings: Settings) -> WarcFiles | None:
     """The worker's WARC files with --warc (warcio imported only then)."""
     if not settings.warc_dir:
         return None
-    from .warc import WarcFiles
+    from ..archive.warc import WarcFiles
 
     return WarcFiles(
         settings.warc_dir,
@@ -205,7 +205,7 @@ class Worker:
         self.looping = False  # one thread does everything (``loop.run_loop``)
         self.rendering: Rendering | None = None
         if settings.render != "never":
-            from .rendering import Rendering  # playwright only when rendering
+            from ..render.renderer import Rendering  # playwright only when rendering
 
             self.rendering = Rendering(self)
         self.documents: Documents | None = None  # --extract: PDFs read off the parser

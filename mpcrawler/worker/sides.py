@@ -21,9 +21,9 @@ from .links import LinkResolver
 from .outbox import Outgoing
 
 if TYPE_CHECKING:
+    from ..archive.warc import WarcFiles
     from .documents import Documents
     from .downloader import Downloader, Response
-    from .warc import WarcFiles
 
 __all__ = ["LoopSide", "RenderSide"]
 
@@ -46,7 +46,7 @@ class _Analyzes(Protocol):
 
 
 class RenderSide(_Analyzes, Protocol):
-    """The worker as its render threads (:mod:`mpcrawler.worker.rendering`) see it."""
+    """The worker as its render threads (:mod:`mpcrawler.render.renderer`) see it."""
 
     settings: Settings
     outbox: queue.SimpleQueue[Outgoing]

@@ -25,9 +25,9 @@ from typing import Any, NamedTuple
 from bs4.dammit import EncodingDetector
 from lxml import etree
 
-from ..web import requisites
+from ..archive import requisites
+from ..robots.page import rel_tokens
 from ..web.feeds import feed_link
-from ..web.pagerobots import rel_tokens
 
 __all__ = [
     "FRAME_TAGS",

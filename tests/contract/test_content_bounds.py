@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from mpcrawler.frontier.content import PIECE_KEEP, Met, Page
+from mpcrawler.content.fingerprint import BANDS
+from mpcrawler.content.index import PIECE_KEEP, Met, Page
 from mpcrawler.frontier.local.content import LocalContentIndex
-from mpcrawler.web.fingerprint import BANDS
 
 PAGES = 100_000
 BATCH = 1_000  # pages a check (the settling's batches are smaller: a bound a page holds for any)

@@ -15,7 +15,7 @@ import pytest
 import redis_server
 from test_frontier_contract import IMPLEMENTATIONS
 
-from mpcrawler.frontier.content import Met, Page
+from mpcrawler.content.index import Met, Page
 
 NAMES = ["local", "redis", "redis-cluster"]
 

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from support import chromium_flags, crawl_args, crawl_records, read_records, run_cli, start_cli
 
+from mpcrawler.archive.cdxj import file_lines
 from mpcrawler.frontier.base import EMBED_FLOOR
-from mpcrawler.output.cdxj import file_lines
 from mpcrawler.testing.site import TestSite
 
 pytestmark = pytest.mark.slow
@@ -308,7 +308,7 @@ def test_a_kill_while_packaging_leaves_no_partial_wacz(make_site: Any, tmp_path:
     the rename leaves nothing under the final name, and a rerun makes it."""
     code = (
         "import os, sys, zipfile\n"
-        "from mpcrawler.output import wacz\n"
+        "from mpcrawler.archive import wacz\n"
         "real = zipfile.ZipFile.close\n"
         "def close(self):\n"
         "    real(self)\n"

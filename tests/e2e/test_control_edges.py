@@ -15,7 +15,8 @@ import pytest
 from hostile import Handler, Reply, links, serve
 from support import Lines, crawl_args, run_cli, start_cli, wait_group_gone
 
-from mpcrawler.control import MAX_COMMAND_BYTES, MAX_SEEDS, write_command
+from mpcrawler.control.commands import MAX_COMMAND_BYTES, MAX_SEEDS
+from mpcrawler.control.inbox import write_command
 
 PAGES = [f"/p{i}" for i in range(400)]
 

@@ -14,9 +14,9 @@ from hostile import Reply, links, serve
 from support import crawl_records
 from test_warc import records_of, warc_files, warcio_check
 
+from mpcrawler.content.fingerprint import text_digest
 from mpcrawler.testing.extraction import gold_pages
 from mpcrawler.testing.pdfs import long_pdf, pdf_of
-from mpcrawler.web.fingerprint import text_digest
 
 GOLD = {p.file: p for p in gold_pages(Path(__file__).resolve().parent.parent / "data" / "extract")}
 PDF_ACCEPTED = ("--accept-type", "text/html,application/pdf")

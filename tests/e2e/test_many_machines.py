@@ -128,7 +128,7 @@ def test_a_killed_node_loses_nothing(tmp_path: Path, crawl: str, parts: int) -> 
 
 def alive_nodes(url: str, crawl: str) -> list[str]:
     """The nodes whose heartbeat Redis holds now."""
-    from mpcrawler.frontier.redis.commands import live_nodes
+    from mpcrawler.control.shared import live_nodes
 
     client = redis.Redis.from_url(url)
     try:

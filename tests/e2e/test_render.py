@@ -22,8 +22,8 @@ from hostile import Reply, html, links, serve
 from support import Lines, crawl_args, crawl_records, read_records, run_cli, start_cli
 from test_warc import records_of, warc_files, warcio_check
 
+from mpcrawler.render.browser import descendants
 from mpcrawler.testing.site import TestSite, serve_site
-from mpcrawler.worker.browser import descendants
 
 ONE_WORKER = ("--workers", "1", "--allow-private-networks")
 

@@ -188,8 +188,8 @@ def test_a_shared_command_answered_applied_survives_a_kill_at_once(
     restarted node keeps its first answer."""
     import redis
 
+    from mpcrawler.control.shared import answers_of, send
     from mpcrawler.frontier.redis.client import key_prefix
-    from mpcrawler.frontier.redis.commands import answers_of, send
 
     client = redis.Redis.from_url(redis_server.url())
     prefix = key_prefix(crawl)

@@ -27,8 +27,8 @@ from support import (
 )
 from warcio.archiveiterator import ArchiveIterator
 
+from mpcrawler.archive.warc import _readable_length
 from mpcrawler.testing.site import SiteServer, TestSite
-from mpcrawler.worker.warc import _readable_length
 
 
 def warc_files(directory: Path) -> list[Path]:

@@ -13,11 +13,12 @@ import pytest
 import redis
 import redis_server
 
-from mpcrawler.control import Inbox, parse_command, read_command, write_command
+from mpcrawler.control.commands import parse_command, read_command
+from mpcrawler.control.inbox import Inbox, write_command
+from mpcrawler.control.shared import SharedInbox, answers_of, recent, send
+from mpcrawler.control.steering import Answer, answer_waiting, deliver
 from mpcrawler.frontier.redis.client import key_prefix
-from mpcrawler.frontier.redis.commands import SharedInbox, answers_of, recent, send
 from mpcrawler.master.scheduler import Scheduler
-from mpcrawler.master.steering import Answer, answer_waiting, deliver
 from mpcrawler.output.jobdir import JobState
 from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope
@@ -148,7 +149,7 @@ def test_the_scheduler_gives_back_held_requests_that_match() -> None:
 
 
 def test_a_jobs_overrides_are_checked_by_the_option_table() -> None:
-    from mpcrawler.master.steering import checked_overrides
+    from mpcrawler.control.steering import checked_overrides
 
     assert checked_overrides({"delay": 0.5, "max_pages": 10, "host_concurrency": 1024}) == []
     assert checked_overrides(

@@ -1,6 +1,6 @@
 """How a run ends (master/ends.py): its budgets, a job that fetched
 nothing, the pages a retry fetches again; the --on-finish environment
-(output/finish.py) and the sizes the options take (cli/values.py)."""
+(output/onfinish.py) and the sizes the options take (cli/values.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mpcrawler.master.ends import (
     format_duration,
     retryable,
 )
-from mpcrawler.output.finish import environment
+from mpcrawler.output.onfinish import environment
 from mpcrawler.settings import Settings
 
 

@@ -9,11 +9,11 @@ import pytest
 from fpdf import FPDF
 from lxml import etree
 
+from mpcrawler.content.extract import extract
+from mpcrawler.content.language import declared, detect, page_language
 from mpcrawler.settings import Settings
 from mpcrawler.testing.extraction import boilerplate_share, f1, gold_pages, html_text, tokens
 from mpcrawler.testing.pdfs import pdf_of
-from mpcrawler.web.extract import extract
-from mpcrawler.web.language import declared, detect, page_language
 from mpcrawler.web.pdf import PdfError, read_pdf
 from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer, _lxml_tree
 from mpcrawler.worker.downloader import Response

@@ -13,10 +13,8 @@ from collections.abc import Iterator
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mpcrawler.frontier.content import Met
-from mpcrawler.master.outcome import follows
-from mpcrawler.web import fingerprint as fingerprint_module
-from mpcrawler.web.fingerprint import (
+from mpcrawler.content import fingerprint as fingerprint_module
+from mpcrawler.content.fingerprint import (
     MIN_WORDS,
     NEAR_BITS,
     bands,
@@ -24,6 +22,8 @@ from mpcrawler.web.fingerprint import (
     hamming,
     text_digest,
 )
+from mpcrawler.content.index import Met
+from mpcrawler.master.outcome import follows
 
 WORDS = [f"{a}{b}" for a in "bcdfghjklmnpqrstvwz" for b in ("a", "e", "i", "o", "u", "ar", "en")]
 
@@ -65,7 +65,8 @@ def test_a_few_words_changed_is_near_and_another_text_is_not() -> None:
 def test_the_fingerprint_is_the_same_in_every_process() -> None:
     """Stable across processes (no salted hash): workers fingerprint, the master compares."""
     code = (
-        "from mpcrawler.web.fingerprint import fingerprint as f; import sys; print(*f(sys.argv[1]))"
+        "from mpcrawler.content.fingerprint import fingerprint as f; "
+        "import sys; print(*f(sys.argv[1]))"
     )
     sample = text(3)
     outs = {

@@ -81,8 +81,8 @@ def test_damaged_counts_are_refused_and_said(tmp_path: Path) -> None:
 def test_the_robots_txt_a_job_read_is_kept_a_line_a_host(tmp_path: Path) -> None:
     """check-url reads what the crawl kept: the last answer of each host,
     and an older job dir's file a host."""
-    from mpcrawler.output.robotscache import FILE as ROBOTS_FILE
-    from mpcrawler.output.robotscache import RobotsCache
+    from mpcrawler.robots.cache import FILE as ROBOTS_FILE
+    from mpcrawler.robots.cache import RobotsCache
 
     cache = RobotsCache(tmp_path)
     cache.save("http://a.test", "User-agent: *\nDisallow: /old\n")

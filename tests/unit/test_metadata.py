@@ -13,8 +13,8 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from mpcrawler.web import metadata
-from mpcrawler.web.metadata import byline_name, iso_date, page_metadata
+from mpcrawler.content import metadata
+from mpcrawler.content.metadata import byline_name, iso_date, page_metadata
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "metadata"
 BASE = "http://fakehost/test/page.html"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mpcrawler.web.render import Signals, render_reason, signals
+from mpcrawler.render.signals import Signals, render_reason, signals
 from mpcrawler.worker.analyzer import _lxml_tree
 
 GOLD = Path(__file__).resolve().parent.parent / "data" / "extract"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from mpcrawler.archive.requisites import css_urls, srcset_urls, stylesheet_urls
 from mpcrawler.frontier.base import EMBED_FLOOR, embed_hops, embed_priority, page_priority
 from mpcrawler.master.outcome import kind_fields
 from mpcrawler.master.request import Request
 from mpcrawler.settings import Settings
 from mpcrawler.web.filters import UrlRules
-from mpcrawler.web.requisites import css_urls, srcset_urls, stylesheet_urls
 from mpcrawler.web.urls import Scope
 from mpcrawler.worker.analyzer import HtmlAnalyzer, LxmlAnalyzer
 from mpcrawler.worker.downloader import Response

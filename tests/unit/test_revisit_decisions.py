@@ -8,7 +8,8 @@ import argparse
 import pytest
 
 from mpcrawler.cli import _duration
-from mpcrawler.master.revisit import (
+from mpcrawler.messages import PageResult, Prior
+from mpcrawler.revisits.decisions import (
     Revisits,
     RevisitState,
     classify,
@@ -16,11 +17,10 @@ from mpcrawler.master.revisit import (
     observe,
     schedule_from_records,
 )
-from mpcrawler.messages import PageResult, Prior
+from mpcrawler.revisits.records import revisit_of
 from mpcrawler.web.sitemaps import lastmod_time
 from mpcrawler.web.validators import conditional_headers, http_date
 from mpcrawler.worker.downloader import Exchange, Response
-from mpcrawler.worker.revisit import revisit_of
 
 OK = RevisitState(fetched=100.0, status=200, digest="sha1:A", etag='"e"', size=500)
 

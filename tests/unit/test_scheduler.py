@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from mpcrawler.master.request import Request
-from mpcrawler.master.robots import Verdict, robots_verdict, take_answer
 from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
 from mpcrawler.messages import PageResult
+from mpcrawler.robots.answers import Verdict, robots_verdict, take_answer
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
 
 
@@ -321,7 +321,7 @@ def test_rules_a_parked_host_let_go_of_are_freed_at_once() -> None:
     import gc
     import weakref
 
-    from mpcrawler.web.robots import RobotsRules
+    from mpcrawler.robots.rules import RobotsRules
 
     text = (
         "User-agent: *\nDisallow: /private\nAllow: /private/ok\n\nUser-agent: other\nDisallow: /\n"

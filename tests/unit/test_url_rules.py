@@ -12,6 +12,13 @@ from mpcrawler.cli import build_parser
 from mpcrawler.configfile import load_config, to_toml
 from mpcrawler.errors import UsageError
 from mpcrawler.master.scheduler import Scheduler
+from mpcrawler.robots.page import (
+    agent_token,
+    apply_nofollow,
+    canonical_from_link_header,
+    page_directives,
+    rel_tokens,
+)
 from mpcrawler.settings import Settings
 from mpcrawler.web.cookies import parse_cookies
 from mpcrawler.web.dns import DnsCache, read_hosts_file
@@ -22,13 +29,6 @@ from mpcrawler.web.filters import (
     UrlRules,
     extension_of,
     path_trap,
-)
-from mpcrawler.web.pagerobots import (
-    agent_token,
-    apply_nofollow,
-    canonical_from_link_header,
-    page_directives,
-    rel_tokens,
 )
 from mpcrawler.web.urls import Scope
 

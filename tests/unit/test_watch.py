@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from mpcrawler.control import parse_command, send_to_job
+from mpcrawler.control.commands import parse_command
+from mpcrawler.control.inbox import send_to_job
 from mpcrawler.master.counters import Counters
 from mpcrawler.master.request import Request
 from mpcrawler.master.scheduler import Scheduler

@@ -1,6 +1,6 @@
 """LocalContentIndex: a job dir's content index, in SQLite behind a log.
 
-The contract (:class:`mpcrawler.frontier.content.ContentIndex`): what each
+The contract (:class:`mpcrawler.content.index.ContentIndex`): what each
 page of a batch met (the first URL with its text, else the closest near
 page of its host), every page added.  Here a piece of a host keeps its
 newest ``PIECE_KEEP`` pages in ``content.sqlite``, and the pieces last used
@@ -31,9 +31,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...content.fingerprint import bands
+from ...content.index import PIECE_KEEP, Met, Page, band_key, nearest
 from ...errors import store_damaged
-from ...web.fingerprint import bands
-from ..content import PIECE_KEEP, Met, Page, band_key, nearest
 from .storage import frame_payload, fsync_path, read_frames
 
 __all__ = [

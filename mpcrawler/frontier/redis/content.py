@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...web.fingerprint import bands
-from ..content import PIECE_KEEP, Met, Page, nearest
+from ...content.fingerprint import bands
+from ...content.index import PIECE_KEEP, Met, Page, nearest
 from .link import Link
 
 __all__ = ["RedisContentIndex"]

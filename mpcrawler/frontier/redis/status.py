@@ -10,10 +10,10 @@ import json
 import time
 from typing import Any
 
+from ...control.shared import recent
 from ...errors import FrontierError, UsageError
 from ...web.redact import redact_url
 from .client import PARTITIONS_KEY, connect, key_prefix, lost_message
-from .commands import recent
 
 __all__ = ["crawl_status", "reset_crawl"]
 

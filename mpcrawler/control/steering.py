@@ -1,8 +1,8 @@
 """Steering: the job's control commands applied to the running crawl.
 
 The engine calls ``poll(now)`` every turn; about twice a second it takes the
-commands waiting in the job's inbox (:class:`mpcrawler.control.Inbox`, or a
-shared crawl's :class:`mpcrawler.frontier.redis.commands.SharedInbox`), in
+commands waiting in the job's inbox (:class:`mpcrawler.control.inbox.Inbox`, or a
+shared crawl's :class:`mpcrawler.control.shared.SharedInbox`), in
 the order they were written, and applies each one or refuses it with why,
 answering and logging every one:
 
@@ -39,12 +39,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..control import HOST_COMMANDS, SETTABLE, Command, Inbox
 from ..errors import FrontierUnavailable
 from ..frontier import Frontier
+from ..master.scheduler import Scheduler
 from ..output.jobdir import JobState
 from ..settings import Settings, flag_of, setting_value
-from .scheduler import Scheduler
+from .commands import HOST_COMMANDS, SETTABLE, Command
+from .inbox import Inbox
 
 __all__ = [
     "POLL_INTERVAL",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 import tinycss2
 from tinycss2 import ast
 
-from .pagerobots import rel_tokens
+from ..robots.page import rel_tokens
 
 __all__ = ["EMBED_TAGS", "HOWS", "css_urls", "of_element", "srcset_urls", "stylesheet_urls"]
 

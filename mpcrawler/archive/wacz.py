@@ -2,7 +2,7 @@
 and its pages in one ZIP that ReplayWeb.page and pywb open.
 
 Written by the master at the end of a run, after the index is whole
-(:class:`mpcrawler.output.cdxj.CdxjIndex`) and the records are closed.  The
+(:class:`mpcrawler.archive.cdxj.CdxjIndex`) and the records are closed.  The
 layout is WACZ 1.1.1's:
 
 - ``archive/*.warc.gz``, stored (a WARC is compressed already);

@@ -9,13 +9,13 @@ answer is the command's (``steering`` sends it back).
 
 from __future__ import annotations
 
-from ..control import first_few
 from ..errors import FrontierUnavailable
+from ..master.engine import Engine
+from ..master.job import Job
+from ..master.ruleset import CrawlRules
 from ..web.redact import hide_userinfo
 from ..web.urls import InvalidURL
-from .engine import Engine
-from .job import Job
-from .ruleset import CrawlRules
+from .commands import first_few
 
 __all__ = ["RuleCommands"]
 

@@ -3,7 +3,7 @@
 Pure functions.  The analyzer takes a page's ``Signals`` from the tree it
 parsed (``signals``), before anything is cut from it; the worker asks
 ``render_reason`` and, when it gives a reason, has the page rendered
-(:mod:`mpcrawler.worker.browser`) and records ``rendered: true`` and
+(:mod:`mpcrawler.render.browser`) and records ``rendered: true`` and
 ``render_reason``.
 
 ``auto`` renders only where the static parse falls short, as a reader would

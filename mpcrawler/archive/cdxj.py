@@ -15,7 +15,7 @@ the same files (``cdxj-indexer --sort``): its own code makes each line.
   lines as arrived.  Files that are not (a worker lost, a run killed: lines
   that never arrived, records whose result never came) are indexed whole,
   from the file, at the end of the run and when the next run opens the
-  index (after :func:`mpcrawler.worker.warc.repair`), so a kill loses no
+  index (after :func:`mpcrawler.archive.warc.repair`), so a kill loses no
   capture from the index.  Lines indexed twice are one: the merge drops a
   line equal to the one before it, as the reference indexer's sort does.
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 from cdxj_indexer.main import CDXJIndexer
 
-from .jobdir import write_atomically
+from ..output.jobdir import write_atomically
 
 __all__ = ["INDEX", "CdxjIndex", "file_lines", "record_lines"]
 

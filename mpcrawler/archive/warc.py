@@ -13,7 +13,7 @@ the records and computes ``WARC-Payload-Digest`` and ``WARC-Block-Digest``
 (sha1, base32).
 
 A revisit of a page that did not change (see
-:func:`mpcrawler.worker.revisit.revisit_of`) is a
+:func:`mpcrawler.revisits.records.revisit_of`) is a
 ``revisit`` record instead of a ``response``: profile
 ``server-not-modified`` for a 304, ``identical-payload-digest`` for a 2xx
 whose payload digest is the last capture's.  The latter's block is the HTTP
@@ -50,8 +50,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from ..__version__ import __version__
-from .downloader import Exchange
-from .revisit import PROFILES, Revisit
+from ..revisits.records import PROFILES, Revisit
+from ..worker.downloader import Exchange
 
 __all__ = ["WarcFiles", "Written", "repair"]
 
@@ -127,7 +127,7 @@ class WarcFiles:
         name, offset = self._append(members)
         if not self.index:
             return Written(name, offset, response_id, date)
-        from ..output.cdxj import record_lines
+        from .cdxj import record_lines
 
         lines = record_lines(members, name, offset)
         with self._lock:

@@ -1,10 +1,10 @@
 """A shared crawl's control commands, through Redis: ``control --redis``.
 
-The job-dir inbox (:mod:`mpcrawler.control`) reaches one node; a shared
+The job-dir inbox (:mod:`mpcrawler.control.inbox`) reaches one node; a shared
 crawl's commands go to every node.  Two keys under the crawl's prefix::
 
     control   LIST of the commands, oldest first (the JSON of
-              mpcrawler.control.new_command); never trimmed while the
+              mpcrawler.control.commands.new_command); never trimmed while the
               crawl lives: a node that joins later reads them all
     answers   HASH "ID|NODE" -> that node's answer (JSON: answer, at)
 
@@ -26,8 +26,8 @@ import json
 import time
 from typing import Any
 
-from ...control import MAX_COMMAND_BYTES, Command, command_json, read_command
-from ...errors import FrontierUnavailable
+from ..errors import FrontierUnavailable
+from .commands import MAX_COMMAND_BYTES, Command, command_json, read_command
 
 __all__ = ["SharedInbox", "answers_of", "live_nodes", "recent", "send"]
 

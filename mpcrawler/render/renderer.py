@@ -37,15 +37,15 @@ from urllib.parse import urljoin
 
 from ..messages import Grants, PageResult
 from ..modules import Module, load_object
-from ..web.render import render_reason
-from .analyzer import Analysis, is_html
+from ..worker.analyzer import Analysis, is_html
+from ..worker.downloader import Downloader, DownloadError, Response
+from ..worker.outbox import ENDED, WAKE, Outgoing
+from ..worker.permits import PermitRefused, Permits, PermitWithdrawn
 from .browser import MAX_FETCHERS, Browser, Render, Rendered, SubAnswer, SubRefused
-from .downloader import Downloader, DownloadError, Response
-from .outbox import ENDED, WAKE, Outgoing
-from .permits import PermitRefused, Permits, PermitWithdrawn
+from .signals import render_reason
 
 if TYPE_CHECKING:
-    from .sides import RenderSide
+    from ..worker.sides import RenderSide
 
 __all__ = ["CACHED_KINDS", "MAX_HOPS", "Rendering", "SubCache"]
 

@@ -2,7 +2,7 @@
 
 Beside the seen set (which knows URLs), this knows texts: the exact
 digest of each page's normalized text, crawl-wide, and the 64-bit simhash
-of each, by host, in pieces (:mod:`mpcrawler.web.fingerprint`).  The
+of each, by host, in pieces (:mod:`mpcrawler.content.fingerprint`).  The
 master's settling (:mod:`mpcrawler.master.settle`) asks it about a batch
 of pages before it admits their links (``check``); each page gets
 
@@ -38,7 +38,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
-from ..web.fingerprint import NEAR_BITS
+from .fingerprint import NEAR_BITS
 
 __all__ = [
     "PIECE_KEEP",

@@ -1,6 +1,6 @@
 """Which record a revisit is archived as: pure, no warcio (a worker imports
 it whether or not it archives).  Used by :mod:`mpcrawler.worker.process`
-for each fetch that has a ``Prior``; :mod:`mpcrawler.worker.warc` writes
+for each fetch that has a ``Prior``; :mod:`mpcrawler.archive.warc` writes
 the record it names.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..messages import Prior
-from .downloader import Response
+from ..worker.downloader import Response
 
 __all__ = ["PROFILES", "Revisit", "revisit_of"]
 

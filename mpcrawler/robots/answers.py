@@ -8,7 +8,7 @@ this is the one place that acts on it:
   the decision of ``robots_verdict``, a pure function), and the scheduler
   releases or gives up its held requests (``Scheduler.wake``);
 - an answer (not a 5xx, not a failure) is kept in the job dir's copy for
-  ``check-url`` (:class:`~mpcrawler.output.robotscache.RobotsCache`);
+  ``check-url`` (:class:`~mpcrawler.robots.cache.RobotsCache`);
 - the ``Sitemap:`` lines it names (``MAX_ROBOTS_SITEMAPS`` at most, in
   scope) are queued as sitemaps, and those the URL rules refuse counted.
 """
@@ -20,16 +20,16 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..output.robotscache import RobotsCache
+from ..master.outcome import backoff
+from ..master.request import Request
+from ..master.results import Robots
+from ..master.scheduler import MAX_CRAWL_DELAY, Scheduler
+from ..master.settle import Settling
 from ..settings import Settings
 from ..web.filters import UrlRules
-from ..web.robots import RobotsRules
 from ..web.urls import InvalidURL
-from .outcome import backoff
-from .request import Request
-from .results import Robots
-from .scheduler import MAX_CRAWL_DELAY, Scheduler
-from .settle import Settling
+from .cache import RobotsCache
+from .rules import RobotsRules
 
 __all__ = [
     "MAX_ROBOTS_SITEMAPS",

@@ -1,0 +1,48 @@
+"""The settings of a crawl: :class:`Settings` and its option table.
+
+- :mod:`.options`: how an option is declared and checked, and shared constants;
+- ``*_options.py``: one section of the options each (``crawl --help``'s sections);
+- :mod:`.crawl`: ``Settings``, which joins them, its checks and its plain-data form.
+"""
+
+from .crawl import (
+    NUMBER_KINDS,
+    OPTIONS,
+    SECRET_FIELDS,
+    UPPER_BOUNDS,
+    Settings,
+    flag_of,
+    setting_value,
+)
+from .options import (
+    BROAD_CRAWL_DEFAULTS,
+    DEFAULT_USER_AGENT,
+    HTML_TYPES,
+    MAX_SLOTS,
+    SCOPES,
+    Option,
+    check_redis_url,
+    comma_list,
+    option,
+    out_of_bounds,
+)
+
+__all__ = [
+    "BROAD_CRAWL_DEFAULTS",
+    "DEFAULT_USER_AGENT",
+    "HTML_TYPES",
+    "MAX_SLOTS",
+    "NUMBER_KINDS",
+    "OPTIONS",
+    "SCOPES",
+    "SECRET_FIELDS",
+    "UPPER_BOUNDS",
+    "Option",
+    "Settings",
+    "check_redis_url",
+    "comma_list",
+    "flag_of",
+    "option",
+    "out_of_bounds",
+    "setting_value",
+]

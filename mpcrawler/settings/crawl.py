@@ -1,0 +1,387 @@
+"""Settings: every setting of a crawl, one plain dataclass joined from the
+option table's sections (one module each: ``startup_options``, ``limit_options``,
+``filter_options``, ``request_options``, ``politeness_options``,
+``output_options``, ``content_options``, ``archive_options``,
+``revisit_options``, ``render_options``, ``shared_options``, ``watch_options``).
+
+Each command-line option is written once, as a field made with
+``option()``: its name, type (the annotation), default, bounds, help and
+section.  The CLI builds its parser from that table (``OPTIONS``) and a
+Settings from the parsed arguments; ``validate()`` checks the bounds for
+the CLI and the Python API alike; ``--help`` lists the limits from it.
+Workers receive the settings as a dict (``to_dict``), and the job
+directory stores them as JSON so that a resumed crawl can check it runs
+with the same scope.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import ssl
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..web.redact import redact_url
+from .archive_options import ArchiveOptions
+from .content_options import ContentOptions
+from .filter_options import FilterOptions
+from .limit_options import LimitOptions
+from .options import (
+    BROAD_CRAWL_DEFAULTS,
+    BROWSERS,
+    HTML_TYPES,
+    MAX_SLOTS,
+    POLITENESS_KEYS,
+    PROXY_SCHEMES,
+    RENDER_BLOCKABLE,
+    SCOPES,
+    SECRET_HEADERS,
+    Option,
+    _proxy_host,
+    _type_of,
+    check_redis_url,
+    comma_list,
+    out_of_bounds,
+)
+from .output_options import OutputOptions
+from .politeness_options import PolitenessOptions
+from .render_options import RenderOptions
+from .request_options import RequestOptions
+from .revisit_options import RevisitOptions
+from .shared_options import SharedOptions
+from .startup_options import StartupOptions
+from .watch_options import WatchOptions
+
+__all__ = [
+    "NUMBER_KINDS",
+    "OPTIONS",
+    "SECRET_FIELDS",
+    "UPPER_BOUNDS",
+    "Settings",
+    "flag_of",
+    "setting_value",
+]
+
+
+@dataclass
+class Settings(
+    WatchOptions,
+    SharedOptions,
+    RenderOptions,
+    RevisitOptions,
+    ArchiveOptions,
+    ContentOptions,
+    OutputOptions,
+    PolitenessOptions,
+    RequestOptions,
+    FilterOptions,
+    LimitOptions,
+    StartupOptions,
+):
+    """Every setting of a crawl.  A field made with ``option()`` is a
+    command-line option (the bases: one section each); the others come
+    from the seeds (priorities, credentials) or are for the Python API and
+    tests."""
+
+    seeds: list[str] = field(default_factory=list)
+    seed_priorities: dict[str, int] = field(default_factory=dict)
+    checkpoint_interval: float = 2.0
+    # host (scheme://host[:port]) -> [user, password], sent as its Basic
+    # Authorization header: from the seeds' own user:password@ and --http-user.
+    # A secret: to_dict() writes the password as *** (only the workers get it).
+    credentials: dict[str, list[str]] = field(default_factory=dict)
+
+    def apply_scope_defaults(self) -> None:
+        """The trap guards a crawl that follows links anywhere needs, where
+        the user set none: BROAD_CRAWL_DEFAULTS."""
+        if self.scope == "any":
+            for name, value in BROAD_CRAWL_DEFAULTS.items():
+                if getattr(self, name) is None:
+                    setattr(self, name, value)
+
+    def effective_reject_ext(self) -> list[str]:
+        """The extensions --reject-ext skips: its own, else the default list
+        less the extensions of the types --accept-type asks for (none with
+        --warc or --accept-type '*': an archive, or a crawl of every type,
+        wants everything)."""
+        if self.reject_ext is None:
+            if self.warc_dir:
+                return []
+            from ..web.filters import DEFAULT_REJECT_EXT
+
+            accepted = self.accepted_types()
+            if accepted is None:  # --accept-type '*': every type asked for, no extension skipped
+                return []
+            return sorted(  # an extension of a type asked for (--accept-type) is not skipped
+                e for e in DEFAULT_REJECT_EXT if _type_of(e) not in accepted
+            )
+        return [e.lstrip(".") for e in comma_list(self.reject_ext)]
+
+    def accepted_types(self) -> frozenset[str] | None:
+        """The content types whose bodies are read (None: every type);
+        with --follow-feeds, feeds' too (and the XML and JSON types a feed
+        may be served as)."""
+        if self.accept_type is None:
+            types = None if self.warc_dir else frozenset(HTML_TYPES)
+        else:
+            types = frozenset(comma_list(self.accept_type))
+            types = None if "*" in types or "*/*" in types else types
+        if types is not None and self.follow_feeds:
+            from ..web.feeds import FEED_TYPES, SNIFF_TYPES
+
+            types |= FEED_TYPES | SNIFF_TYPES
+        return types
+
+    def strip_patterns(self) -> list[str]:
+        """--strip-query's parameter name globs, lower-case."""
+        return comma_list(*self.strip_query)
+
+    def header_pairs(self) -> list[tuple[str, str]]:
+        """--header values as (name, value)."""
+        pairs = []
+        for text in self.headers:
+            name, _, value = text.partition(":")
+            pairs.append((name.strip(), value.strip()))
+        return pairs
+
+    def __post_init__(self) -> None:
+        if isinstance(self.out, (str, os.PathLike)):  # one sink, as --out once was
+            self.out = [os.fspath(self.out)]
+
+    def output_path(self) -> Path | None:
+        """The records file, the job's journal: the ``--out`` that is a plain
+        ``.jsonl`` file, else pages.jsonl in the job dir, else ./pages.jsonl
+        when no other sink is given (None: then the temporary job dir's)."""
+        from ..output.sinks import journal_of
+
+        if (journal := journal_of(self.out)) is not None:
+            return Path(journal)
+        if self.job_dir:
+            return Path(self.job_dir) / "pages.jsonl"
+        return None if self.out else Path("pages.jsonl")
+
+    def to_dict(self, secrets: bool = False) -> dict[str, Any]:
+        """The settings as plain data, as job.json keeps them: no secret
+        (the Redis URL's and the hosts' passwords are ``***``) unless
+        ``secrets`` (for the workers, over their pipes, never to a file)."""
+        data = dataclasses.asdict(self)
+        if not secrets:
+            data.update((name, self.public(name)) for name in SECRET_FIELDS)
+        return data
+
+    def public(self, name: str) -> Any:
+        """The setting ``name`` as ``to_dict`` writes it: its secrets ``***``."""
+        value = getattr(self, name)
+        if name in ("redis", "proxy"):
+            return redact_url(value) if value else value
+        if name == "credentials":
+            return {host: [user, "***"] for host, (user, _) in value.items()}
+        if name == "headers":
+            return [
+                f"{header}: ***" if header.lower() in SECRET_HEADERS else f"{header}: {text}"
+                for header, text in self.header_pairs()
+            ]
+        if name == "out":
+            return [redact_url(spec) for spec in value]
+        return value
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def validate(self) -> None:
+        """Raise ValueError with one clear line for an impossible setting."""
+        for name, how in OPTIONS.items():
+            if (problem := out_of_bounds(how, getattr(self, name))) is not None:
+                raise ValueError(f"{flag_of(name)} {problem}")
+        if self.revisit_min > self.revisit_max:
+            raise ValueError("--revisit-min must not be more than --revisit-max")
+        if self.workers * self.threads > MAX_SLOTS:
+            raise ValueError(f"--workers x --threads must be at most {MAX_SLOTS}")
+        if self.scope not in SCOPES:
+            raise ValueError(f"--scope must be one of {', '.join(SCOPES)}")
+        if (self.cdxj or self.wacz) and not self.warc_dir:
+            raise ValueError(f"{'--wacz' if self.wacz else '--cdxj'} needs --warc DIR")
+        if self.follow_feeds:
+            import importlib.util
+
+            if importlib.util.find_spec("feedparser") is None:
+                raise ValueError(
+                    "--follow-feeds: the feedparser package is not installed "
+                    "(pip install 'mpcrawler[feeds]')"
+                )
+        if (self.redis is None) != (self.crawl is None):
+            raise ValueError("--redis and --crawl go together: --redis URL --crawl NAME")
+        if self.redis is not None:
+            check_redis_url(self.redis)
+        if self.upload and not self.job_dir:
+            raise ValueError("--upload needs --job-dir DIR (it keeps there what went up)")
+        if self.retry_failed and (self.redis is not None or not self.job_dir):
+            raise ValueError("--retry-failed takes a local job: --job-dir DIR, without --redis")
+        if self.crawl is not None and not re.fullmatch(r"[\w.-]{1,100}", self.crawl):
+            raise ValueError("--crawl must be 1-100 letters, digits, '.', '_' or '-'")
+        self._validate_filters()
+        self._validate_requests()
+        self._validate_render()
+        from ..output.sinks import check_outputs
+
+        check_outputs(self.out, self.upload)  # ValueError: a sink unknown, or its extra missing
+        if self.ca_bundle is not None and not os.path.isfile(self.ca_bundle):
+            raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
+        if self.ca_bundle is not None:
+            try:
+                ssl.create_default_context().load_verify_locations(cafile=self.ca_bundle)
+            except (ssl.SSLError, ValueError) as exc:
+                reason = getattr(exc, "reason", None) or exc
+                raise ValueError(
+                    f"--ca-bundle {self.ca_bundle}: no PEM certificates in it ({reason})"
+                ) from None
+
+    def _validate_filters(self) -> None:
+        from ..web.patterns import PatternSet
+
+        for name in ("accept_regex", "reject_regex"):
+            PatternSet(getattr(self, name), flag_of(name))  # ValueError: RE2 cannot take one
+        if self.politeness_key not in POLITENESS_KEYS:
+            raise ValueError(f"--politeness-key must be one of {', '.join(POLITENESS_KEYS)}")
+        for kind in comma_list(self.accept_type or ""):
+            if kind != "*" and not re.fullmatch(r"[\w.+-]+/[\w.+*-]+", kind):
+                raise ValueError(f"--accept-type {kind!r}: not a content type like text/html")
+
+    def _validate_render(self) -> None:
+        for kind in self.render_blocked():
+            if kind not in RENDER_BLOCKABLE:
+                raise ValueError(
+                    f"--render-block {kind!r}: not one of {', '.join(RENDER_BLOCKABLE)} (or none)"
+                )
+        if self.render == "never":
+            return
+        import importlib.util
+
+        if importlib.util.find_spec("playwright") is None:
+            raise ValueError(
+                f"--render {self.render}: the playwright package is not installed "
+                "(pip install 'mpcrawler[render]', and Chromium: apt-get install chromium)"
+            )
+        self.browser()  # ValueError if there is none
+
+    def render_blocked(self) -> frozenset[str]:
+        """The resource types the browser does not fetch (--render-block)."""
+        kinds = frozenset(comma_list(self.render_block)) - {"none"}
+        return frozenset() if self.page_requisites else kinds
+
+    def browser(self) -> str:
+        """The browser's executable: --browser-path, else the first Chromium
+        on the PATH.  ValueError (one line, how to get one) if there is none."""
+        import shutil
+
+        if self.browser_path is not None:
+            if not (os.path.isfile(self.browser_path) and os.access(self.browser_path, os.X_OK)):
+                raise ValueError(f"--browser-path {self.browser_path}: not an executable file")
+            return self.browser_path
+        for name in BROWSERS:
+            found = shutil.which(name)
+            if found is not None:
+                return found
+        raise ValueError(
+            f"--render {self.render}: no Chromium found on the PATH (apt-get install chromium, "
+            "or give one with --browser-path)"
+        )
+
+    def _validate_requests(self) -> None:
+        for text in self.headers:
+            name, colon, _ = text.partition(":")
+            if not colon or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()):
+                raise ValueError(f"--header {text!r}: not 'Name: value'")
+            if "\r" in text or "\n" in text:
+                raise ValueError("--header: a header may not hold a line break")
+            try:
+                text.encode("latin-1")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    f"--header {name.strip()!r}: its value is not Latin-1 (HTTP sends header "
+                    "values as bytes: percent-encode or RFC 2047-encode it)"
+                ) from None
+        if self.cookies is not None:
+            from ..web.cookies import read_cookies_file
+
+            read_cookies_file(self.cookies)  # ValueError if it cannot be read
+        if self.proxy is not None:
+            scheme, sep, _ = self.proxy.partition("://")
+            if not sep or scheme.lower() not in PROXY_SCHEMES or not _proxy_host(self.proxy):
+                raise ValueError(
+                    f"--proxy {redact_url(self.proxy)}: not a proxy URL "
+                    "(http://, https://, socks5:// or socks5h://HOST:PORT)"
+                )
+            if scheme.lower().startswith("socks"):
+                try:
+                    import socks  # noqa: F401 - PySocks, requests[socks]
+                except ImportError:
+                    raise ValueError(
+                        "--proxy socks5://: PySocks is not installed "
+                        "(pip install 'requests[socks]')"
+                    ) from None
+
+
+# The settings that may hold a secret: ``Settings.public`` writes them without it.
+SECRET_FIELDS = ("redis", "proxy", "credentials", "headers", "out")
+
+
+# The option table: each command-line option's field name and how it is given.
+OPTIONS: dict[str, Option] = {
+    f.name: f.metadata["option"] for f in dataclasses.fields(Settings) if "option" in f.metadata
+}
+
+
+# The most of each that a real machine can honour (checked before anything is
+# written): processes and threads to fork, and times a person means.
+UPPER_BOUNDS: dict[str, float] = {
+    name: how.maximum for name, how in OPTIONS.items() if how.maximum is not None
+}
+
+
+def _number_kinds() -> dict[str, type]:
+    """int or float: the number each numeric option takes (by its annotation)."""
+    import typing
+
+    hints = typing.get_type_hints(Settings)
+    kinds: dict[str, type] = {}
+    for name in OPTIONS:
+        kind = hints[name]
+        if kind is not bool:
+            found = next((k for k in (int, float) if kind is k or k in typing.get_args(kind)), None)
+            if found is not None:
+                kinds[name] = found
+    return kinds
+
+
+NUMBER_KINDS = _number_kinds()
+
+
+def setting_value(name: str, value: Any) -> int | float:
+    """``value`` (text, or a number read from JSON) for the numeric setting
+    ``name``, as the command line takes it: its type and its bounds in the
+    option table (``control set``, and a resume's overrides).  ValueError
+    with one line (the value too big or not a number says so)."""
+    kind = NUMBER_KINDS[name]
+    what = "an integer" if kind is int else "a number"
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = kind(value.strip())
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not {what}") from None
+    elif isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
+        raise ValueError(f"{str(value)[:40]!r} is not {what}")
+    if (problem := out_of_bounds(OPTIONS[name], number)) is not None:
+        raise ValueError(problem)
+    return kind(number)
+
+
+def flag_of(name: str) -> str:
+    """The command-line flag of the setting ``name``."""
+    return OPTIONS[name].flag or "--" + name.replace("_", "-")
