@@ -22,6 +22,8 @@ import contextlib
 import dataclasses
 import os
 import socket
+import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..control.inbox import Inbox
@@ -197,9 +199,7 @@ def assemble(
     )
     results = ResultHandling(s, rules.rules, frontier.is_seen)
     rejected = RejectedLog(s.rejected_log) if s.rejected_log else None
-    scheduler = Scheduler.from_settings(
-        s, frontier, parked=ParkedHosts(job.state_dir / PARKED_FILE)
-    )
+    scheduler = scheduler_of(s, frontier, parked=ParkedHosts(job.state_dir / PARKED_FILE))
     for host in job.state.paused_hosts:  # control pause-host, kept across runs
         scheduler.pause_host(host)
     settling = Settling(
@@ -305,4 +305,30 @@ def _steering(
         changed=engine.checkpoint,
         add_seeds=commands.add_seeds,
         exclude=commands.exclude,
+    )
+
+
+def scheduler_of(
+    s: Settings,
+    frontier: Frontier,
+    clock: Callable[[], float] = time.monotonic,
+    parked: ParkedHosts | None = None,
+) -> Scheduler:
+    """The crawl's scheduler, from its settings, over ``frontier``."""
+    return Scheduler(
+        host_concurrency=s.host_concurrency,
+        delay=s.delay,
+        robots=s.robots,
+        user_agent=s.user_agent,
+        robots_retry_delay=s.robots_retry_delay,
+        robots_ttl=s.robots_ttl,
+        retries=s.retries,
+        retry_delay=s.retry_delay,
+        max_hosts=s.max_active_hosts,
+        max_pace=s.max_retry_after,
+        politeness_key=s.politeness_key,
+        probe=s.soft_404_probe and s.dedup,
+        frontier=frontier,
+        parked=parked,
+        clock=clock,
     )

@@ -210,7 +210,7 @@ class Rendering(Module):
         worker = self.worker
         result.cdxj += render.cdxj
         if render.warc_error is not None:
-            worker.archive_failed(result, render.warc_error)
+            worker.recorder.fail(result, render.warc_error)
             return
         if rendered.transient:
             self.retried += 1
@@ -302,7 +302,7 @@ class Rendering(Module):
         return response
 
     def _archive(self, render: Render, url: str, exchange: Any) -> None:
-        warc = self.worker.warc
+        warc = self.worker.recorder.files
         if warc is None or exchange is None or render.warc_error is not None:
             return
         try:

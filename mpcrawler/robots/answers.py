@@ -124,7 +124,7 @@ def take_answer(
         if crawl_delay:  # the whole group: one server behind several names
             group = host.group
             group.crawl_delay = max(group.crawl_delay, min(crawl_delay, MAX_CRAWL_DELAY))
-            group.limit, group.delay = 1, max(scheduler.delay, group.crawl_delay)
+            scheduler.table.politeness(group)  # one at a time, spaced by it
         scheduler.wake(host)
         return list(host.robots.sitemaps) if host.robots is not None else []
     host.robots_failures += 1

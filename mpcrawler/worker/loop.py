@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from .. import framing
 from ..framing import FrameReader
 from ..messages import Fetch, Hello, PageResult
+from .fetches import fetch_call
 
 if TYPE_CHECKING:
     from .downloader import Response, Transfers
@@ -169,7 +170,7 @@ def _start(
             continue
         # The master sends no more requests than there are free slots.
         slot = free.pop()
-        result, call = worker.request(fetch, worker.downloaders[slot].id)
+        result, call = fetch_call(fetch, worker.settings, worker.downloaders[slot].id)
         started = time.monotonic()  # the host's politeness counts from here
         if call is None:
             free.append(slot)

@@ -64,10 +64,9 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .. import framing, stopsignals
+from ..archive.recorder import WarcRecorder
 from ..content.fingerprint import fingerprint
 from ..messages import (
-    EXPIRED,
-    WARC_FAILED,
     Bye,
     Failed,
     Fetch,
@@ -81,7 +80,7 @@ from ..messages import (
     Unsent,
 )
 from ..modules import load_object, process_usage
-from ..revisits.records import Revisit, revisit_of
+from ..revisits.records import revisit_of
 from ..robots.page import (
     agent_token,
     apply_nofollow,
@@ -89,66 +88,23 @@ from ..robots.page import (
 )
 from ..robots.rules import decode_robots
 from ..settings import Settings
-from ..web import sitemaps
 from ..web.filters import FirstSeen, UrlRules
 from ..web.pdf import PdfContent, PdfError
 from ..web.urls import Scope
-from ..web.validators import conditional_headers
 from .analyzer import Analyzer
 from .documents import Documents, Page
-from .downloader import ROBOTS_MAX_BYTES, Downloader, DownloadError, Exchange, Response
+from .downloader import Downloader, DownloadError, Response
+from .fetches import PARSE, REDIRECT, SKIPPED, SLOW_DOWN, fetch_call, response_action
 from .links import SENT_LINKS, LinkResolver, SentLinks, document_base
 from .listings import Listings
 from .outbox import ENDED, WAKE, Outgoing, to_parser
 
 if TYPE_CHECKING:
-    from ..archive.warc import WarcFiles
     from ..render.renderer import Rendering
 
-__all__ = ["response_action", "run_worker"]
+__all__ = ["run_worker"]
 
 _SUMMARY_INTERVAL = 0.5
-_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-PARSE, NOT_MODIFIED, SLOW_DOWN, REDIRECT, SKIPPED, UNREAD = (
-    "parse",
-    "not modified",
-    "slow down",
-    "redirect",
-    "skipped",
-    "unread",
-)
-
-
-def response_action(status: int, headers: dict[str, str], skipped: str | None) -> str:
-    """What a response means, its status first whatever its type: a 304, a
-    429 or 503 (its Retry-After), a redirect with a Location are acted on
-    whether their body was read or not (``skipped``: why not, --accept-type).
-    A 2xx of a type not accepted is ``SKIPPED``; another status whose body
-    was not read is ``UNREAD`` (its status is its record's error); the rest
-    is parsed."""
-    if status == 304:
-        return NOT_MODIFIED
-    if status in (429, 503):
-        return SLOW_DOWN
-    if status in _REDIRECT_CODES and headers.get("location"):
-        return REDIRECT
-    if skipped:
-        return SKIPPED if 200 <= status < 300 else UNREAD
-    return PARSE
-
-
-def _warc_files(settings: Settings) -> WarcFiles | None:
-    """The worker's WARC files with --warc (warcio imported only then)."""
-    if not settings.warc_dir:
-        return None
-    from ..archive.warc import WarcFiles
-
-    return WarcFiles(
-        settings.warc_dir,
-        settings.warc_size,
-        settings.to_dict(),
-        index=settings.cdxj or bool(settings.wacz),
-    )
 
 
 class Worker:
@@ -177,8 +133,7 @@ class Worker:
         self.set_rules(scope, exclude)
         self.sent = SentLinks()
         self.agent = agent_token(settings.user_agent)
-        self.warc = _warc_files(settings)
-        self.warc_failed: OSError | None = None
+        self.recorder = WarcRecorder.of(settings)
         self.inbox: queue.SimpleQueue[Fetch | None] = queue.SimpleQueue()
         # A thread per download slot, and one parser: parsing is Python under
         # the GIL, so parsing threads would only take turns, and every thread
@@ -417,16 +372,13 @@ class Worker:
         """Close the slots and the archive, and say goodbye with the last figures."""
         for downloader in self.downloaders:
             downloader.close()
-        if self.warc is not None:
-            with contextlib.suppress(OSError):  # after a failure it may not flush
-                self.warc.close()
-        lines = dict(self.warc.lines) if self.warc is not None and self.warc.index else {}
+        lines = self.recorder.close()
         framing.send(self.conn, Bye(self.index, self.summaries(), lines))
 
     # ------------------------------------------------------------- requests
     def download(self, downloader: Downloader, fetch: Fetch) -> tuple[PageResult, Response | None]:
         """The result so far, and the response if it still needs parsing."""
-        result, call = self.request(fetch, downloader.id)
+        result, call = fetch_call(fetch, self.settings, downloader.id)
         if call is None:
             return result, None
         started = time.perf_counter()
@@ -436,25 +388,6 @@ class Worker:
             outcome = exc
         return self.downloaded(result, fetch, outcome, started)
 
-    def request(self, fetch: Fetch, downloader: str) -> tuple[PageResult, dict[str, Any] | None]:
-        """The result of ``fetch`` so far, and the arguments of its download
-        after its URL (None: it is not to start)."""
-        result = PageResult(fetch.id, fetch.url, fetch.kind, worker=downloader)
-        if fetch.deadline and time.monotonic() > fetch.deadline:  # the node fences itself
-            result.error, result.error_kind = "not started: its lease may be another's", EXPIRED
-            return result, None
-        if fetch.kind == "robots":
-            return result, {"max_bytes": ROBOTS_MAX_BYTES, "follow_redirects": True}
-        limit = sitemaps.MAX_BYTES if fetch.kind == "sitemap" else None
-        if fetch.kind == "embed" and not self.settings.filter_embeds:
-            limit = self.settings.max_bytes  # a limit given: every type is read
-        call: dict[str, Any] = {"max_bytes": limit}
-        prior = fetch.prior
-        conditional = conditional_headers(prior.etag, prior.last_modified) if prior else {}
-        if conditional:  # (only then: a plug-in that takes no headers fetches every page once)
-            call["headers"] = conditional
-        return result, call
-
     def downloaded(
         self, result: PageResult, fetch: Fetch, outcome: Response | Exception, started: float
     ) -> tuple[PageResult, Response | None]:
@@ -463,7 +396,7 @@ class Worker:
         if it still needs parsing."""
         result.elapsed_ms = round((time.perf_counter() - started) * 1000.0, 2)
         if isinstance(outcome, DownloadError):
-            self.archive(result, fetch.url, outcome.exchange)
+            self.recorder.fetch(result, fetch.url, outcome.exchange)
             result.status, result.error, result.error_kind = (
                 outcome.status,
                 str(outcome),
@@ -481,11 +414,11 @@ class Worker:
             return result, None
         response = outcome
         if fetch.kind == "robots":
-            self.archive(result, response.url, response.exchange)
+            self.recorder.fetch(result, response.url, response.exchange)
             result.status = response.status
             result.body = decode_robots(response.body)
             return result, None
-        self.archive(result, fetch.url, response.exchange, revisit_of(fetch.prior, response))
+        self.recorder.fetch(result, fetch.url, response.exchange, revisit_of(fetch.prior, response))
         result.status, result.content_type = response.status, response.content_type
         result.bytes = len(response.body)
         result.digest = response.digest
@@ -505,41 +438,6 @@ class Worker:
         if response.skipped:
             result.digest = None  # of no body read
         return result, None  # NOT_MODIFIED: the last capture's links stand
-
-    def archive(
-        self,
-        result: PageResult,
-        url: str,
-        exchange: Exchange | None,
-        revisit: Revisit | None = None,
-    ) -> None:
-        """Write the fetch to the WARC files, if on, before its result leaves:
-        a ``revisit`` record for a page unchanged since ``revisit``'s capture."""
-        if self.warc is None or exchange is None:
-            return
-        if self.warc_failed is not None:  # after a failure nothing more is written
-            self.archive_failed(result, self.warc_failed)
-            return
-        try:
-            written = self.warc.write_fetch(url, exchange, revisit)
-        except OSError as exc:
-            self.archive_failed(result, exc)
-            return
-        result.warc_file, result.warc_offset = written.file, written.offset
-        result.cdxj = written.cdxj
-        result.warc_id, result.warc_date = written.record_id, written.date
-        result.revisit = revisit.profile if revisit is not None else None
-
-    def archive_failed(self, result: PageResult, exc: OSError) -> None:
-        """The archive cannot be written (a full disk, an I/O error): the
-        page's result says so, and the master stops the crawl without
-        recording it (a page recorded without its archive would be lost for
-        good).  Nothing more is written to the archive."""
-        self.warc_failed = exc
-        result.error = f"cannot write the WARC archive: {exc}"
-        result.error_kind = WARC_FAILED
-        result.warc_errno = exc.errno
-        result.warc_file = result.warc_offset = None
 
     def analyze(
         self,
@@ -594,15 +492,7 @@ class Worker:
             if found is not None:
                 result.text_digest, result.simhash = found
             result.item = analysis.item if not (obey and "noindex" in directives) else {}
-            if self.warc is not None and response.exchange is not None and not self.warc_failed:
-                try:
-                    self.warc.write_outlinks(response.url, [url for url, _, _ in links])
-                    if result.item.get("text") and result.warc_id is not None:
-                        self.warc.write_conversion(
-                            response.url, result.warc_id, result.item["text"]
-                        )
-                except OSError as exc:
-                    self.archive_failed(result, exc)
+            self.recorder.page(result, response, [url for url, _, _ in links])
         except Exception as exc:
             kind = getattr(exc, "error_kind", "analyzer")  # a PDF that cannot be read: "pdf"
             result.error = (

@@ -21,7 +21,7 @@ from .links import LinkResolver
 from .outbox import Outgoing
 
 if TYPE_CHECKING:
-    from ..archive.warc import WarcFiles
+    from ..archive.recorder import WarcRecorder
     from .documents import Documents
     from .downloader import Downloader, Response
 
@@ -52,9 +52,7 @@ class RenderSide(_Analyzes, Protocol):
     outbox: queue.SimpleQueue[Outgoing]
     rules: UrlRules
     resolver: LinkResolver
-    warc: WarcFiles | None
-
-    def archive_failed(self, result: PageResult, exc: OSError) -> None: ...
+    recorder: WarcRecorder
 
 
 class LoopSide(_Analyzes, Protocol):
@@ -70,10 +68,6 @@ class LoopSide(_Analyzes, Protocol):
     master_gone: Callable[[], None]
 
     def take(self, message: Any) -> bool: ...
-
-    def request(
-        self, fetch: Fetch, downloader: str
-    ) -> tuple[PageResult, dict[str, Any] | None]: ...
 
     def downloaded(
         self, result: PageResult, fetch: Fetch, outcome: Response | Exception, started: float

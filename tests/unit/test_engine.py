@@ -15,12 +15,12 @@ import pytest
 
 from mpcrawler.frontier import FOREVER, UrlInfo
 from mpcrawler.frontier.base import Admission
+from mpcrawler.master.assemble import scheduler_of
 from mpcrawler.master.counters import Counters
 from mpcrawler.master.engine import Engine, default_hang_limit
 from mpcrawler.master.pool import Done, Downloaded, Event, Lost
 from mpcrawler.master.request import Request
 from mpcrawler.master.results import ResultHandling
-from mpcrawler.master.scheduler import Scheduler
 from mpcrawler.master.settle import Settling
 from mpcrawler.messages import PageResult
 from mpcrawler.output.pipelines import Pipelines
@@ -219,7 +219,7 @@ def make_engine(
     pipelines = Pipelines([], settings, tmp_path / "pages.jsonl")
     pipelines.open()
     settling = Settling(settings, frontier, pipelines, counters, results.chains)
-    scheduler = Scheduler.from_settings(settings, frontier, clock=clock)
+    scheduler = scheduler_of(settings, frontier, clock=clock)
     engine = Engine(
         settings,
         frontier=frontier,

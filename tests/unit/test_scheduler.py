@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mpcrawler.master.pacing import FIRST_PACE, RATE_STEP, next_pace
 from mpcrawler.master.request import Request
-from mpcrawler.master.scheduler import FIRST_PACE, RATE_STEP, Scheduler, next_pace
+from mpcrawler.master.scheduler import Scheduler
 from mpcrawler.messages import PageResult
 from mpcrawler.robots.answers import Verdict, robots_verdict, take_answer
 from mpcrawler.settings import BROAD_CRAWL_DEFAULTS, Settings
@@ -533,7 +534,7 @@ def test_a_paused_host_starts_nothing_keeps_its_urls_and_is_never_parked(tmp_pat
 
 
 def test_slowed_groups_are_named_the_latest_first_and_bounded() -> None:
-    from mpcrawler.master.scheduler import SLOWED_KEPT
+    from mpcrawler.master.pacing import SLOWED_KEPT
 
     now = [0.0]
     scheduler = Scheduler(clock=lambda: now[0], robots=False)

@@ -243,12 +243,14 @@ def test_first_seen_is_bounded() -> None:
 
 def test_politeness_groups() -> None:
     by_host = Scheduler(politeness_key="host")
-    assert by_host.group_key("http://h.test") == by_host.group_key("https://h.test:8443")
-    assert by_host.group_key("http://a.h.test") != by_host.group_key("http://h.test")
+    assert by_host.table.group_key("http://h.test") == by_host.table.group_key(
+        "https://h.test:8443"
+    )
+    assert by_host.table.group_key("http://a.h.test") != by_host.table.group_key("http://h.test")
     by_domain = Scheduler(politeness_key="domain")
-    assert by_domain.group_key("http://a.example.co.uk") == "example.co.uk"
-    assert by_domain.group_key("https://b.example.co.uk:81") == "example.co.uk"
-    assert by_domain.group_key("http://[::1]:8080") == "::1"
+    assert by_domain.table.group_key("http://a.example.co.uk") == "example.co.uk"
+    assert by_domain.table.group_key("https://b.example.co.uk:81") == "example.co.uk"
+    assert by_domain.table.group_key("http://[::1]:8080") == "::1"
 
 
 def test_two_hosts_of_one_group_share_its_slots_and_delay() -> None:

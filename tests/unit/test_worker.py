@@ -110,7 +110,7 @@ def test_failures_and_expired_requests_are_results_not_crashes() -> None:
 
 
 def test_a_status_means_the_same_whether_its_body_was_read_or_not() -> None:
-    from mpcrawler.worker.process import (
+    from mpcrawler.worker.fetches import (
         NOT_MODIFIED,
         PARSE,
         REDIRECT,
