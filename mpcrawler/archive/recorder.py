@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..messages import WARC_FAILED, PageResult
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 
 if TYPE_CHECKING:
     from ..revisits.records import Revisit
@@ -38,7 +38,7 @@ class WarcRecorder:
         self.failed: OSError | None = None  # after a failure nothing more is written
 
     @classmethod
-    def of(cls, settings: Settings) -> WarcRecorder:
+    def of(cls, settings: WorkerConfig) -> WarcRecorder:
         """The recorder of a worker with these settings (warcio imported only with --warc)."""
         if not settings.warc_dir:
             return cls(None)
@@ -48,7 +48,7 @@ class WarcRecorder:
             WarcFiles(
                 settings.warc_dir,
                 settings.warc_size,
-                settings.to_dict(),
+                {"robots": settings.robots, "user_agent": settings.user_agent},
                 index=settings.cdxj or bool(settings.wacz),
             )
         )

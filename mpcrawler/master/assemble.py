@@ -48,6 +48,7 @@ from ..output.rejected import RejectedLog
 from ..output.sinks.delivery import Deliveries
 from ..robots.cache import RobotsCache
 from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..watch.live import LiveFile
 from ..watch.live import Parts as LiveParts
 from ..web.filters import rule_flag
@@ -195,7 +196,7 @@ def assemble(
     deliveries = Deliveries(s, job.state_dir, job.ensure_id())
     pipelines = Pipelines(specs, s, job.out, deliveries.sinks)
     pool = WorkerPool(
-        s.workers, (s.to_dict(secrets=True), rules.scope.to_dict(), list(job.state.excluded))
+        s.workers, (WorkerConfig.of(s).to_dict(), rules.scope.to_dict(), list(job.state.excluded))
     )
     results = ResultHandling(s, rules.rules, frontier.is_seen)
     rejected = RejectedLog(s.rejected_log) if s.rejected_log else None

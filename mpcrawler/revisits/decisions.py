@@ -24,10 +24,13 @@ import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..frontier.base import KINDS, Revisit
 from ..messages import PageResult
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 __all__ = [
     "DEFAULT_INTERVAL",
@@ -109,7 +112,8 @@ class Revisits:
     maximum: float = 30 * 86_400.0
 
     @classmethod
-    def from_settings(cls, settings: Any) -> Revisits:
+    def from_settings(cls, settings: Settings) -> Revisits:
+        """The revisits a crawl with these settings asks for (--revisit-after...)."""
         return cls(
             settings.revisit_after,
             settings.continuous,

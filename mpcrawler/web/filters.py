@@ -28,11 +28,15 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from .patterns import PatternSet
 from .urls import Scope, canonicalize, hostname_of, is_subdomain
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..settings.worker import WorkerConfig
 
 __all__ = [
     "DEFAULT_REJECT_EXT",
@@ -206,8 +210,10 @@ class UrlRules:
         object.__setattr__(self, "_exclude", PatternSet(self.exclude, "exclude"))
 
     @classmethod
-    def from_settings(cls, settings: Any, scope: Scope, exclude: Sequence[str] = ()) -> UrlRules:
-        """The rules of a crawl with these settings (mpcrawler.settings.Settings)
+    def from_settings(
+        cls, settings: Settings | WorkerConfig, scope: Scope, exclude: Sequence[str] = ()
+    ) -> UrlRules:
+        """The rules of a crawl with these settings (the master's or a worker's)
         and the patterns ``control exclude`` added."""
         return cls(
             scope=scope,

@@ -32,7 +32,7 @@ from ..messages import Link
 from ..modules import BUILTIN_ANALYZERS, Module
 from ..render.signals import Signals, signals
 from ..robots.page import agent_token, rel_tokens
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.feeds import feed_link
 from ..web.pdf import PdfContent, PdfError, is_pdf, read_pdf
 from .downloader import Response
@@ -174,7 +174,7 @@ class Analyzer(Module):
     type_letter = "A"
     reads_pdfs: ClassVar[bool] = False
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WorkerConfig) -> None:
         super().__init__()
         self.settings = settings
         # the meta tags that speak to us: <meta name="robots"> and our own name

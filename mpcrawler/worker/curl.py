@@ -33,7 +33,7 @@ import select
 import time
 from typing import Any
 
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.codings import BoundedDecoder
 from ..web.redact import redact_url
 from ..web.urls import host_key, hostname_of
@@ -189,7 +189,7 @@ class _Transfer:
 class CurlDownloader(Downloader):
     """A download slot on libcurl; see the module's docstring."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WorkerConfig) -> None:
         super().__init__(settings)
         self.guard = connection_guard(settings)
         self.authorization = basic_authorizations(settings)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DownloadError
 from ..modules import Module
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.addresses import AddressGuard
 from ..web.codings import ACCEPT_ENCODING
 from ..web.urls import hostname_of
@@ -152,12 +152,12 @@ class Downloader(Module):
 
     type_letter = "D"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WorkerConfig) -> None:
         super().__init__()
         self.settings = settings
 
     @classmethod
-    def for_slots(cls, settings: Settings, slots: int) -> list[Downloader]:
+    def for_slots(cls, settings: WorkerConfig, slots: int) -> list[Downloader]:
         """The downloaders of a worker's ``slots`` download slots (one each,
         used by one thread at a time)."""
         return [cls(settings) for _ in range(slots)]
@@ -222,7 +222,7 @@ def host_pools(slots: int) -> int:
     return max(slots, room)
 
 
-def connection_guard(settings: Settings) -> AddressGuard:
+def connection_guard(settings: WorkerConfig) -> AddressGuard:
     """The private-network rule for the connections of a crawl of ``settings``."""
     return AddressGuard(
         (hostname_of(seed) for seed in settings.seeds),
@@ -230,7 +230,7 @@ def connection_guard(settings: Settings) -> AddressGuard:
     )
 
 
-def request_headers(settings: Settings) -> dict[str, str]:
+def request_headers(settings: WorkerConfig) -> dict[str, str]:
     """The headers every request of a crawl of ``settings`` sends (--header
     wins, whatever the case of its name)."""
     headers = {
@@ -245,7 +245,7 @@ def request_headers(settings: Settings) -> dict[str, str]:
     return headers
 
 
-def basic_authorizations(settings: Settings) -> dict[str, str]:
+def basic_authorizations(settings: WorkerConfig) -> dict[str, str]:
     """host -> its Basic Authorization header (--http-user, credentials in a
     seed), as wget --user sends it."""
     return {

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from ..messages import EXPIRED, Fetch, PageResult
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web import sitemaps
 from ..web.validators import conditional_headers
 from .downloader import ROBOTS_MAX_BYTES
@@ -55,7 +55,7 @@ def response_action(status: int, headers: dict[str, str], skipped: str | None) -
 
 
 def fetch_call(
-    fetch: Fetch, settings: Settings, downloader: str
+    fetch: Fetch, settings: WorkerConfig, downloader: str
 ) -> tuple[PageResult, dict[str, Any] | None]:
     """The result of ``fetch`` so far, and the arguments of its download
     after its URL (None: it is not to start).  Pure: the threads and the

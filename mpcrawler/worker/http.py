@@ -32,7 +32,7 @@ import requests.adapters
 import urllib3
 import urllib3.connection
 
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.addresses import AddressGuard
 from ..web.codings import BoundedDecoder
 from ..web.cookies import read_cookies_file
@@ -124,7 +124,7 @@ class _Adapter(requests.adapters.HTTPAdapter):
         self.poolmanager.pool_classes_by_scheme = classes
 
 
-def _connections(settings: Settings, pools: int, per_host: int) -> _Adapter:
+def _connections(settings: WorkerConfig, pools: int, per_host: int) -> _Adapter:
     """An adapter for ``settings``: its address guard and TLS context."""
     guard = connection_guard(settings)
     context = None
@@ -180,7 +180,7 @@ class HttpDownloader(Downloader):
     nothing.  (Through a proxy, the proxy makes the connections: no check.)
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: WorkerConfig) -> None:
         super().__init__(settings)
         self.session = requests.Session()
         self.use_connections(_connections(settings, 10, 10))
@@ -213,7 +213,7 @@ class HttpDownloader(Downloader):
         self.timeout = (settings.timeout, settings.timeout)
 
     @classmethod
-    def for_slots(cls, settings: Settings, slots: int) -> list[Downloader]:
+    def for_slots(cls, settings: WorkerConfig, slots: int) -> list[Downloader]:
         """One downloader a slot, every one on the same connections."""
         shared = _connections(settings, host_pools(slots), slots)
         downloaders: list[Downloader] = []

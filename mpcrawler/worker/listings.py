@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from ..archive import requisites
 from ..messages import PageResult
 from ..robots.page import canonical_from_link_header
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web import feeds, sitemaps
 from ..web.filters import FirstSeen, UrlRules
 from .downloader import Response
@@ -29,7 +29,7 @@ class Listings:
     """The listing readers of a worker under ``rules`` (see the module)."""
 
     def __init__(
-        self, settings: Settings, rules: UrlRules, resolver: LinkResolver, refused: FirstSeen
+        self, settings: WorkerConfig, rules: UrlRules, resolver: LinkResolver, refused: FirstSeen
     ) -> None:
         self.settings, self.rules, self.resolver, self.refused = settings, rules, resolver, refused
 

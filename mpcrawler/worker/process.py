@@ -87,7 +87,7 @@ from ..robots.page import (
     page_directives,
 )
 from ..robots.rules import decode_robots
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.filters import FirstSeen, UrlRules
 from ..web.pdf import PdfContent, PdfError
 from ..web.urls import Scope
@@ -114,7 +114,7 @@ class Worker:
         self,
         index: int,
         conn: Connection,
-        settings: Settings,
+        settings: WorkerConfig,
         scope: Scope,
         exclude: Sequence[str] = (),
     ) -> None:
@@ -532,17 +532,20 @@ def _log_to_file(log_file: str | None) -> None:
 def run_worker(
     index: int,
     conn: Connection,
-    settings: dict[str, Any],
+    config: dict[str, Any],
     scope: dict[str, list[str]],
     exclude: list[str],
 ) -> None:
-    """Entry point of a worker process.  It ignores stop signals (they are
-    the master's), and says why before it exits if it cannot start."""
+    """Entry point of a worker process (``config``: its WorkerConfig as
+    plain data).  It ignores stop signals (they are the master's), and says
+    why before it exits if it cannot start."""
     for signum in stopsignals.STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    _log_to_file(settings.get("log_file"))
+    _log_to_file(config.get("log_file"))
     try:
-        worker = Worker(index, conn, Settings.from_dict(settings), Scope.from_dict(scope), exclude)
+        worker = Worker(
+            index, conn, WorkerConfig.from_dict(config), Scope.from_dict(scope), exclude
+        )
     except Exception as exc:
         with contextlib.suppress(OSError):
             framing.send(conn, Failed(index, f"{type(exc).__name__}: {exc}"))

@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..messages import Fetch, PageResult
-from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.filters import UrlRules
 from .links import LinkResolver
 from .outbox import Outgoing
@@ -48,7 +48,7 @@ class _Analyzes(Protocol):
 class RenderSide(_Analyzes, Protocol):
     """The worker as its render threads (:mod:`mpcrawler.render.renderer`) see it."""
 
-    settings: Settings
+    settings: WorkerConfig
     outbox: queue.SimpleQueue[Outgoing]
     rules: UrlRules
     resolver: LinkResolver

@@ -186,3 +186,54 @@ def test_no_room_is_too_big() -> None:
     assert big_classes == []
     assert all(length <= 80 for length, _ in long_functions), long_functions
     assert len(long_functions) <= 3, long_functions
+
+
+WORKER_SIDE = ("mpcrawler.worker", "mpcrawler.render", "mpcrawler.archive.recorder")
+
+
+def settings_read(module: str) -> set[str]:
+    """The attributes ``module`` reads of an object named ``settings``
+    (``settings.x``, ``self.settings.x``, ``worker.settings.x``)."""
+    found = set()
+    for node in ast.walk(_tree(module)):
+        if isinstance(node, ast.Attribute):
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
+            if name == "settings":
+                found.add(node.attr)
+    return found
+
+
+def test_a_worker_reads_only_its_config() -> None:
+    """The worker's side reads of its settings only what ``WorkerConfig``
+    holds (or derives): the master sends it nothing else."""
+    from mpcrawler.settings.derived import Derived
+    from mpcrawler.settings.worker import WORKER_FIELDS, WorkerConfig
+
+    allowed = {*WORKER_FIELDS, *vars(Derived), *vars(WorkerConfig)}
+    beyond = {
+        f"{module}: settings.{name}"
+        for module in MODULES
+        if module.startswith(WORKER_SIDE)
+        for name in settings_read(module) - allowed
+    }
+    assert beyond == set()
+    assert "max_pages" not in allowed and "redis" not in allowed  # the rule can fail
+
+
+def test_a_worker_is_sent_no_secret_it_does_not_use() -> None:
+    from mpcrawler.settings import Settings
+    from mpcrawler.settings.worker import WorkerConfig
+
+    settings = Settings(
+        seeds=["http://a.test/"],
+        redis="redis://:hidden-1@127.0.0.1:6379/0",
+        crawl="c",
+        out=["postgresql://u:hidden-2@127.0.0.1/db?table=pages"],
+        s3_endpoint_url="http://u:hidden-3@127.0.0.1:9000",
+        headers=["X-Api-Key: sent-by-the-worker"],
+    )
+    sent = repr(WorkerConfig.of(settings).to_dict())
+    assert "hidden" not in sent
+    assert "sent-by-the-worker" in sent  # what it sends, it has
+    assert WorkerConfig.from_dict(settings.to_dict(secrets=True)) == WorkerConfig.of(settings)
