@@ -26,10 +26,13 @@ from typing import Any, NamedTuple
 __all__ = [
     "EXPIRED",
     "WARC_FAILED",
+    "Analyzed",
+    "Archived",
     "Bye",
     "Failed",
     "Fetch",
     "FetchBatch",
+    "Fetched",
     "FromWorker",
     "Grants",
     "Hello",
@@ -65,8 +68,11 @@ def link_parts(link: str | Link) -> tuple[str, int]:
 
 
 @dataclass(slots=True)
-class PageResult:
-    """What a worker reports for one request: a page or a robots.txt."""
+class Fetched:
+    """What a worker reports of one request's download (``worker/fetches.py``,
+    ``Worker.downloaded``): the request's identity, the answer's status,
+    headers and validators, or what went wrong.  The first stage of a
+    :class:`PageResult`."""
 
     id: int
     url: str
@@ -82,6 +88,31 @@ class PageResult:
     retry_after: str | None = None  # the header, as sent (429, 503)
     location: str | None = None  # a redirect's Location, unresolved
     body: str | None = None  # robots.txt, decoded
+    digest: str | None = None  # sha1:BASE32 of the body as sent (WARC-Payload-Digest)
+    etag: str | None = None  # the validators the server sent
+    last_modified: str | None = None
+    skipped: str | None = None  # why the body was not read (--accept-type)
+
+
+@dataclass(slots=True)
+class Archived(Fetched):
+    """What the archive adds (--warc: :class:`mpcrawler.archive.recorder.WarcRecorder`):
+    where the response's records are, and their index lines."""
+
+    warc_file: str | None = None  # --warc: the file and offset of its response record
+    warc_offset: int | None = None
+    warc_errno: int | None = None  # why the archive could not be written (errno)
+    warc_id: str | None = None  # the WARC-Record-ID and -Date of its response record
+    warc_date: str | None = None
+    revisit: str | None = None  # archived as a revisit record: its profile's short name
+    cdxj: list[str] = field(default_factory=list)  # --cdxj: index lines of the records written
+
+
+@dataclass(slots=True)
+class Analyzed(Archived):
+    """What the analysis adds (the parser thread: ``Worker.analyze``, the
+    listings): the page's links, its record's fields, its fingerprint."""
+
     links: int = 0  # distinct fetchable links on the page
     outlinks: list[tuple[str, int]] = field(default_factory=list)  # in scope: (url, priority)
     all_links: list[tuple[str, bool, int]] | None = (
@@ -90,25 +121,22 @@ class PageResult:
     item: dict[str, Any] = field(default_factory=dict)  # the Analyzer's fields for the record
     sitemaps: list[str] = field(default_factory=list)  # a sitemap index's children, in scope
     lastmods: dict[str, str] = field(default_factory=dict)  # a sitemap's <lastmod> by URL
-    warc_file: str | None = None  # --warc: the file and offset of its response record
-    warc_offset: int | None = None
-    warc_errno: int | None = None  # why the archive could not be written (errno)
-    warc_id: str | None = None  # the WARC-Record-ID and -Date of its response record
-    warc_date: str | None = None
-    revisit: str | None = None  # archived as a revisit record: its profile's short name
-    digest: str | None = None  # sha1:BASE32 of the body as sent (WARC-Payload-Digest)
-    etag: str | None = None  # the validators the server sent
-    last_modified: str | None = None
     dropped: list[tuple[str, str]] = field(default_factory=list)  # links refused: (url, rule)
     robots_meta: tuple[str, ...] = ()  # what the page asks of robots (noindex, nofollow...)
     canonical: str | None = None  # rel=canonical (the page's or its Link header's), canonical
-    skipped: str | None = None  # why the body was not read (--accept-type)
     embeds: list[str] = field(default_factory=list)  # --page-requisites: to fetch, canonical
     embeds_found: int = 0  # distinct requisites the document named (refused ones included)
     embed_kinds: dict[str, int] = field(default_factory=dict)  # of those, by kind (HOWS)
-    cdxj: list[str] = field(default_factory=list)  # --cdxj: index lines of the records written
     text_digest: str | None = None  # the fingerprint of its text (web.fingerprint), if any
     simhash: int | None = None
+
+
+@dataclass(slots=True)
+class PageResult(Analyzed):
+    """What a worker reports for one request, a page or a robots.txt: each
+    stage's fields (``Fetched``, then ``Archived``, then ``Analyzed``), in
+    one flat record the master reads.
+    """
 
     def __reduce__(self) -> tuple[type[PageResult], tuple[Any, ...]]:
         """Pickled as its fields in order, rebuilt by ``__init__``: a third
