@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
 import math
 import time
 from collections.abc import Callable
@@ -53,9 +52,7 @@ from .pacing import Pacing
 from .parked import ParkedHosts
 from .request import Request
 
-__all__ = ["MAX_CRAWL_DELAY", "Group", "Host", "Refusal", "Request", "Scheduler"]
-
-log = logging.getLogger(__name__)
+__all__ = ["MAX_CRAWL_DELAY", "Refusal", "Scheduler"]
 
 MAX_CRAWL_DELAY = 30.0
 MAX_REFUSED_PER_DISPATCH = 1000  # a host given up drains this fast, and no faster
