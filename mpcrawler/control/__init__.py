@@ -4,7 +4,7 @@
 - :mod:`.inbox`: the job dir's inbox and answers (one node);
 - :mod:`.shared`: a shared crawl's inbox and answers, in Redis (every node);
 - :mod:`.steering`: the master's side, which applies each command to the running crawl;
-- :mod:`.rules`: ``add-seeds`` and ``exclude``, carried out on the engine's parts.
+- :mod:`.rulecommands`: ``add-seeds`` and ``exclude``, carried out on the engine's parts.
 """
 
-INTERFACE = ("commands", "inbox", "shared", "steering", "rules")  # what the layers import
+INTERFACE = ("commands", "inbox", "shared", "steering", "rulecommands")  # what the layers import

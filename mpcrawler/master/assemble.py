@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..control.inbox import Inbox
-from ..control.rules import RuleCommands
+from ..control.rulecommands import RuleCommands
 from ..control.shared import SharedInbox
 from ..control.steering import CommandInbox, Steering, answer_waiting
 from ..errors import CrawlError, FrontierError, JobConflict, UsageError

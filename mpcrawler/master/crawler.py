@@ -5,7 +5,7 @@ parts built and joined, by :mod:`mpcrawler.master.assemble`; a run is
 opened and its seeds admitted by :mod:`mpcrawler.master.start`; the
 engine (:mod:`mpcrawler.master.engine`) turns; and whatever ends it, the
 run is closed by :mod:`mpcrawler.master.finish`.  The control commands
-that change the rules are :mod:`mpcrawler.control.rules`'s.
+that change the rules are :mod:`mpcrawler.control.rulecommands`'s.
 
 A stop signal (SIGINT, SIGTERM, SIGHUP; see :mod:`mpcrawler.stopsignals`)
 stops the dispatching, lets in-flight requests finish for ``grace`` seconds,

@@ -3,7 +3,7 @@
 A 429 or a 503, or timeouts in a row, slow the whole group down; a
 Retry-After holds it back until then; good answers bring it back to its
 own pace.  ``next_pace`` is the pure decision; :class:`Pacing` applies it
-to a group (:class:`mpcrawler.master.hosts.Group`), counts the changes
+to a group (:class:`mpcrawler.master.hosttable.Group`), counts the changes
 (stats.json's ``pace_changes``) and names the groups slowed last (the web
 view's list).  The scheduler (:mod:`mpcrawler.master.scheduler`) feeds it
 each answer and wakes the group after.
@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 
 from ..messages import PageResult
-from .hosts import Group
+from .hosttable import Group
 from .outcome import parse_retry_after
 
 __all__ = ["FIRST_PACE", "GOOD_RUN", "RATE_STEP", "SLOWED_KEPT", "Pacing", "next_pace"]

@@ -4,7 +4,7 @@ Built from the seeds and from what ``control add-seeds`` and ``control
 exclude`` gave (kept in the job's state, so a resume builds the same),
 and built again when one of those commands comes.  The parts that filter
 URLs (the result handling, the workers) are handed the new rules by the
-commands (:mod:`mpcrawler.control.rules`).
+commands (:mod:`mpcrawler.control.rulecommands`).
 """
 
 from __future__ import annotations

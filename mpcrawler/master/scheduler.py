@@ -27,7 +27,7 @@ feeds the answer back through :mod:`mpcrawler.robots.answers` (``take_answer``);
 ``web.robots.RobotsRules`` parses and matches it (RFC 9309).
 
 The hosts and their politeness groups (``--politeness-key``) are held in a
-``HostTable`` (:mod:`mpcrawler.master.hosts`): those with work in memory,
+``HostTable`` (:mod:`mpcrawler.master.hosttable`): those with work in memory,
 idle ones beyond ``max_hosts`` parked, and each back as it was when it is
 next given work.
 
@@ -46,7 +46,7 @@ from collections.abc import Callable
 
 from ..frontier import Frontier
 from ..messages import PageResult
-from .hosts import Group, Host, HostTable
+from .hosttable import Group, Host, HostTable
 from .outcome import probe_path, soft_404_answer
 from .pacing import Pacing
 from .parked import ParkedHosts

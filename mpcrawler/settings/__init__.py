@@ -2,10 +2,10 @@
 
 - :mod:`.options`: how an option is declared and checked, and shared constants;
 - ``*_options.py``: one section of the options each (``crawl --help``'s sections);
-- :mod:`.crawl`: ``Settings``, which joins them, its checks and its plain-data form.
+- :mod:`.crawl_settings`: ``Settings``, which joins them, its checks and its plain-data form.
 """
 
-from .crawl import (
+from .crawl_settings import (
     NUMBER_KINDS,
     OPTIONS,
     SECRET_FIELDS,

@@ -3,7 +3,7 @@
 the constants the options' declarations and checks share.
 
 Each section of options is a module of this package (``*_options.py``);
-:class:`mpcrawler.settings.crawl.Settings` joins them.
+:class:`mpcrawler.settings.crawl_settings.Settings` joins them.
 """
 
 from __future__ import annotations

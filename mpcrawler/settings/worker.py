@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .crawl import Settings
+from .crawl_settings import Settings
 from .derived import Derived
 
 __all__ = ["WORKER_FIELDS", "WorkerConfig"]
