@@ -257,18 +257,26 @@ class Engine:
 
     def wait_time(self) -> float:
         """Seconds until something is due: a request held for its host, a
-        host blocked in the frontier, chains to settle (IDLE_WAIT at most)."""
+        host blocked in the frontier, chains to settle, the metrics'
+        snapshot or the live file (IDLE_WAIT at most)."""
         free = self.pool.free
         held = self.scheduler.next_event(free)
         wait = min(IDLE_WAIT if held is None else held, self.settling.wait())
         if self.steering is not None:
             wait = min(wait, POLL_INTERVAL)  # commands are read this often
+        now = self.clock()
+        for due in self._views_due():  # what was recorded shows within their interval
+            wait = min(wait, max(0.0, due - now))
         if free and self.can_lease():
-            now = self.clock()
             when = self.frontier.next_ready(now)
             if when is not None:
                 wait = min(wait, max(0.0, when - now))
         return wait
+
+    def _views_due(self) -> list[float]:
+        """When the metrics' snapshot and the live file are next due."""
+        due = [self._metrics_due] if self.metrics is not None else []
+        return due if self.live is None else [*due, self.live.due]
 
     # -------------------------------------------------------------- events
     def route(self, events: list[Event]) -> None:

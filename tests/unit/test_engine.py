@@ -9,6 +9,7 @@ import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -367,6 +368,22 @@ def test_an_idle_turn_waits_for_the_next_due_host_not_a_fixed_time(tmp_path: Pat
     clock.now += 0.2
     engine.dispatch(clock.now)
     assert len(pool.sent) == 2
+
+
+def test_an_idle_turn_wakes_when_the_metrics_snapshot_is_due(tmp_path: Path) -> None:
+    """--metrics-port: what was recorded shows within the snapshot's
+    interval, however long nothing else is due (a crawl waiting on a slow
+    page)."""
+    urls = [f"http://a.test/{i}" for i in range(3)]
+    engine, pool, _, clock = make_engine(tmp_path, links(*urls), delay=30.0)
+    engine.dispatch(clock.now)
+    engine.route(pool.wait(0))
+    engine.dispatch(clock.now)
+    assert engine.wait_time() == pytest.approx(0.5)  # the host waits 30 s: the idle bound
+    published: list[object] = []
+    engine.metrics = SimpleNamespace(publish=published.append)  # type: ignore[assignment]
+    engine._metrics_due = clock.now + 0.1
+    assert engine.wait_time() == pytest.approx(0.1)
 
 
 def test_the_hang_limit_counts_what_a_request_may_wait_for() -> None:
