@@ -17,20 +17,7 @@ __all__ = ["Derived"]
 
 class Derived:
     """The methods both settings objects share; they read only the fields
-    named in ``FIELDS``."""
-
-    FIELDS = (
-        "reject_ext",
-        "warc_dir",
-        "accept_type",
-        "follow_feeds",
-        "strip_query",
-        "headers",
-        "render_block",
-        "page_requisites",
-        "browser_path",
-        "render",
-    )
+    declared here."""
 
     if TYPE_CHECKING:
         reject_ext: str | None
