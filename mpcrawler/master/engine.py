@@ -265,18 +265,16 @@ class Engine:
         if self.steering is not None:
             wait = min(wait, POLL_INTERVAL)  # commands are read this often
         now = self.clock()
-        for due in self._views_due():  # what was recorded shows within their interval
-            wait = min(wait, max(0.0, due - now))
+        # what was recorded shows within the metrics' and the live file's interval
+        if self.metrics is not None:
+            wait = min(wait, max(0.0, self._metrics_due - now))
+        if self.live is not None:
+            wait = min(wait, max(0.0, self.live.due - now))
         if free and self.can_lease():
             when = self.frontier.next_ready(now)
             if when is not None:
                 wait = min(wait, max(0.0, when - now))
         return wait
-
-    def _views_due(self) -> list[float]:
-        """When the metrics' snapshot and the live file are next due."""
-        due = [self._metrics_due] if self.metrics is not None else []
-        return due if self.live is None else [*due, self.live.due]
 
     # -------------------------------------------------------------- events
     def route(self, events: list[Event]) -> None:

@@ -24,7 +24,7 @@ starts it even when no slot is free.
 robots.txt is fetched once per host, before any other request to that host,
 as a request of kind ``robots`` that goes through the same slots.  The master
 feeds the answer back through :mod:`mpcrawler.robots.answers` (``take_answer``);
-``web.robots.RobotsRules`` parses and matches it (RFC 9309).
+``robots.rules.RobotsRules`` parses and matches it (RFC 9309).
 
 The hosts and their politeness groups (``--politeness-key``) are held in a
 ``HostTable`` (:mod:`mpcrawler.master.hosttable`): those with work in memory,
