@@ -50,9 +50,9 @@ def reference() -> str:
     """The text of docs/options.md."""
     sys.path.insert(0, str(HERE.parent))
     from mpcrawler.cli.parser import GROUPS, metavar_of
-    from mpcrawler.settings import OPTIONS, Settings, flag_of
+    from mpcrawler.settings import OPTION_FIELDS, OPTIONS, flag_of
 
-    defaults = {f.name: f for f in dataclasses.fields(Settings)}
+    defaults = OPTION_FIELDS
     lines = [
         "# Options of `mpcrawler crawl`",
         "",

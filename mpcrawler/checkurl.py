@@ -19,6 +19,7 @@ from .output.jobdir import JobDir
 from .robots.cache import RobotsCache
 from .robots.rules import RobotsRules
 from .settings import Settings
+from .settings.worker import WorkerConfig
 from .web.filters import UrlRules, path_trap, rule_flag
 from .web.urls import InvalidURL, Scope, canonicalize, host_key
 
@@ -37,23 +38,30 @@ def _job_seeds(job_dir: str | None) -> list[str]:
 def verdict(url: str, settings: Settings) -> tuple[str | None, str | None, str]:
     """(canonical URL or None, the rule that refuses it or None, a detail)."""
     scope = Scope.from_seeds(
-        settings.seeds, settings.allow_domains, settings.scope, settings.deny_domains
+        settings.seeds,
+        settings.filters.allow_domains,
+        settings.filters.scope,
+        settings.filters.deny_domains,
     )
-    rules = UrlRules.from_settings(settings, scope)
+    rules = UrlRules.from_settings(WorkerConfig.of(settings), scope)
     try:
         canonical = rules.canonical(url)
     except InvalidURL as exc:
         return None, "malformed", exc.reason
-    if len(canonical) > settings.max_url_length:
-        return canonical, "url_length", f"longer than --max-url-length {settings.max_url_length}"
+    if len(canonical) > settings.filters.max_url_length:
+        return (
+            canonical,
+            "url_length",
+            f"longer than --max-url-length {settings.filters.max_url_length}",
+        )
     rule = rules.refusal(canonical)
     if rule is not None:
         return canonical, rule, _detail(rule, canonical, settings, rules)
-    if settings.robots and settings.job_dir:
-        text = RobotsCache(settings.job_dir).load(host_key(canonical))
+    if settings.politeness.robots and settings.startup.job_dir:
+        text = RobotsCache(settings.startup.job_dir).load(host_key(canonical))
         if text is None:
             return canonical, None, "robots.txt not checked: the crawl has not read this host's"
-        if not RobotsRules.parse(text, settings.user_agent).allows(canonical):
+        if not RobotsRules.parse(text, settings.requests.user_agent).allows(canonical):
             return canonical, "robots", "disallowed by robots.txt (as the crawl last read it)"
         return canonical, None, "allowed by robots.txt (as the crawl last read it)"
     return canonical, None, ""
@@ -63,15 +71,16 @@ def _detail(rule: str, url: str, settings: Settings, rules: UrlRules) -> str:
     if rule == "reject_regex":
         return f"--reject-regex {rules.rejecting(url)!r} matches"
     if rule == "accept_regex":
-        return f"no --accept-regex matches ({', '.join(map(repr, settings.accept_regex))})"
+        return f"no --accept-regex matches ({', '.join(map(repr, settings.filters.accept_regex))})"
     if rule == "reject_ext":
-        explicit = settings.reject_ext is not None
+        explicit = settings.filters.reject_ext is not None
         return "its extension is in " + ("--reject-ext" if explicit else "the default --reject-ext")
     if rule == "path_trap":
-        why = path_trap(url, settings.max_path_repeats, settings.max_path_segments)
+        why = path_trap(url, settings.filters.max_path_repeats, settings.filters.max_path_segments)
         return f"{why} ({rule_flag(rule)})"
     if rule == "scope":
-        return f"not within --scope {settings.scope} of the seeds ({', '.join(settings.seeds)})"
+        seeds = ", ".join(settings.seeds)
+        return f"not within --scope {settings.filters.scope} of the seeds ({seeds})"
     return f"refused by {rule_flag(rule)}"
 
 

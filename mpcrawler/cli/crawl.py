@@ -125,14 +125,14 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def check_paths(settings: Settings) -> None:
     """Usage errors for a job dir, output, log or rejected log that cannot be written."""
-    if settings.job_dir:
-        job = Path(settings.job_dir)
+    if settings.startup.job_dir:
+        job = Path(settings.startup.job_dir)
         if job.exists() and not job.is_dir():
             raise UsageError(f"job dir {job} is not a directory")
         _check_writable(job / ".write-test", "job dir")
     if (journal := settings.output_path()) is not None:
         _check_writable(journal, "output")
-    for spec in settings.out:
+    for spec in settings.outputs.out:
         kind = kind_of(spec)
         if kind in ("jsonl.gz", "jsonl.zst"):
             _check_writable(Path(spec), "output")
@@ -141,10 +141,10 @@ def check_paths(settings: Settings) -> None:
             if folder.exists() and not folder.is_dir():
                 raise UsageError(f"--out {spec}: a Parquet dataset is a directory, and this is not")
             _check_writable(folder / "part", "Parquet dataset")
-    if settings.log_file:
-        _check_writable(Path(settings.log_file), "log file")
-    if settings.rejected_log:
-        _check_writable(Path(settings.rejected_log), "rejected log")
+    if settings.startup.log_file:
+        _check_writable(Path(settings.startup.log_file), "log file")
+    if settings.filters.rejected_log:
+        _check_writable(Path(settings.filters.rejected_log), "rejected log")
 
 
 def pairs(values: dict[str, Any]) -> str:
@@ -196,19 +196,19 @@ def format_summary(stats: dict[str, Any]) -> str:
 def run_crawl(settings: Settings) -> int:
     from ..master.pool import start_forkserver
 
-    start_forkserver(settings.downloader)  # the workers' imports, beside the master's
+    start_forkserver(settings.startup.downloader)  # the workers' imports, beside the master's
     from ..master.crawler import Crawler, configure_logging
 
     try:
         crawler = Crawler(settings)  # checks the settings and imports the plug-ins
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if settings.redis:  # unreachable: one line, exit 1, nothing written
+    if settings.shared.redis:  # unreachable: one line, exit 1, nothing written
         from ..frontier.redis.client import connect
 
-        connect(settings.redis).close()
+        connect(settings.shared.redis).close()
     check_paths(settings)
-    configure_logging(settings.log_file)
+    configure_logging(settings.startup.log_file)
     try:
         result = crawler.run()
     except FrontierError as exc:  # a job directory this version cannot use
@@ -262,11 +262,11 @@ def report_end(result: CrawlResult) -> int:
 def _on_finish(settings: Settings, code: int, result: CrawlResult | None) -> None:
     """--on-finish: the command, once the run has ended (``result``: None
     if it failed); its failure said on stderr, the exit status unchanged."""
-    if not settings.on_finish:
+    if not settings.outputs.on_finish:
         return
     from ..output import onfinish
 
-    job_dir = Path(settings.job_dir) if settings.job_dir else None
+    job_dir = Path(settings.startup.job_dir) if settings.startup.job_dir else None
     if result is None:
         variables = onfinish.environment(code, OUTCOMES[code], job_dir, None, {})
     else:
@@ -274,7 +274,7 @@ def _on_finish(settings: Settings, code: int, result: CrawlResult | None) -> Non
         variables = onfinish.environment(
             code, OUTCOMES[code], result.job_dir, result.out, stats, result.budget
         )
-    problem = onfinish.run(settings.on_finish, variables)
+    problem = onfinish.run(settings.outputs.on_finish, variables)
     if problem is not None:
         print(f"mpcrawler: {problem}", file=sys.stderr, flush=True)
 

@@ -5,7 +5,6 @@ converters of the values, made by one factory."""
 from __future__ import annotations
 
 import argparse
-import functools
 import textwrap
 import typing
 from typing import Any, NoReturn
@@ -14,6 +13,7 @@ from ..__version__ import __version__
 from ..errors import UsageError
 from ..settings import (
     MAX_SLOTS,
+    OPTION_HINTS,
     OPTIONS,
     UPPER_BOUNDS,
     Settings,
@@ -77,17 +77,11 @@ GROUPS = {
 }
 
 
-@functools.cache
-def _hints() -> dict[str, Any]:
-    """Settings' field types, read once (``get_type_hints`` takes 2 ms)."""
-    return typing.get_type_hints(Settings)
-
-
 def metavar_of(name: str) -> str | None:
     """The value an option of the table takes, as --help and the reference
     name it: its own metavar, else one style by type (N, SECONDS, BYTES,
     DURATION, DIR, FILE, TEXT); None for a switch or a choice (shown whole)."""
-    how, kind = OPTIONS[name], _hints()[name]
+    how, kind = OPTIONS[name], OPTION_HINTS[name]
     if how.metavar or kind is bool or how.choices:
         return how.metavar
     if how.size:
@@ -112,7 +106,7 @@ def _add_crawl_options(p: argparse.ArgumentParser) -> None:
     type is checked here; the bounds are Settings.validate()'s, for the CLI
     and the Python API alike."""
     defaults = Settings()
-    hints = _hints()
+    hints = OPTION_HINTS
     groups = {name: p.add_argument_group(title) for name, title in GROUPS.items()}
     groups["startup"].add_argument(
         "--config",

@@ -83,7 +83,7 @@ def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> None:
     """What ``set`` changed in an earlier run, over the command line's
     (checked first: ``checked_overrides``)."""
     for name, value in overrides.items():
-        setattr(settings, name, setting_value(name, value))
+        settings.set(name, setting_value(name, value))
 
 
 class CommandInbox(Protocol):
@@ -237,8 +237,10 @@ class Steering:
         return "applied"
 
     def _set(self, name: str, value: Any) -> None:
-        setattr(self.settings, name, value)
+        self.settings.set(name, value)
         if name in ("delay", "host_concurrency"):
-            self.scheduler.set_politeness(self.settings.delay, self.settings.host_concurrency)
+            self.scheduler.set_politeness(
+                self.settings.politeness.delay, self.settings.politeness.host_concurrency
+            )
         elif name == "max_pages":
             self.frontier.set_max_pages(value)

@@ -94,13 +94,13 @@ def prepare(
         seed_priorities=dict(settings.seed_priorities),
         credentials={host: list(pair) for host, pair in settings.credentials.items()},
     )
-    if analyzer is not None:
-        settings.analyzer = object_path(analyzer)
-    settings.analyzer = BUILTIN_ANALYZERS.get(settings.analyzer, settings.analyzer)
-    if downloader is not None:
-        settings.downloader = object_path(downloader)
-    settings.downloader = BUILTIN_DOWNLOADERS.get(settings.downloader, settings.downloader)
-    specs: Specs = [*settings.pipelines, *(pipelines or [])]
+    named_analyzer = settings.startup.analyzer if analyzer is None else object_path(analyzer)
+    settings.set("analyzer", BUILTIN_ANALYZERS.get(named_analyzer, named_analyzer))
+    named_downloader = (
+        settings.startup.downloader if downloader is None else object_path(downloader)
+    )
+    settings.set("downloader", BUILTIN_DOWNLOADERS.get(named_downloader, named_downloader))
+    specs: Specs = [*settings.startup.pipelines, *(pipelines or [])]
     settings.validate()
     settings.apply_scope_defaults()
     _check_plugins(settings, specs)
@@ -123,7 +123,7 @@ def prepare(
 def _check_plugins(settings: Settings, specs: Specs) -> None:
     """Fail now, in the master, with a clear message (ValueError); the
     built-in modules are known to load (and are not imported here)."""
-    for spec in (settings.analyzer, settings.downloader, *specs):
+    for spec in (settings.startup.analyzer, settings.startup.downloader, *specs):
         if isinstance(spec, str) and spec not in BUILTIN_MODULES:
             loaded = load_object(spec)
             if not isinstance(loaded, type):
@@ -137,24 +137,24 @@ def _check_plugins(settings: Settings, specs: Specs) -> None:
 def open_shared_frontier(settings: Settings) -> Shared | None:
     """The crawl's shared frontier with --redis (CrawlError if unreachable)."""
     s = settings
-    if s.redis is None or s.crawl is None:
+    if s.shared.redis is None or s.shared.crawl is None:
         return None
-    s.node = s.node or f"{socket.gethostname()}-{os.getpid()}"
+    s.set("node", s.shared.node or f"{socket.gethostname()}-{os.getpid()}")
     crawl_id = None  # the id this job dir knew the crawl by, if any
-    if s.job_dir and (job := JobDir(s.job_dir)).exists():
+    if s.startup.job_dir and (job := JobDir(s.startup.job_dir)).exists():
         with contextlib.suppress(JobConflict):  # Job.open refuses the job dir with the reason
             crawl_id = job.read()[1].crawl_id
     try:
         return open_shared(
-            s.redis,
-            s.crawl,
-            s.node,
-            partitions=s.redis_partitions,
-            lease_timeout=s.lease_timeout,
-            redis_timeout=s.redis_timeout,
-            max_pages=s.max_pages,
-            max_pages_per_host=s.max_pages_per_host,
-            per_host=s.host_concurrency,
+            s.shared.redis,
+            s.shared.crawl,
+            s.shared.node,
+            partitions=s.shared.redis_partitions,
+            lease_timeout=s.shared.lease_timeout,
+            redis_timeout=s.shared.redis_timeout,
+            max_pages=s.limits.max_pages,
+            max_pages_per_host=s.limits.max_pages_per_host,
+            per_host=s.politeness.host_concurrency,
             crawl_id=crawl_id,
         )
     except FrontierError as exc:  # not the job directory's fault: exit 1
@@ -165,14 +165,14 @@ def metrics_server(settings: Settings) -> MetricsServer | None:
     """The --metrics-port server, listening (not yet serving); UsageError
     if the port cannot be had."""
     s = settings
-    if s.metrics_port is None:
+    if s.watch.metrics_port is None:
         return None
-    labels = {"node": s.node} if s.redis and s.node else {}
+    labels = {"node": s.shared.node} if s.shared.redis and s.shared.node else {}
     try:
-        return MetricsServer(s.metrics_bind, s.metrics_port, dict, labels)
+        return MetricsServer(s.watch.metrics_bind, s.watch.metrics_port, dict, labels)
     except OSError as exc:
         raise UsageError(
-            f"--metrics-port: cannot listen on {s.metrics_bind}:{s.metrics_port}: "
+            f"--metrics-port: cannot listen on {s.watch.metrics_bind}:{s.watch.metrics_port}: "
             f"{exc.strerror or exc}"
         ) from None
 
@@ -196,10 +196,11 @@ def assemble(
     deliveries = Deliveries(s, job.state_dir, job.ensure_id())
     pipelines = Pipelines(specs, s, job.out, deliveries.sinks)
     pool = WorkerPool(
-        s.workers, (WorkerConfig.of(s).to_dict(), rules.scope.to_dict(), list(job.state.excluded))
+        s.startup.workers,
+        (WorkerConfig.of(s).to_dict(), rules.scope.to_dict(), list(job.state.excluded)),
     )
     results = ResultHandling(s, rules.rules, frontier.is_seen)
-    rejected = RejectedLog(s.rejected_log) if s.rejected_log else None
+    rejected = RejectedLog(s.filters.rejected_log) if s.filters.rejected_log else None
     scheduler = scheduler_of(s, frontier, parked=ParkedHosts(job.state_dir / PARKED_FILE))
     for host in job.state.paused_hosts:  # control pause-host, kept across runs
         scheduler.pause_host(host)
@@ -212,7 +213,7 @@ def assemble(
         node=shared.node if shared is not None else None,
         rejected=rejected,
         host_wait=scheduler.wait_before if shared is not None else None,
-        content=frontier.content_index() if s.dedup else None,
+        content=frontier.content_index() if s.content.dedup else None,
         unsend=pool.unsend,
         soft_404_of=scheduler.soft_404_of if scheduler.probe else None,
     )
@@ -224,7 +225,9 @@ def assemble(
         results=results,
         settling=settling,
         counters=counters,
-        progress=Progress(disabled=s.quiet, total=s.max_pages, initial=counters.page_records),
+        progress=Progress(
+            disabled=s.startup.quiet, total=s.limits.max_pages, initial=counters.page_records
+        ),
         checkpoint=lambda: _checkpoint(job, engine),
         robots_cache=RobotsCache(job.path) if job.path else None,
         metrics=metrics,
@@ -242,7 +245,7 @@ def _frontier(settings: Settings, job: Job, shared: Shared | None) -> Frontier:
         return shared
     if job.repaired is not None:
         return job.repaired.frontier
-    return LocalFrontier(job.state_dir, cache_size=settings.cache_size)
+    return LocalFrontier(job.state_dir, cache_size=settings.startup.cache_size)
 
 
 def _join(
@@ -317,18 +320,18 @@ def scheduler_of(
 ) -> Scheduler:
     """The crawl's scheduler, from its settings, over ``frontier``."""
     return Scheduler(
-        host_concurrency=s.host_concurrency,
-        delay=s.delay,
-        robots=s.robots,
-        user_agent=s.user_agent,
-        robots_retry_delay=s.robots_retry_delay,
-        robots_ttl=s.robots_ttl,
-        retries=s.retries,
-        retry_delay=s.retry_delay,
-        max_hosts=s.max_active_hosts,
-        max_pace=s.max_retry_after,
-        politeness_key=s.politeness_key,
-        probe=s.soft_404_probe and s.dedup,
+        host_concurrency=s.politeness.host_concurrency,
+        delay=s.politeness.delay,
+        robots=s.politeness.robots,
+        user_agent=s.requests.user_agent,
+        robots_retry_delay=s.politeness.robots_retry_delay,
+        robots_ttl=s.politeness.robots_ttl,
+        retries=s.requests.retries,
+        retry_delay=s.requests.retry_delay,
+        max_hosts=s.startup.max_active_hosts,
+        max_pace=s.requests.max_retry_after,
+        politeness_key=s.politeness.politeness_key,
+        probe=s.content.soft_404_probe and s.content.dedup,
         frontier=frontier,
         parked=parked,
         clock=clock,

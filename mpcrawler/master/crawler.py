@@ -86,11 +86,13 @@ class Crawler:
         web = None
         try:
             job = Job(self.settings)
-            if self.settings.web_port is not None:  # a usage error: nothing written yet
+            if self.settings.watch.web_port is not None:  # a usage error: nothing written yet
                 from ..cli.web import start_web_child
 
                 s = self.settings
-                web = start_web_child(job.state_dir, s.web_bind, s.web_port, s.web_token_file)
+                web = start_web_child(
+                    job.state_dir, s.watch.web_bind, s.watch.web_port, s.watch.web_token_file
+                )
             try:
                 if not job.open(shared=shared is not None):
                     return self._finished_before(job)
@@ -110,7 +112,7 @@ class Crawler:
     def _finished_before(self, job: Job) -> CrawlResult:
         """A job that finished before: what its end lacks (a WACZ a kill
         or a hand removed, a sink new to it), then its stats."""
-        wacz = self.settings.wacz
+        wacz = self.settings.archive.wacz
         if wacz and not Path(wacz).exists():
             failure = package(self.settings, job)
             if failure is not None:
@@ -171,7 +173,7 @@ class Crawler:
         else:
             message = (
                 f"\nmpcrawler: {signal.Signals(signum).name}: finishing in-flight requests "
-                f"(up to {self.settings.grace:g} s; again to stop now)"
+                f"(up to {self.settings.startup.grace:g} s; again to stop now)"
             )
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
             print(message, file=sys.stderr, flush=True)

@@ -40,7 +40,7 @@ class RunBudget:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RunBudget:
-        return cls(settings.max_duration, settings.max_total_bytes)
+        return cls(settings.limits.max_duration, settings.limits.max_total_bytes)
 
     def spent(self, elapsed: float, body_bytes: int) -> str | None:
         """The budget this run has spent after ``elapsed`` seconds and

@@ -72,11 +72,13 @@ def default_hang_limit(settings: Settings) -> float:
     can wait for a tab of its worker's browser (its slots' pages share the
     tabs), and its own; with --extract, as many PDF reading times more as a
     PDF can wait for its worker's reader, and its own."""
-    limit = 4 * settings.timeout + 10
-    if settings.extract:
-        limit += (settings.threads + 1) * settings.pdf_timeout
-    if settings.render != "never":
-        limit += (settings.threads // settings.render_tabs + 1) * settings.render_timeout
+    limit = 4 * settings.requests.timeout + 10
+    if settings.content.extract:
+        limit += (settings.startup.threads + 1) * settings.content.pdf_timeout
+    if settings.rendering.render != "never":
+        limit += (
+            settings.startup.threads // settings.rendering.render_tabs + 1
+        ) * settings.rendering.render_timeout
     return limit
 
 
@@ -118,8 +120,8 @@ class Engine:
         self._metrics_due = 0.0
         self._at_start: tuple[dict[str, int], dict[str, int]] = ({}, {})
         self.stop_requested = self.abort = self.finished = False
-        self.hang_limit = settings.hang_timeout or default_hang_limit(settings)
-        self.slots = settings.workers * settings.threads
+        self.hang_limit = settings.startup.hang_timeout or default_hang_limit(settings)
+        self.slots = settings.startup.workers * settings.startup.threads
         self.budget = RunBudget.from_settings(settings)
         self.budget_spent: str | None = None  # the budget that stopped this run
 
@@ -136,12 +138,12 @@ class Engine:
             if self.stop_requested:
                 if grace_deadline is None:
                     self.pool.stopping = True  # from now on a worker that exits is not replaced
-                    grace_deadline = now + self.settings.grace
+                    grace_deadline = now + self.settings.startup.grace
                     log.warning(
                         "stopping: waiting for %d downloads and %d pages being parsed "
                         "(up to %.0f s)",
                         *self.in_flight_states(),
-                        self.settings.grace,
+                        self.settings.startup.grace,
                     )
                 if not self.pool.in_flight or now >= grace_deadline:
                     return
@@ -180,7 +182,7 @@ class Engine:
 
     def report(self) -> None:
         """This node's figures to the frontier (a shared one's heartbeat carries them)."""
-        self.frontier.report(self.counters.node_info(self.settings.job_dir))
+        self.frontier.report(self.counters.node_info(self.settings.startup.job_dir))
 
     def dispatch(self, now: float) -> None:
         """Settle first (its step of the frontier also leases for the free
@@ -243,7 +245,7 @@ class Engine:
             and not self.settling
             and not self.can_lease()
             and not self.frontier.leased_elsewhere()
-            and not self.settings.continuous
+            and not self.settings.revisits.continuous
         )
 
     def revisit_due(self) -> bool:

@@ -55,7 +55,7 @@ def shutdown(
         disk_full=disk_full,
         stats=lambda: _stats(settings, job, engine),
     )
-    if settings.wacz and failure is None and outcome == "finished":
+    if settings.archive.wacz and failure is None and outcome == "finished":
         failure = package(settings, job)
     if failure is None and outcome == "finished":
         failure = _upload(deliveries, job, stats)
@@ -122,7 +122,7 @@ def deliver_finished(settings: Settings, job: Job) -> None:
     """A job that finished before: its sinks and upload get what they
     lack (a sink new to the job, or one that failed at its end)."""
     s = settings
-    if not (s.upload or any(kind_of(spec) != "jsonl" for spec in s.out)):
+    if not (s.outputs.upload or any(kind_of(spec) != "jsonl" for spec in s.outputs.out)):
         return
     deliveries = Deliveries(s, job.state_dir, job.ensure_id())
     deliveries.catch_up(job.out)
@@ -149,17 +149,17 @@ def package(settings: Settings, job: Job) -> BaseException | None:
     from ..output.pipelines import JsonLinesPipeline
 
     s = settings
-    assert s.wacz is not None and s.warc_dir is not None
+    assert s.archive.wacz is not None and s.archive.warc_dir is not None
     try:
-        CdxjIndex(s.warc_dir).close()  # whole already, unless a kill came first
+        CdxjIndex(s.archive.warc_dir).close()  # whole already, unless a kill came first
         path = write_wacz(
-            s.wacz,
-            s.warc_dir,
+            s.archive.wacz,
+            s.archive.warc_dir,
             JsonLinesPipeline(str(job.out)).records(),
             main_page=s.seeds[0] if s.seeds else None,
         )
     except OSError as exc:
-        log.error("cannot write the WACZ %s: %s", s.wacz, exc)
+        log.error("cannot write the WACZ %s: %s", s.archive.wacz, exc)
         return exc
     log.info("packaged %s", path)
     return None
@@ -176,12 +176,12 @@ def _stats(settings: Settings, job: Job, engine: Engine) -> dict[str, Any]:
         modules=engine.settling.pipelines.summaries(),
         worker_summaries=list(engine.pool.summaries.values()),
         extra={
-            "workers": s.workers,
-            "threads": s.threads,
+            "workers": s.startup.workers,
+            "threads": s.startup.threads,
             "worker_restarts": state.worker_restarts,
             "pace_changes": engine.scheduler.pace_changes,
             "hosts": engine.scheduler.host_counts(),
-            "tls_verification": not s.insecure,
+            "tls_verification": not s.requests.insecure,
             "out": str(job.out),
         },
     )

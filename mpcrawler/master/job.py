@@ -64,8 +64,8 @@ class Job:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.temp_dir = None if settings.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
-        self.path = Path(settings.job_dir) if settings.job_dir else None
+        self.temp_dir = None if settings.startup.job_dir else tempfile.mkdtemp(prefix="mpcrawler-")
+        self.path = Path(settings.startup.job_dir) if settings.startup.job_dir else None
         self.state_dir = self.path or Path(self.temp_dir or ".")
         self.out = settings.output_path() or self.state_dir / "pages.jsonl"
         self.stats_path = (
@@ -100,11 +100,11 @@ class Job:
             if self.state.state == "finished":
                 if Revisits.from_settings(s).enabled:
                     self.new_pass()
-                elif not shared and not self._budget_raised() and not s.retry_failed:
+                elif not shared and not self._budget_raised() and not s.limits.retry_failed:
                     self._answer_waiting(stored)  # for the run that takes it up again
                     return False
             if not shared and (reasons := self.dir.damage(self.state, self.out)):
-                if not s.repair:
+                if not s.startup.repair:
                     raise JobDamaged(damage_message(self.path, reasons))
                 self.repaired = self._repair(reasons)
         self.unclean = self.state.state == "running"
@@ -185,7 +185,7 @@ class Job:
 
     def _budget_raised(self) -> bool:
         """A job that stopped at --max-pages goes on if the limit was raised."""
-        limit = self.settings.max_pages
+        limit = self.settings.limits.max_pages
         return self.state.message == FINISHED_AT_BUDGET and (
             limit is None or limit > self.pass_pages(self.state.pages - self.state.embed_records)
         )
@@ -203,7 +203,7 @@ class Job:
             log.warning("repair: %s is damaged: %s", self.path, reason)
         assert self.path is not None
         s = self.settings
-        repaired = repair(self.path, self.out, s.cache_size, s.max_depth)
+        repaired = repair(self.path, self.out, s.startup.cache_size, s.limits.max_depth)
         self.state.revisits_kept = False  # the schedule went aside: built again from the records
         self.state.scheduled = 0
         for line in repaired.report:

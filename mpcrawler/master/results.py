@@ -120,7 +120,9 @@ class ResultHandling:
         self.settings = settings
         self.rules = rules
         self.is_seen = is_seen
-        self.limits = outcome.Redirect(settings.max_redirects, settings.max_url_length)
+        self.limits = outcome.Redirect(
+            settings.requests.max_redirects, settings.filters.max_url_length
+        )
         self.chains = Chains()
 
     def on_result(
@@ -136,10 +138,12 @@ class ResultHandling:
         if request.kind == "probe":
             return Probe(request, result)
         s = self.settings
-        if outcome.should_retry(result, request.attempts, s.retries, stopping):
+        if outcome.should_retry(result, request.attempts, s.requests.retries, stopping):
             request.attempts += 1
             retry_after = outcome.parse_retry_after(result.retry_after, time.time())
-            delay = outcome.backoff(request.attempts, s.retry_delay, retry_after, s.max_retry_after)
+            delay = outcome.backoff(
+                request.attempts, s.requests.retry_delay, retry_after, s.requests.max_retry_after
+            )
             return RetryAt(request, now + delay)
         if not result.location:
             return Finish(request, result)

@@ -14,6 +14,7 @@ import logging
 from ..control.commands import first_few
 from ..output.jobdir import JobState
 from ..settings import Settings
+from ..settings.worker import WorkerConfig
 from ..web.filters import UrlRules
 from ..web.redact import hide_userinfo
 from ..web.urls import InvalidURL, Scope
@@ -42,8 +43,10 @@ class CrawlRules:
         and ``exclude`` gave (kept in the job's ``state``)."""
         s = self.settings
         added, excluded = (state.added_seeds, state.excluded) if state else ({}, [])
-        self.scope = Scope.from_seeds([*s.seeds, *added], s.allow_domains, s.scope, s.deny_domains)
-        self.rules = UrlRules.from_settings(s, self.scope, excluded)
+        self.scope = Scope.from_seeds(
+            [*s.seeds, *added], s.filters.allow_domains, s.filters.scope, s.filters.deny_domains
+        )
+        self.rules = UrlRules.from_settings(WorkerConfig.of(s), self.scope, excluded)
 
     def admit_seeds(
         self, state: JobState, found: dict[str, int]

@@ -111,7 +111,7 @@ class Settling:
     def add_late(self, links: list[tuple[str, int, int]]) -> None:
         """Links a worker held back, sent again (``unsend``): admitted with no
         record, as the page that had them would have (within --max-depth)."""
-        max_depth = self.settings.max_depth
+        max_depth = self.settings.limits.max_depth
         self.loose.extend(
             (url, depth, priority, "page", None)
             for url, priority, depth in links
@@ -124,7 +124,7 @@ class Settling:
         """Queue each URL unless it was seen or its host's page budget is
         spent; True for each one queued.  One step of the frontier, which
         also leases ``want`` ahead."""
-        depth_priority = self.settings.depth_priority
+        depth_priority = self.settings.limits.depth_priority
         items = [
             (
                 url,
@@ -196,7 +196,8 @@ class Settling:
             if soft:
                 finished.extra["soft_404"] = True
             if soft or (
-                seen is not None and not outcome.follows(seen, self.settings.skip_near_duplicates)
+                seen is not None
+                and not outcome.follows(seen, self.settings.content.skip_near_duplicates)
             ):
                 unfollowed += [url for url, *_ in found]
                 found = []
@@ -236,7 +237,7 @@ class Settling:
             new_links = sum(admitted[start : start + span])
             start += span
             new_embeds = sum(admitted[start : start + embeds])
-            if self.settings.max_embeds is not None:
+            if self.settings.archive.max_embeds is not None:
                 self._queued_embeds.update(
                     url
                     for (url, *_), new in zip(
@@ -275,7 +276,7 @@ class Settling:
         sitemap = request.kind == "sitemap"  # its pages are depth 1 from their root
         depth = 1 if sitemap else request.depth + 1
         found: list[Admission] = []
-        max_depth = self.settings.max_depth
+        max_depth = self.settings.limits.max_depth
         if max_depth is None or depth <= max_depth:
             chains, lastmods = self.chains.urls, result.lastmods or {}
             found = [
@@ -305,14 +306,14 @@ class Settling:
         else:
             hops, page = 1, request.url
         urls = [url for url in result.embeds if url not in self.chains.urls]
-        if hops > s.max_embed_hops:
+        if hops > s.archive.max_embed_hops:
             return [], len(urls)
         skipped = 0
-        if s.max_embeds is not None:
+        if s.archive.max_embeds is not None:
             known = self._queued_embeds
             urls = [url for url in urls if url not in known and url not in self._offered]
             queued = self.counters.embeds["queued"] + len(self._offered)  # this batch's too
-            room = max(0, s.max_embeds - queued)
+            room = max(0, s.archive.max_embeds - queued)
             skipped = max(0, len(urls) - room)
             urls = urls[:room]
             self._offered.update(urls)
@@ -363,7 +364,7 @@ class Settling:
             result,
             new_links=new_links,
             fetched_at=now,
-            record_links=self.settings.record_links,
+            record_links=self.settings.outputs.record_links,
             extra=extra,
         )
         known = outcome.recorded_before(request, self.recorded)

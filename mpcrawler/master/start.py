@@ -35,8 +35,8 @@ def open_run(settings: Settings, job: Job, engine: Engine) -> None:
             if isinstance(url := record.get("url"), str)
         }
     frontier.set_budget(
-        settings.max_pages,
-        settings.max_pages_per_host,
+        settings.limits.max_pages,
+        settings.limits.max_pages_per_host,
         done=job.pass_pages(counters.page_records),  # --max-pages: a pass's
         host_pages=job.state.host_pages,  # an older job's: the frontier keeps them now
     )
@@ -70,7 +70,9 @@ def start(settings: Settings, rules: CrawlRules, job: Job, engine: Engine) -> No
     """Admit the seeds (and what a repair found again), checkpoint, say so."""
     s, settling = settings, engine.settling
     priorities = s.seed_priorities
-    ahead = s.workers * s.threads  # a shared frontier leases that many in the same call
+    ahead = (
+        s.startup.workers * s.startup.threads
+    )  # a shared frontier leases that many in the same call
     seeds = {u: priorities.get(u, 0) for u in s.seeds} | job.state.added_seeds
     settling.admit([(u, 0, p, "page", None) for u, p in seeds.items()], ahead)
     frontier = engine.frontier
@@ -90,21 +92,23 @@ def start(settings: Settings, rules: CrawlRules, job: Job, engine: Engine) -> No
         "crawl started (run %d): seeds %s, %d workers x %d slots, job dir %s, output %s",
         job.state.runs,
         ", ".join(s.seeds),
-        s.workers,
-        s.threads,
+        s.startup.workers,
+        s.startup.threads,
         job.path or "(temporary)",
         job.out,
     )
-    if s.insecure:
+    if s.requests.insecure:
         log.warning("TLS certificates are not verified (--insecure)")
-    if s.warc_dir:  # a killed worker may have left a torn last record
+    if s.archive.warc_dir:  # a killed worker may have left a torn last record
         from ..archive.warc import repair
 
-        repair(s.warc_dir)
-        if s.cdxj or s.wacz:  # the files an earlier run left unindexed are indexed now
+        repair(s.archive.warc_dir)
+        if (
+            s.archive.cdxj or s.archive.wacz
+        ):  # the files an earlier run left unindexed are indexed now
             from ..archive.cdxj import CdxjIndex
 
-            engine.pool.index = CdxjIndex(s.warc_dir)
+            engine.pool.index = CdxjIndex(s.archive.warc_dir)
 
 
 def _again(
@@ -117,12 +121,12 @@ def _again(
     again: dict[str, Admission] = {}
     if job.state.fetched_nothing:
         again = {u: (u, 0, p, "page", None) for u, p in seeds.items()}
-    if settings.retry_failed and not job.was_finished:
+    if settings.limits.retry_failed and not job.was_finished:
         log.warning(
             "--retry-failed: the job is not finished; its failed pages are fetched again "
             "by a run with --retry-failed once it is"
         )
-    elif settings.retry_failed:
+    elif settings.limits.retry_failed:
         failed: dict[str, Admission] = {}
         for record in pipelines.output.records():  # once a run: the failed ones kept
             url = record.get("url")

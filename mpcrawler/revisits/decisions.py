@@ -115,10 +115,10 @@ class Revisits:
     def from_settings(cls, settings: Settings) -> Revisits:
         """The revisits a crawl with these settings asks for (--revisit-after...)."""
         return cls(
-            settings.revisit_after,
-            settings.continuous,
-            settings.revisit_min,
-            settings.revisit_max,
+            settings.revisits.revisit_after,
+            settings.revisits.continuous,
+            settings.revisits.revisit_min,
+            settings.revisits.revisit_max,
         )
 
     @property

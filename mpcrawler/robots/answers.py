@@ -200,7 +200,7 @@ class RobotsAnswers:
             status = result.status
             if self.cache is not None and status and status < 500 and not action.failed:
                 self.cache.save(request.host, result.body or "" if status < 300 else "")
-        if not self.settings.sitemaps:
+        if not self.settings.filters.sitemaps:
             return
         found, refused = sitemaps_named(lines, self.rules())
         self.settling.add_sitemaps(found)

@@ -2,11 +2,17 @@
 
 - :mod:`.options`: how an option is declared and checked, and shared constants;
 - ``*_options.py``: one section of the options each (``crawl --help``'s sections);
-- :mod:`.crawl_settings`: ``Settings``, which joins them, its checks and its plain-data form.
+- :mod:`.crawl_settings`: ``Settings``, which holds them as its groups (``settings.politeness``),
+  its checks and its plain-data form;
+- :mod:`.worker`: ``WorkerConfig``, what a worker process uses of them.
 """
 
 from .crawl_settings import (
+    GROUP_OF,
+    GROUPS,
     NUMBER_KINDS,
+    OPTION_FIELDS,
+    OPTION_HINTS,
     OPTIONS,
     SECRET_FIELDS,
     UPPER_BOUNDS,
@@ -30,10 +36,14 @@ from .options import (
 __all__ = [
     "BROAD_CRAWL_DEFAULTS",
     "DEFAULT_USER_AGENT",
+    "GROUPS",
+    "GROUP_OF",
     "HTML_TYPES",
     "MAX_SLOTS",
     "NUMBER_KINDS",
     "OPTIONS",
+    "OPTION_FIELDS",
+    "OPTION_HINTS",
     "SCOPES",
     "SECRET_FIELDS",
     "UPPER_BOUNDS",

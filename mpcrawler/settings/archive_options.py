@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "archive" section.
 
-Archiving: WARC, CDXJ, WACZ, page requisites. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Archiving: WARC, CDXJ, WACZ, page requisites. A group of
+:class:`mpcrawler.settings.Settings` (``settings.archive``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import EMBED_HOPS_LIMIT, MIB, option
 __all__ = ["ArchiveOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ArchiveOptions:
     """Options: archiving: WARC, CDXJ, WACZ, page requisites."""
 

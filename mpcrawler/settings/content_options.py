@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "content" section.
 
-Text and duplicates: fingerprints, extraction, PDF. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Text and duplicates: fingerprints, extraction, PDF. A group of
+:class:`mpcrawler.settings.Settings` (``settings.content``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import MIB, option
 __all__ = ["ContentOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ContentOptions:
     """Options: text and duplicates: fingerprints, extraction, PDF."""
 

@@ -1,26 +1,34 @@
-"""Settings: every setting of a crawl, one plain dataclass joined from the
-option table's sections (one module each: ``startup_options``, ``limit_options``,
-``filter_options``, ``request_options``, ``politeness_options``,
-``output_options``, ``content_options``, ``archive_options``,
-``revisit_options``, ``render_options``, ``shared_options``, ``watch_options``).
+"""Settings: every setting of a crawl, in groups, one frozen dataclass a
+section of the option table (one module each: ``startup_options``,
+``limit_options``, ``filter_options``, ``request_options``,
+``politeness_options``, ``output_options``, ``content_options``,
+``archive_options``, ``revisit_options``, ``render_options``,
+``shared_options``, ``watch_options``).
 
 Each command-line option is written once, as a field made with
 ``option()``: its name, type (the annotation), default, bounds, help and
 section.  The CLI builds its parser from that table (``OPTIONS``) and a
 Settings from the parsed arguments; ``validate()`` checks the bounds for
 the CLI and the Python API alike; ``--help`` lists the limits from it.
-Workers receive the settings as a dict (``to_dict``), and the job
-directory stores them as JSON so that a resumed crawl can check it runs
-with the same scope.
+
+A part reads its group, ``settings.politeness.delay``; a group never
+changes, and a setting changed (``control set``, the scope's defaults) is
+a new group in its place (``settings.set``).  ``Settings(delay=2)`` and
+``settings.delay`` (read or assigned) still take each setting by its own
+name, for the Python API and the command line.  Workers receive what they
+use of it (:class:`~mpcrawler.settings.worker.WorkerConfig`); the job
+directory stores it as JSON (``to_dict``, flat: one key a setting) so
+that a resumed crawl can check it runs with the same scope.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import re
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +62,12 @@ from .startup_options import StartupOptions
 from .watch_options import WatchOptions
 
 __all__ = [
+    "GROUPS",
+    "GROUP_OF",
     "NUMBER_KINDS",
     "OPTIONS",
+    "OPTION_FIELDS",
+    "OPTION_HINTS",
     "SECRET_FIELDS",
     "UPPER_BOUNDS",
     "Settings",
@@ -64,46 +76,100 @@ __all__ = [
 ]
 
 
-@dataclass
-class Settings(
-    Derived,
-    WatchOptions,
-    SharedOptions,
-    RenderOptions,
-    RevisitOptions,
-    ArchiveOptions,
-    ContentOptions,
-    OutputOptions,
-    PolitenessOptions,
-    RequestOptions,
-    FilterOptions,
-    LimitOptions,
-    StartupOptions,
-):
-    """Every setting of a crawl.  A field made with ``option()`` is a
-    command-line option (the bases: one section each); the others come
-    from the seeds (priorities, credentials) or are for the Python API and
-    tests."""
+# The groups, by their attribute on Settings, in the option table's order.
+GROUPS: tuple[tuple[str, type], ...] = (
+    ("startup", StartupOptions),
+    ("limits", LimitOptions),
+    ("filters", FilterOptions),
+    ("requests", RequestOptions),
+    ("politeness", PolitenessOptions),
+    ("outputs", OutputOptions),
+    ("content", ContentOptions),
+    ("archive", ArchiveOptions),
+    ("revisits", RevisitOptions),
+    ("rendering", RenderOptions),
+    ("shared", SharedOptions),
+    ("watch", WatchOptions),
+)
+# Each option's field, and the group that holds it, in the table's order.
+OPTION_FIELDS: dict[str, dataclasses.Field[Any]] = {
+    f.name: f for _, kind in GROUPS for f in dataclasses.fields(kind) if "option" in f.metadata
+}
+GROUP_OF: dict[str, str] = {
+    name: attr
+    for attr, kind in GROUPS
+    for name in (f.name for f in dataclasses.fields(kind))
+    if name in OPTION_FIELDS
+}
+_KINDS = dict(GROUPS)
 
-    seeds: list[str] = field(default_factory=list)
-    seed_priorities: dict[str, int] = field(default_factory=dict)
-    checkpoint_interval: float = 2.0
+
+@dataclass(init=False)
+class Settings(Derived):
+    """Every setting of a crawl: the option table's groups (each frozen),
+    and what comes from the seeds (priorities, credentials) or is for the
+    Python API and tests.  Made from the settings by name:
+    ``Settings(seeds=[...], delay=1.0)`` (or a whole group,
+    ``Settings(politeness=PolitenessOptions(delay=1.0))``)."""
+
+    startup: StartupOptions
+    limits: LimitOptions
+    filters: FilterOptions
+    requests: RequestOptions
+    politeness: PolitenessOptions
+    outputs: OutputOptions
+    content: ContentOptions
+    archive: ArchiveOptions
+    revisits: RevisitOptions
+    rendering: RenderOptions
+    shared: SharedOptions
+    watch: WatchOptions
+    seeds: list[str]
+    seed_priorities: dict[str, int]
+    checkpoint_interval: float
     # host (scheme://host[:port]) -> [user, password], sent as its Basic
     # Authorization header: from the seeds' own user:password@ and --http-user.
     # A secret: to_dict() writes the password as *** (only the workers get it).
-    credentials: dict[str, list[str]] = field(default_factory=dict)
+    credentials: dict[str, list[str]]
+
+    def __init__(
+        self,
+        seeds: list[str] | None = None,
+        seed_priorities: dict[str, int] | None = None,
+        checkpoint_interval: float = 2.0,
+        credentials: dict[str, list[str]] | None = None,
+        **values: Any,
+    ) -> None:
+        self.seeds = [] if seeds is None else seeds
+        self.seed_priorities = {} if seed_priorities is None else seed_priorities
+        self.checkpoint_interval = checkpoint_interval
+        self.credentials = {} if credentials is None else credentials
+        named: dict[str, dict[str, Any]] = {attr: {} for attr, _ in GROUPS}
+        for name, value in values.items():
+            if name in GROUP_OF:
+                named[GROUP_OF[name]][name] = value
+            elif name not in _KINDS:
+                raise TypeError(f"Settings() got an unexpected keyword argument {name!r}")
+        for attr, kind in GROUPS:
+            if attr in values and named[attr]:
+                raise TypeError(f"Settings() got both {attr}= and some of its settings")
+            group = values[attr] if attr in values else kind(**named[attr])
+            if not isinstance(group, kind):
+                raise TypeError(f"Settings(): {attr} must be a {kind.__name__}")
+            setattr(self, attr, group)
+
+    def set(self, name: str, value: Any) -> None:
+        """The setting ``name`` changed: its group replaced by a new one."""
+        attr = GROUP_OF[name]
+        setattr(self, attr, dataclasses.replace(getattr(self, attr), **{name: value}))
 
     def apply_scope_defaults(self) -> None:
         """The trap guards a crawl that follows links anywhere needs, where
         the user set none: BROAD_CRAWL_DEFAULTS."""
-        if self.scope == "any":
+        if self.filters.scope == "any":
             for name, value in BROAD_CRAWL_DEFAULTS.items():
                 if getattr(self, name) is None:
-                    setattr(self, name, value)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.out, (str, os.PathLike)):  # one sink, as --out once was
-            self.out = [os.fspath(self.out)]
+                    self.set(name, value)
 
     def output_path(self) -> Path | None:
         """The records file, the job's journal: the ``--out`` that is a plain
@@ -121,7 +187,15 @@ class Settings(
         """The settings as plain data, as job.json keeps them: no secret
         (the Redis URL's and the hosts' passwords are ``***``) unless
         ``secrets`` (for the workers, over their pipes, never to a file)."""
-        data = dataclasses.asdict(self)
+        data: dict[str, Any] = {}
+        for attr, _ in GROUPS:
+            data.update(dataclasses.asdict(getattr(self, attr)))
+        data.update(
+            seeds=list(self.seeds),
+            seed_priorities=dict(self.seed_priorities),
+            checkpoint_interval=self.checkpoint_interval,
+            credentials=copy.deepcopy(self.credentials),
+        )
         if not secrets:
             data.update((name, self.public(name)) for name in SECRET_FIELDS)
         return data
@@ -144,7 +218,7 @@ class Settings(
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Settings:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {*OPTION_FIELDS, "seeds", "seed_priorities", "checkpoint_interval", "credentials"}
         return cls(**{k: v for k, v in data.items() if k in names})
 
     def validate(self) -> None:
@@ -263,9 +337,23 @@ SECRET_FIELDS = ("redis", "proxy", "credentials", "headers", "out")
 
 
 # The option table: each command-line option's field name and how it is given.
-OPTIONS: dict[str, Option] = {
-    f.name: f.metadata["option"] for f in dataclasses.fields(Settings) if "option" in f.metadata
-}
+OPTIONS: dict[str, Option] = {name: f.metadata["option"] for name, f in OPTION_FIELDS.items()}
+
+
+def _flat(attr: str, name: str) -> property:
+    """``settings.NAME``: the setting of that name in its group, read or set."""
+
+    def get(self: Settings) -> Any:
+        return getattr(getattr(self, attr), name)
+
+    def put(self: Settings, value: Any) -> None:
+        self.set(name, value)
+
+    return property(get, put, doc=f"``{attr}.{name}``")
+
+
+for _name, _attr in GROUP_OF.items():
+    setattr(Settings, _name, _flat(_attr, _name))
 
 
 # The most of each that a real machine can honour (checked before anything is
@@ -275,11 +363,25 @@ UPPER_BOUNDS: dict[str, float] = {
 }
 
 
+def _option_hints() -> dict[str, Any]:
+    """Each option's type, from its group's annotations (read once:
+    ``get_type_hints`` takes milliseconds)."""
+    import typing
+
+    hints: dict[str, Any] = {}
+    for _, kind in GROUPS:
+        hints.update(typing.get_type_hints(kind))
+    return {name: hints[name] for name in OPTION_FIELDS}
+
+
+OPTION_HINTS = _option_hints()
+
+
 def _number_kinds() -> dict[str, type]:
     """int or float: the number each numeric option takes (by its annotation)."""
     import typing
 
-    hints = typing.get_type_hints(Settings)
+    hints = OPTION_HINTS
     kinds: dict[str, type] = {}
     for name in OPTIONS:
         kind = hints[name]

@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "filters" section.
 
-What to crawl: scope, domains, patterns, types, trap guards. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+What to crawl: scope, domains, patterns, types, trap guards. A group of
+:class:`mpcrawler.settings.Settings` (``settings.filters``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import SCOPES, option
 __all__ = ["FilterOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class FilterOptions:
     """Options: what to crawl: scope, domains, patterns, types, trap guards."""
 

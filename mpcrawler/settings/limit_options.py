@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "limits" section.
 
-How much to crawl: pages, depth, time, bytes. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+How much to crawl: pages, depth, time, bytes. A group of
+:class:`mpcrawler.settings.Settings` (``settings.limits``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import option
 __all__ = ["LimitOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class LimitOptions:
     """Options: how much to crawl: pages, depth, time, bytes."""
 

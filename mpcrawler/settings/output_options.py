@@ -1,12 +1,13 @@
 """The options of ``crawl --help``'s "outputs" section.
 
-Where the records go: sinks, upload, the finish hook. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Where the records go: sinks, upload, the finish hook. A group of
+:class:`mpcrawler.settings.Settings` (``settings.outputs``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from .options import option
@@ -14,7 +15,7 @@ from .options import option
 __all__ = ["OutputOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class OutputOptions:
     """Options: where the records go: sinks, upload, the finish hook."""
 
@@ -63,3 +64,7 @@ class OutputOptions:
         help="list each page's links in its record (out-of-scope ones marked), for the link graph",
         group="outputs",
     )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.out, (str, os.PathLike)):  # one sink, as --out once was
+            object.__setattr__(self, "out", [os.fspath(self.out)])

@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "politeness" section.
 
-Politeness: robots.txt, concurrency and delay a host. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Politeness: robots.txt, concurrency and delay a host. A group of
+:class:`mpcrawler.settings.Settings` (``settings.politeness``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import POLITENESS_KEYS, option
 __all__ = ["PolitenessOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class PolitenessOptions:
     """Options: politeness: robots.txt, concurrency and delay a host."""
 

@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "render" section.
 
-Pages that need JavaScript: the browser and its limits. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Pages that need JavaScript: the browser and its limits. A group of
+:class:`mpcrawler.settings.Settings` (``settings.rendering``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import MIB, RENDER_BLOCKABLE, RENDER_MODES, option
 __all__ = ["RenderOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RenderOptions:
     """Options: pages that need JavaScript: the browser and its limits."""
 

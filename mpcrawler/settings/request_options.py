@@ -1,8 +1,9 @@
 """The options of ``crawl --help``'s "requests" section.
 
-How pages are fetched: agent, timeouts, retries, TLS, headers, proxy. A base
-of :class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+How pages are fetched: agent, timeouts, retries, TLS, headers, proxy. A
+group of :class:`mpcrawler.settings.Settings` (``settings.requests``),
+frozen: the fields of one section of the option table, each written once
+with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from .options import DEFAULT_USER_AGENT, MIB, option
 __all__ = ["RequestOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RequestOptions:
     """Options: how pages are fetched: agent, timeouts, retries, TLS, headers, proxy."""
 

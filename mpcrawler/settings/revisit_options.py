@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "revisits" section.
 
-Crawling again: when a page is due. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Crawling again: when a page is due. A group of
+:class:`mpcrawler.settings.Settings` (``settings.revisits``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import option
 __all__ = ["RevisitOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class RevisitOptions:
     """Options: crawling again: when a page is due."""
 

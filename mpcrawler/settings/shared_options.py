@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "shared" section.
 
-A crawl shared by many machines through Redis. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+A crawl shared by many machines through Redis. A group of
+:class:`mpcrawler.settings.Settings` (``settings.shared``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import option
 __all__ = ["SharedOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class SharedOptions:
     """Options: a crawl shared by many machines through Redis."""
 

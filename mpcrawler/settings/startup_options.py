@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "startup" section.
 
-Running the crawl: processes, the job dir, the log. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Running the crawl: processes, the job dir, the log. A group of
+:class:`mpcrawler.settings.Settings` (``settings.startup``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .options import option
 __all__ = ["StartupOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class StartupOptions:
     """Options: running the crawl: processes, the job dir, the log."""
 

@@ -1,8 +1,8 @@
 """The options of ``crawl --help``'s "watch" section.
 
-Watching a running crawl: metrics and the web page. A base of
-:class:`mpcrawler.settings.Settings`: the fields of one section of the
-option table, each written once with ``option()``.
+Watching a running crawl: metrics and the web page. A group of
+:class:`mpcrawler.settings.Settings` (``settings.watch``), frozen: the
+fields of one section of the option table, each written once with ``option()``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .options import option
 __all__ = ["WatchOptions"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class WatchOptions:
     """Options: watching a running crawl: metrics and the web page."""
 

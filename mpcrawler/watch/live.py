@@ -178,7 +178,7 @@ def workers(parts: Parts) -> dict[str, Any]:
     """Each worker process: its slots in use of ``--threads``; the restarts."""
     pool = parts.pool
     return {
-        "slots": parts.settings.threads,
+        "slots": parts.settings.startup.threads,
         "restarts": pool.restarts,
         "restarts_before": parts.state.worker_restarts,
         "processes": [
@@ -192,14 +192,18 @@ def budget(parts: Parts, elapsed: float) -> dict[str, Any]:
     """What is left of each budget set (None: none set)."""
     s, counters = parts.settings, parts.counters
     pages_left = None
-    if s.max_pages is not None:
-        pages_left = max(0, s.max_pages - (counters.page_records - parts.state.pass_start_pages))
+    if s.limits.max_pages is not None:
+        pages_left = max(
+            0, s.limits.max_pages - (counters.page_records - parts.state.pass_start_pages)
+        )
     return {
         "pages_left": pages_left,
-        "seconds_left": None if s.max_duration is None else max(0.0, s.max_duration - elapsed),
+        "seconds_left": None
+        if s.limits.max_duration is None
+        else max(0.0, s.limits.max_duration - elapsed),
         "bytes_left": None
-        if s.max_total_bytes is None
-        else max(0, s.max_total_bytes - counters.run_bytes),
+        if s.limits.max_total_bytes is None
+        else max(0, s.limits.max_total_bytes - counters.run_bytes),
     }
 
 

@@ -35,7 +35,6 @@ from .patterns import PatternSet
 from .urls import Scope, canonicalize, hostname_of, is_subdomain
 
 if TYPE_CHECKING:
-    from ..settings import Settings
     from ..settings.worker import WorkerConfig
 
 __all__ = [
@@ -211,10 +210,11 @@ class UrlRules:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings | WorkerConfig, scope: Scope, exclude: Sequence[str] = ()
+        cls, settings: WorkerConfig, scope: Scope, exclude: Sequence[str] = ()
     ) -> UrlRules:
-        """The rules of a crawl with these settings (the master's or a worker's)
-        and the patterns ``control exclude`` added."""
+        """The rules of a crawl with these settings (a worker's, or the
+        master's part that a worker is sent) and the patterns ``control
+        exclude`` added."""
         return cls(
             scope=scope,
             exclude=tuple(exclude),

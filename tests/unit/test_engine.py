@@ -27,6 +27,7 @@ from mpcrawler.messages import PageResult
 from mpcrawler.output.pipelines import Pipelines
 from mpcrawler.output.progress import Progress
 from mpcrawler.settings import Settings
+from mpcrawler.settings.worker import WorkerConfig
 from mpcrawler.web.filters import UrlRules
 from mpcrawler.web.urls import Scope, host_key
 
@@ -216,7 +217,9 @@ def make_engine(
     frontier = FakeFrontier()
     pool = FakePool(answer, slots)
     counters = Counters()
-    results = ResultHandling(settings, UrlRules.from_settings(settings, scope), frontier.is_seen)
+    results = ResultHandling(
+        settings, UrlRules.from_settings(WorkerConfig.of(settings), scope), frontier.is_seen
+    )
     pipelines = Pipelines([], settings, tmp_path / "pages.jsonl")
     pipelines.open()
     settling = Settling(settings, frontier, pipelines, counters, results.chains)

@@ -20,6 +20,8 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import mpcrawler
 
 PACKAGE = Path(mpcrawler.__file__).resolve().parent
@@ -219,6 +221,66 @@ def test_a_worker_reads_only_its_config() -> None:
     }
     assert beyond == set()
     assert "max_pages" not in allowed and "redis" not in allowed  # the rule can fail
+
+
+def flat_reads(module: str) -> set[str]:
+    """The options ``module`` reads by name of an object named ``settings``
+    or ``s`` (``settings.delay``) rather than through their group
+    (``settings.politeness.delay``)."""
+    from mpcrawler.settings import OPTIONS
+
+    found = set()
+    for node in ast.walk(_tree(module)):
+        if isinstance(node, ast.Attribute) and node.attr in OPTIONS:
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", None)
+            if name in ("settings", "s"):
+                found.add(node.attr)
+    return found
+
+
+def _reads_only_worker_config(module: str) -> bool:
+    """Whether ``module`` imports WorkerConfig and not Settings: its
+    settings are a worker's, flat (the URL rules, built on both sides)."""
+    names = {
+        alias.name
+        for node in ast.walk(_tree(module))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    return "WorkerConfig" in names and "Settings" not in names
+
+
+def test_the_master_reads_each_setting_through_its_group() -> None:
+    """Outside the worker's side (which reads its flat WorkerConfig) and the
+    settings package, a part reads a setting as ``settings.GROUP.NAME``: a
+    reader sees which group it belongs to, and a group never changes under
+    its reader (a setting changed is a new group, ``Settings.set``)."""
+    flat = {
+        f"{module}: settings.{name}"
+        for module in MODULES
+        if not module.startswith((*WORKER_SIDE, "mpcrawler.settings"))
+        and not _reads_only_worker_config(module)
+        for name in flat_reads(module)
+    }
+    assert flat == set()
+    assert flat_reads("mpcrawler.worker.process") >= {"dedup"}  # the rule can fail
+
+
+def test_a_group_never_changes_and_a_change_is_a_new_group() -> None:
+    import dataclasses
+
+    from mpcrawler.settings import GROUP_OF, OPTIONS, Settings
+
+    settings = Settings(delay=2.0)
+    group = settings.politeness
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        group.delay = 3.0  # type: ignore[misc]
+    settings.set("delay", 3.0)
+    assert (group.delay, settings.politeness.delay, settings.delay) == (2.0, 3.0, 3.0)
+    assert settings.politeness is not group
+    assert set(GROUP_OF) == set(OPTIONS)  # every option has its group
+    assert Settings.from_dict(settings.to_dict(secrets=True)) == settings
 
 
 def test_a_worker_is_sent_no_secret_it_does_not_use() -> None:

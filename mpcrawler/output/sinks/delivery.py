@@ -28,16 +28,16 @@ class Deliveries:
     def __init__(self, settings: Settings, state_dir: Path, job_id: str) -> None:
         self.settings = settings
         self.sinks: list[Sink] = [
-            make_sink(spec, state_dir, job_id, settings.sink_batch)
-            for spec in settings.out
+            make_sink(spec, state_dir, job_id, settings.outputs.sink_batch)
+            for spec in settings.outputs.out
             if kind_of(spec) != "jsonl"
         ]
         self.uploader = None
-        if settings.upload:
+        if settings.outputs.upload:
             from .s3 import Uploader
 
             uploader = self.uploader = Uploader(
-                settings.upload, settings.s3_endpoint_url, state_dir
+                settings.outputs.upload, settings.outputs.s3_endpoint_url, state_dir
             )
             for sink in self.sinks:  # a Parquet part goes up as it is complete
                 sink.on_file = lambda path, name: uploader.upload(path, name)
@@ -68,13 +68,13 @@ class Deliveries:
         files = [(journal, journal.name)]
         for sink in self.sinks:
             files += sink.files()
-        if s.warc_dir and Path(s.warc_dir).is_dir():
+        if s.archive.warc_dir and Path(s.archive.warc_dir).is_dir():
             files += [
                 (path, f"warc/{path.name}")
-                for path in sorted(Path(s.warc_dir).iterdir())
+                for path in sorted(Path(s.archive.warc_dir).iterdir())
                 if path.name.endswith((".warc", ".warc.gz", ".cdxj"))
             ]
-        if s.wacz:
-            files.append((Path(s.wacz), Path(s.wacz).name))
+        if s.archive.wacz:
+            files.append((Path(s.archive.wacz), Path(s.archive.wacz).name))
         files.append((stats, "stats.json"))
         return files
