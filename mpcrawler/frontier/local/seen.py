@@ -20,16 +20,16 @@ import hashlib
 import os
 import sqlite3
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 import diskcache
 
 from ...errors import store_damaged
+from ...recent import Recent
 
 __all__ = ["RECENT_SIZE", "SeenSet"]
 
-RECENT_SIZE = 1 << 16  # digests remembered in memory (about 10 MB)
+RECENT_SIZE = 1 << 16  # digests remembered in memory (about 5 MB: mpcrawler.recent)
 DIGEST_SIZE = 16
 BATCH_FILE = "batch"  # a checkpoint's digests, until they are in diskcache
 CACHE_FILE = "cache.db"  # diskcache's
@@ -94,10 +94,9 @@ class SeenSet:
         self._batch_path = self.directory / BATCH_FILE
         self._fsync = fsync
         self._flush_every = flush_every
-        # Digests known to be on disk, most recent last: most links on a page
-        # point to pages linked before, and each disk lookup is an SQLite query.
-        self._recent: OrderedDict[bytes, None] = OrderedDict()  # (not a dict: popped at its front)
-        self._recent_size = recent_size
+        # Digests last found on disk: most links on a page point to pages
+        # linked before, and each disk lookup is an SQLite query.
+        self._recent: Recent[bytes] = Recent(recent_size)
         self._recover_batch()
 
     @staticmethod
@@ -129,10 +128,7 @@ class SeenSet:
         return True
 
     def _remember(self, key: bytes) -> None:
-        recent = self._recent
-        recent[key] = None
-        if len(recent) > self._recent_size:
-            recent.popitem(last=False)  # the oldest
+        self._recent.add(key)
 
     def __len__(self) -> int:
         return len(self._cache) + len(self._pending) + len(self._batch) - self._written
