@@ -381,10 +381,9 @@ def _number_kinds() -> dict[str, type]:
     """int or float: the number each numeric option takes (by its annotation)."""
     import typing
 
-    hints = OPTION_HINTS
     kinds: dict[str, type] = {}
     for name in OPTIONS:
-        kind = hints[name]
+        kind = OPTION_HINTS[name]
         if kind is not bool:
             found = next((k for k in (int, float) if kind is k or k in typing.get_args(kind)), None)
             if found is not None:
