@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import compileall
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +28,25 @@ SLOW_UNIT_TESTS = frozenset(
         "test_fuzz_target",
     }
 )
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the project's bytecode once, before the test processes start.
+
+    The suite starts some 2,000 Python processes (crawls, their forkservers,
+    the test processes), each importing mpcrawler from this tree.  Where the
+    environment sets PYTHONDONTWRITEBYTECODE, none of them caches what it
+    compiles, and each compiled the package again: 80 s of the suite's CPU
+    (``.ci/run`` on 2 cores: 575 s of CPU, 496 s with the bytecode).  The
+    files go to ``__pycache__``, which git ignores, and Python recompiles
+    any whose source changed."""
+    if hasattr(config, "workerinput"):  # an xdist worker: its controller did it
+        return
+    for folder in ("mpcrawler", "tests", "benchmarks"):
+        compileall.compile_dir(ROOT / folder, quiet=2)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
