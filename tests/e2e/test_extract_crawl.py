@@ -221,14 +221,14 @@ def test_a_long_pdf_holds_neither_its_workers_other_pages_nor_past_its_limit(
             server.url + "/",
             tmp_path / "job",
             *("--workers", "1", "--threads", "2", "--downloader", downloader),
-            *("--no-robots", "--extract", "--pdf-timeout", "10", *PDF_ACCEPTED),
+            *("--no-robots", "--extract", "--pdf-timeout", "5", *PDF_ACCEPTED),
         )
         counts = server.log.counts()
     order = [r["url"].split("/", 3)[3] for r in records]
     assert order.index("c") < order.index("long.pdf"), order
     long = records[order.index("long.pdf")]
     assert long["error_kind"] == "pdf"
-    assert long["error"] == "pdf: reading the PDF took longer than 10 s (--pdf-timeout)"
+    assert long["error"] == "pdf: reading the PDF took longer than 5 s (--pdf-timeout)"
     assert all(count == 1 for count in counts.values()), counts
 
 
