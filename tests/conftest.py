@@ -5,11 +5,11 @@ from __future__ import annotations
 import compileall
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
+from support import ROOT
 
 from mpcrawler.testing.site import SiteServer, TestSite, serve_site
 
@@ -30,17 +30,14 @@ SLOW_UNIT_TESTS = frozenset(
 )
 
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the project's bytecode once, before the test processes start.
 
     The suite starts some 2,000 Python processes (crawls, their forkservers,
     the test processes), each importing mpcrawler from this tree.  Where the
     environment sets PYTHONDONTWRITEBYTECODE, none of them caches what it
-    compiles, and each compiled the package again: 80 s of the suite's CPU
-    (``.ci/run`` on 2 cores: 575 s of CPU, 496 s with the bytecode).  The
+    compiles, and each compiled the package again: the suite on 2 cores took
+    575 s of CPU, and 484 s with the bytecode (process accounting).  The
     files go to ``__pycache__``, which git ignores, and Python recompiles
     any whose source changed."""
     if hasattr(config, "workerinput"):  # an xdist worker: its controller did it

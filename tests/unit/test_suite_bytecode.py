@@ -15,9 +15,9 @@ PACKAGE = Path(mpcrawler.__file__).resolve().parent
 def test_every_module_of_the_package_has_its_bytecode_when_the_suite_runs() -> None:
     sources = sorted(PACKAGE.rglob("*.py"))
     assert len(sources) > 100
-    stale = [
+    missing = [
         str(source.relative_to(PACKAGE))
         for source in sources
         if not Path(importlib.util.cache_from_source(str(source))).exists()
     ]
-    assert stale == []
+    assert missing == []
