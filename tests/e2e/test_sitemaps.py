@@ -166,9 +166,12 @@ def test_pages_listed_only_in_sitemaps_are_crawled_in_their_priority_order(tmp_p
         hits = page_hits(server)
         all_paths = [h.path for h in server.log.hits]
     assert sorted(hits) == ["/p0", "/p1", "/p2", "/p3", "/p4"]  # each once; not /private
-    # By priority: p0 (+10), p2 (+8), then p3 and p4 (0; which is first
-    # depends on which sitemap's result came first), p1 (-6) last.
-    assert hits[:2] == ["/p0", "/p2"] and hits[-1] == "/p1", hits
+    # s1's pages by priority: p0 (+10), p2 (+8), p3 (0), p1 (-6).  p4 (0)
+    # comes after p0 and p2; whether before p1 depends on whether s2's parsed
+    # result reached the master before p1 was leased (a loaded machine: not
+    # always; 5 of 30 runs beside four busy loops).
+    assert [h for h in hits if h != "/p4"] == ["/p0", "/p2", "/p3", "/p1"], hits
+    assert hits.index("/p4") > 1, hits
     assert all_paths.count("/index.xml") == 1 and all_paths.count("/s1.xml.gz") == 1
     by_url = {r["url"].removeprefix(base): r for r in records}
     assert by_url["/index.xml"]["kind"] == "sitemap" and by_url["/index.xml"]["new_links"] == 2
