@@ -90,10 +90,10 @@ def run_loop(worker: LoopSide, transfers: Transfers) -> None:
                 ended = transfers.wait(0.0 if to_parse or batch else tick, conn.fileno())
             else:
                 if not (to_parse or batch):
-                    if stopping:  # only documents are left
-                        time.sleep(tick)
-                    else:
+                    if not stopping:
                         reader.poll(tick)
+                    elif documents is not None and documents.pending:
+                        time.sleep(tick)  # only documents are left (_DOCUMENT_TICK)
                 ended = []
             freed += _ended(worker, ended, busy, free, downloaded, batch, to_parse, held)
             # What ended goes before the next parse, so the master can fill
