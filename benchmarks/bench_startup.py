@@ -1,5 +1,6 @@
 """A crawl's start and end, beside its pages: when the first worker is
-ready, the crawl's own elapsed time and the command's, runs alternated.
+ready, how long after its last page the crawl ends, the crawl's own
+elapsed time and the command's, runs alternated.
 
     python benchmarks/bench_startup.py [--repeat 7] [--base REV] \\
         [--downloader curl] [--analyzer lxml] [--docs DIR]
@@ -9,10 +10,12 @@ install postgresql-doc-15``); each tree crawls it whole (``--workers 2
 --threads 8``, no robots.txt), ``--repeat`` times, alternating with the
 tree of ``--base REV``.  From each crawl's log file: the first worker's
 Hello after the command started and after the crawl started ("crawl
-started": the master's set-up done); from its stats.json, its elapsed time
-(what pages/s divides by); from this process, the command's whole time,
-start to exit.  A short crawl's rate is made at its edges too: until a
-worker is ready nothing is fetched.
+started": the master's set-up done), and "crawl finished" after the last
+page's fetch (its record's ``fetched_at``); from its stats.json, its
+elapsed time (what pages/s divides by); from this process, the command's
+whole time, start to exit.  A short crawl's rate is made at its edges
+too: until a worker is ready nothing is fetched, and the crawl has not
+ended until its workers have (a curl worker slept a second there).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import common
 
-FIGURES = ("hello_after_command", "hello_after_start", "elapsed", "command")
+FIGURES = ("hello_after_command", "hello_after_start", "end_after_last", "elapsed", "command")
 
 
 def _when(line: str) -> float:
@@ -58,10 +61,14 @@ def crawl(url: str, root: Path, extra: tuple[str, ...]) -> dict[str, float]:
         lines = log.read_text(encoding="utf-8").splitlines()
         start = next(_when(line) for line in lines if "crawl started" in line)
         hello = min(_when(line) for line in lines if "started (pid" in line)
+        finished = next(_when(line) for line in lines if "crawl finished" in line)
+        with open(Path(job) / "job" / "pages.jsonl", encoding="utf-8") as f:
+            last = max(json.loads(line)["fetched_at"] for line in f)
         stats = json.loads((Path(job) / "job" / "stats.json").read_text())
         return {
             "hello_after_command": 1000 * (hello - began),
             "hello_after_start": 1000 * (hello - start),
+            "end_after_last": 1000 * (finished - last),
             "elapsed": 1000 * stats["elapsed_s"],
             "command": 1000 * (ended - began),
         }
@@ -93,9 +100,10 @@ def main() -> None:
     print()
     print(
         "| tree | first worker's Hello after the command's start | after the crawl's start "
-        "| elapsed (stats.json) | the command, start to exit |"
+        "| crawl finished after its last page | elapsed (stats.json) "
+        "| the command, start to exit |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name in trees:
         figures = common.medians(runs[(name, 0)])
         print(f"| {name} | " + " | ".join(f"{figures[k]:.0f}" for k in FIGURES) + " |")
