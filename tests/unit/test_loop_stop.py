@@ -26,9 +26,6 @@ class NoTransfers(Transfers):
     def wait(self, timeout: float, wake: int) -> list[Any]:
         raise AssertionError("nothing was started")
 
-    def close(self) -> None:
-        self.closed = True
-
 
 class Documents:
     """A documents thread that reads its one document while ``pending`` is asked."""
