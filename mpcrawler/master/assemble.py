@@ -24,7 +24,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..control.inbox import Inbox
 from ..control.rulecommands import RuleCommands
@@ -32,7 +32,6 @@ from ..control.shared import SharedInbox
 from ..control.steering import CommandInbox, Steering, answer_waiting
 from ..errors import CrawlError, FrontierError, JobConflict, UsageError
 from ..frontier import Frontier, LocalFrontier
-from ..frontier.redis import PartitionedFrontier, RedisFrontier, open_shared
 from ..modules import (
     BUILTIN_ANALYZERS,
     BUILTIN_DOWNLOADERS,
@@ -66,7 +65,10 @@ from .settle import Settling
 
 __all__ = ["Assembly", "Specs", "assemble", "metrics_server", "open_shared_frontier", "prepare"]
 
-Shared = RedisFrontier | PartitionedFrontier
+if TYPE_CHECKING:  # imported where --redis opens one: a local crawl imports none of Redis
+    from ..frontier.redis import PartitionedFrontier, RedisFrontier
+
+    Shared = RedisFrontier | PartitionedFrontier
 Specs = list[Pipeline | type | str]  # the pipelines: instances, classes or pkg.mod:Class paths
 
 
@@ -144,6 +146,8 @@ def open_shared_frontier(settings: Settings) -> Shared | None:
     if s.startup.job_dir and (job := JobDir(s.startup.job_dir)).exists():
         with contextlib.suppress(JobConflict):  # Job.open refuses the job dir with the reason
             crawl_id = job.read()[1].crawl_id
+    from ..frontier.redis import open_shared
+
     try:
         return open_shared(
             s.shared.redis,
