@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import warm_cli
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 CLI_TIMEOUT = 120
@@ -35,16 +37,25 @@ def run_cli(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m mpcrawler ARGS`` and wait for it, bounded in time."""
+    """Run ``python -m mpcrawler ARGS`` and wait for it, bounded in time: in a
+    process forked from a warm interpreter (``warm_cli``), or started cold
+    where a fork would not start as ``python -m`` does."""
+    run_env = _cli_env(env)
+    if _WARM is not None and warm_cli.warm_enough(run_env, _WARM.env):
+        return _WARM.run(args, run_env, str(cwd or os.getcwd()), timeout)
     return subprocess.run(
         [sys.executable, "-m", "mpcrawler", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=cwd,
-        env=_cli_env(env),
+        env=run_env,
         check=False,
     )
+
+
+# The warm interpreter runs fork from, unless MPCRAWLER_COLD_CLI=1.
+_WARM = None if os.environ.get("MPCRAWLER_COLD_CLI") == "1" else warm_cli.WarmCli(_cli_env())
 
 
 def _as_in_a_terminal() -> None:

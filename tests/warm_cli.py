@@ -1,0 +1,317 @@
+"""``python -m mpcrawler ARGS`` as a real process, started warm.
+
+The suite runs the CLI some 600 times, and each run's interpreter spent
+about 0.17 s of CPU importing the master's modules before it did anything:
+on 2 cores, a tenth of the suite's time.  This module owns a process per
+test process that has imported them once (the *warm interpreter*) and
+forks a child for each run, which then does what ``python -m`` does:
+its own arguments, environment, working directory and standard streams,
+``mpcrawler/__main__.py`` run as ``__main__``, and the interpreter's exit
+(non-daemon threads joined, ``atexit`` run, streams flushed).  The child
+starts its own forkserver and workers, as any crawl does.
+
+Data flow, one run (``run``)::
+
+    test process                 warm interpreter           run (forked)
+    ------------                 ----------------           ------------
+    connect, send fds 0/1/2  ->  accept, fork a keeper
+    + {argv, env, cwd}           keeper: fork the run  ->   dup2 fds, env, cwd,
+    <- {"pid": run}                                         reseed, run __main__,
+    read stdout/stderr to EOF                               exit as Python does
+    <- {"status": waitpid's}  <- keeper: waitpid(run)
+
+What a fresh interpreter reads at its start (``PYTHON*`` variables, the
+locale) cannot change in a fork: a run whose environment differs there from
+the warm interpreter's is started cold (``support.run_cli`` decides, with
+``warm_enough``).  ``MPCRAWLER_COLD_CLI=1`` starts every run cold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+# What a crawl's master imports (its CLI, the engine, the local frontier,
+# the outputs); the rest it imports itself, as a cold start would.
+PRELOAD = (
+    "mpcrawler.cli",
+    "mpcrawler.cli.crawl",
+    "mpcrawler.master.crawler",
+    "mpcrawler.master.assemble",
+    "mpcrawler.master.pool",
+    "mpcrawler.frontier.local",
+    "mpcrawler.output.sinks",
+)
+# Modules that read the environment when imported: imported again in each run.
+READ_ENVIRONMENT_ON_IMPORT = ("mpcrawler.testing.faults",)
+# What a fresh interpreter reads at its start, besides PYTHON*.
+START_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
+
+
+def warm_enough(env: Mapping[str, str], base: Mapping[str, str]) -> bool:
+    """A run with ``env`` behaves in a fork of an interpreter started with
+    ``base`` as in its own: they agree on what an interpreter reads at start."""
+
+    def start(variables: Mapping[str, str]) -> dict[str, str]:
+        return {
+            k: v for k, v in variables.items() if k.startswith("PYTHON") or k in START_VARIABLES
+        }
+
+    return start(env) == start(base)
+
+
+# --- the warm interpreter ---------------------------------------------------
+
+
+def serve(address: str, parent: int) -> None:
+    """Import ``PRELOAD``, then answer runs on the Unix socket ``address``
+    until the process ``parent`` (the test process) is gone."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(64)
+    listener.settimeout(1.0)
+    print("ready", flush=True)
+    try:
+        while os.getppid() == parent:
+            with contextlib.suppress(ChildProcessError):
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass  # keepers that are done
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            if os.fork() == 0:
+                listener.close()
+                _keep(conn)  # never returns
+            conn.close()
+    finally:
+        os.unlink(address)
+        os.rmdir(os.path.dirname(address))
+
+
+def _keep(conn: socket.socket) -> None:
+    """In a keeper: receive one run, fork it, report its pid and its status."""
+    status = 255 << 8
+    try:
+        conn.settimeout(None)
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        request = json.loads(message)
+        pid = os.fork()
+        if pid == 0:
+            conn.close()
+            _run(request, fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+        status = os.waitpid(pid, 0)[1]
+        conn.sendall(json.dumps({"status": status}).encode() + b"\n")
+    finally:
+        os._exit(0)
+
+
+def _stream(fd: int, like: Any, line_buffering: bool) -> io.TextIOWrapper:
+    """A standard stream on ``fd``, with the encoding of ``like`` (the warm
+    interpreter's own, started as a cold run's is)."""
+    raw = open(fd, "wb" if fd else "rb", closefd=False)  # noqa: SIM115 - for the run's life
+    return io.TextIOWrapper(
+        raw, encoding=like.encoding, errors=like.errors, line_buffering=line_buffering
+    )
+
+
+def _run(request: dict[str, Any], fds: list[int]) -> None:
+    """In the run: become ``python -m mpcrawler ARGV``, then exit as it would."""
+    code = 1
+    try:
+        _become(request, fds)
+        import runpy
+
+        try:
+            runpy._run_module_as_main("mpcrawler")  # what ``python -m`` calls
+            code = 0
+        except SystemExit as exit_:
+            code = _exit_code(exit_.code)
+        except KeyboardInterrupt:
+            code = -signal.SIGINT
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        code = _finalize(code)
+    except BaseException:  # the run could not start: say why, on its stderr
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        if code < 0:  # died of a signal, as Python does on an unhandled SIGINT
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(code)
+
+
+def _become(request: dict[str, Any], fds: list[int]) -> None:
+    """Take the run's standard streams, directory, environment and arguments."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    sys.stdin = sys.__stdin__ = _stream(0, sys.__stdin__, False)
+    sys.stdout = sys.__stdout__ = _stream(1, sys.__stdout__, False)
+    # Python 3.9+: a stderr that is not a terminal is line-buffered too.
+    sys.stderr = sys.__stderr__ = _stream(2, sys.__stderr__, True)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[0] = os.getcwd()  # as ``-m`` sets it
+    _fresh_state()
+    sys.argv = ["-m", *request["argv"]]
+
+
+def _fresh_state() -> None:
+    """What each interpreter has of its own, that a fork would share: the
+    random generator's seed, multiprocessing's authentication key, and the
+    modules that read the environment when imported."""
+    import multiprocessing
+    import random
+
+    random.seed()
+    multiprocessing.current_process().authkey = os.urandom(32)
+    for name in READ_ENVIRONMENT_ON_IMPORT:
+        if name in sys.modules:
+            importlib.reload(sys.modules[name])
+
+
+def _exit_code(code: object) -> int:
+    """``sys.exit(code)``'s status, as the interpreter makes it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _finalize(code: int) -> int:
+    """The interpreter's exit: wait for non-daemon threads, run ``atexit``,
+    flush the streams (a failed flush is exit status 120, as Python's)."""
+    import atexit
+
+    threading._shutdown()  # type: ignore[attr-defined]
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120
+    return code
+
+
+# --- the test process's side ------------------------------------------------
+
+
+class WarmCli:
+    """The warm interpreter of this test process, started on first use."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        self._address = ""
+
+    def _started(self) -> str:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                import tempfile
+
+                folder = tempfile.mkdtemp(prefix="mpcrawler-warm-")
+                self._address = str(Path(folder) / "socket")
+                code = f"import warm_cli; warm_cli.serve({self._address!r}, {os.getpid()})"
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-c", code],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    env=self.env,
+                )
+                assert self._proc.stdout is not None
+                line = self._proc.stdout.readline()
+                assert line == "ready\n", f"the warm interpreter did not start: {line!r}"
+            return self._address
+
+    def run(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """As ``subprocess.run([python, -m, mpcrawler, *argv], capture_output=True,
+        text=True, timeout=timeout, ...)``."""
+        address = self._started()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(address)
+            request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd})
+            with open(os.devnull, "rb") as stdin:
+                socket.send_fds(conn, [request.encode()], [stdin.fileno(), out_w, err_w])
+            os.close(out_w)
+            os.close(err_w)
+            out_w = err_w = -1
+            answers = conn.makefile("r")
+            pid = json.loads(answers.readline())["pid"]
+            out, err = _read_both(out_r, err_r, timeout)
+            if out is None or err is None:
+                os.kill(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired(["-m", "mpcrawler", *argv], timeout)
+            status = json.loads(answers.readline())["status"]
+        finally:
+            for fd in (out_r, err_r, out_w, err_w):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            conn.close()
+        code = os.waitstatus_to_exitcode(status)
+        return subprocess.CompletedProcess(
+            [sys.executable, "-m", "mpcrawler", *argv], code, _text(out), _text(err)
+        )
+
+
+def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes | None, bytes | None]:
+    """Both pipes to their ends; (None, None) if ``timeout`` s pass first."""
+    import selectors
+    import time
+
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, None
+            for key, _ in selector.select(left):
+                data = os.read(key.fd, 65536)
+                if data:
+                    chunks[key.fd].append(data)
+                else:
+                    selector.unregister(key.fd)
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+
+def _text(data: bytes | None) -> str:
+    """As ``subprocess`` decodes a text run's output."""
+    import locale
+
+    text = (data or b"").decode(locale.getpreferredencoding(False))
+    return text.replace("\r\n", "\n").replace("\r", "\n")
