@@ -17,13 +17,15 @@ process started with SIGHUP ignored (``nohup``): then it stays ignored.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from multiprocessing import resource_tracker
 from types import FrameType
 
-__all__ = ["STOP_SIGNALS", "ignored_in_children", "install", "listen", "uninstall"]
+__all__ = ["STOP_SIGNALS", "ignored_in_children", "install", "listen", "say", "uninstall"]
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -68,6 +70,24 @@ def listen(listener: Callable[[int], None] | None) -> None:
     for signum in list(_received):
         listener(signum)
     _listener.append(listener)
+
+
+def say(message: str) -> None:
+    """Write ``message`` and a newline to stderr from a listener, that is from
+    a signal handler: straight to its file descriptor.  A handler runs
+    between two bytecodes of whatever the main thread was doing, a write to
+    ``sys.stderr`` included (a first handler's, when a second signal comes
+    quickly): a ``print`` there takes the stream's lock again and fails,
+    ``RuntimeError: reentrant call``.  A terminal that is gone (SIGHUP) is
+    no error."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by one without a descriptor
+        fd = 2
+    data = (message + "\n").encode(errors="replace")
+    with contextlib.suppress(OSError):
+        while data:
+            data = data[os.write(fd, data) :]
 
 
 @contextlib.contextmanager

@@ -15,7 +15,6 @@ Running out of disk stops the same way and raises CrawlError.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import signal
 import sqlite3
@@ -175,8 +174,7 @@ class Crawler:
                 f"\nmpcrawler: {signal.Signals(signum).name}: finishing in-flight requests "
                 f"(up to {self.settings.startup.grace:g} s; again to stop now)"
             )
-        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
-            print(message, file=sys.stderr, flush=True)
+        stopsignals.say(message)  # from the handler: not through sys.stderr's lock
 
 
 def configure_logging(log_file: str | None) -> None:
