@@ -92,8 +92,10 @@ def run_site(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    print(f"serving {args.pages} pages at {server.url}", flush=True)
     try:
+        # Inside the try: a stop signal sent as soon as this line is read
+        # may interrupt the print itself, still a clean stop (exit 0).
+        print(f"serving {args.pages} pages at {server.url}", flush=True)
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass
