@@ -66,13 +66,17 @@ def _as_in_a_terminal() -> None:
 
 def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """Start ``python -m mpcrawler ARGS`` in a process group of its own, with
-    stdout and stderr piped (read them with :class:`Lines`)."""
+    stdout and stderr piped (read them with :class:`Lines`): forked from the
+    warm interpreter as ``run_cli`` does, or started cold."""
+    run_env = _cli_env(env)
+    if _WARM is not None and warm_cli.warm_enough(run_env, _WARM.env):
+        return _WARM.start(args, run_env, os.getcwd(), session=True)  # type: ignore[return-value]
     return subprocess.Popen(
         [sys.executable, "-m", "mpcrawler", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_cli_env(env),
+        env=run_env,
         start_new_session=True,
         preexec_fn=_as_in_a_terminal,
     )

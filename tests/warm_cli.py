@@ -164,6 +164,9 @@ def _run(request: dict[str, Any], fds: list[int]) -> None:
 
 def _become(request: dict[str, Any], fds: list[int]) -> None:
     """Take the run's standard streams, directory, environment and arguments."""
+    if request["session"]:
+        os.setsid()
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -250,68 +253,129 @@ class WarmCli:
                 assert line == "ready\n", f"the warm interpreter did not start: {line!r}"
             return self._address
 
-    def run(
-        self, argv: Sequence[str], env: Mapping[str, str], cwd: str, timeout: float
-    ) -> subprocess.CompletedProcess[str]:
-        """As ``subprocess.run([python, -m, mpcrawler, *argv], capture_output=True,
-        text=True, timeout=timeout, ...)``."""
+    def start(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str, *, session: bool
+    ) -> WarmProcess:
+        """As ``subprocess.Popen([python, -m, mpcrawler, *argv], stdout=PIPE,
+        stderr=PIPE, text=True, start_new_session=session, ...)``; a new
+        session also has SIGHUP's default action (``support.start_cli``)."""
         address = self._started()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(address)
-            request = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd})
+            request = {"argv": list(argv), "env": dict(env), "cwd": cwd, "session": session}
             with open(os.devnull, "rb") as stdin:
-                socket.send_fds(conn, [request.encode()], [stdin.fileno(), out_w, err_w])
+                fds = [stdin.fileno(), out_w, err_w]
+                socket.send_fds(conn, [json.dumps(request).encode()], fds)
+        except BaseException:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            conn.close()
+            raise
+        finally:
             os.close(out_w)
             os.close(err_w)
-            out_w = err_w = -1
-            answers = conn.makefile("r")
-            pid = json.loads(answers.readline())["pid"]
-            out, err = _read_both(out_r, err_r, timeout)
-            if out is None or err is None:
-                os.kill(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(["-m", "mpcrawler", *argv], timeout)
-            status = json.loads(answers.readline())["status"]
+        return WarmProcess([sys.executable, "-m", "mpcrawler", *argv], conn, out_r, err_r)
+
+    def run(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """As ``subprocess.run([python, -m, mpcrawler, *argv], capture_output=True,
+        text=True, timeout=timeout, ...)``."""
+        with self.start(argv, env, cwd, session=False) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        assert proc.returncode is not None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+class WarmProcess:
+    """A run, as the ``subprocess.Popen`` a cold start gives (text, stdout and
+    stderr piped): its status comes from its keeper, which reaps it."""
+
+    def __init__(self, args: list[str], conn: socket.socket, out_r: int, err_r: int) -> None:
+        import locale
+
+        self.args = args
+        encoding = locale.getpreferredencoding(False)
+        self.stdout = open(out_r, encoding=encoding)  # noqa: SIM115 - closed by communicate
+        self.stderr = open(err_r, encoding=encoding)  # noqa: SIM115
+        self.returncode: int | None = None
+        self._conn = conn
+        self._answers = conn.makefile("r")
+        self.pid: int = json.loads(self._answers.readline())["pid"]
+        self._ended = threading.Event()
+        threading.Thread(target=self._await_status, daemon=True).start()
+
+    def _await_status(self) -> None:
+        try:
+            line = self._answers.readline()
+            status = json.loads(line)["status"] if line else 255 << 8  # keeper gone
+            self.returncode = os.waitstatus_to_exitcode(status)
         finally:
-            for fd in (out_r, err_r, out_w, err_w):
-                if fd >= 0:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-            conn.close()
-        code = os.waitstatus_to_exitcode(status)
-        return subprocess.CompletedProcess(
-            [sys.executable, "-m", "mpcrawler", *argv], code, _text(out), _text(err)
-        )
+            self._answers.close()
+            self._conn.close()
+            self._ended.set()
 
+    def poll(self) -> int | None:
+        return self.returncode if self._ended.is_set() else None
 
-def _read_both(out_fd: int, err_fd: int, timeout: float) -> tuple[bytes | None, bytes | None]:
-    """Both pipes to their ends; (None, None) if ``timeout`` s pass first."""
-    import selectors
-    import time
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
 
-    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        for fd in chunks:
-            selector.register(fd, selectors.EVENT_READ)
-        while selector.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None, None
-            for key, _ in selector.select(left):
-                data = os.read(key.fd, 65536)
-                if data:
-                    chunks[key.fd].append(data)
-                else:
-                    selector.unregister(key.fd)
-    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:  # as Popen: never a pid the run no longer has
+            os.kill(self.pid, signum)
 
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
 
-def _text(data: bytes | None) -> str:
-    """As ``subprocess`` decodes a text run's output."""
-    import locale
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
-    text = (data or b"").decode(locale.getpreferredencoding(False))
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Both streams to their ends, then the status; as Popen's, the run
+        goes on if ``timeout`` s pass first (and the call may be repeated)."""
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not hasattr(self, "_readers"):
+            self._texts: dict[str, str] = {}
+            self._readers = [
+                threading.Thread(target=self._read, args=(name,), daemon=True)
+                for name in ("stdout", "stderr")
+            ]
+            for reader in self._readers:
+                reader.start()
+        for reader in self._readers:
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return self._texts["stdout"], self._texts["stderr"]
+
+    def _read(self, name: str) -> None:
+        stream = getattr(self, name)
+        try:
+            self._texts[name] = stream.read()
+        except (OSError, ValueError):  # closed meanwhile
+            self._texts[name] = ""
+        finally:
+            stream.close()
+
+    def __enter__(self) -> WarmProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wait()
+        if not any(reader.is_alive() for reader in getattr(self, "_readers", ())):
+            for stream in (self.stdout, self.stderr):
+                stream.close()

@@ -5,13 +5,15 @@ death by a signal, and a bound in time."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 import support
 import warm_cli
-from support import crawl_args, run_cli
+from support import Lines, crawl_args, run_cli, start_cli
 
 from mpcrawler.testing.site import SiteServer
 
@@ -22,6 +24,22 @@ def cold(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
         return run_cli(*args, cwd=cwd)
     finally:
         support._WARM = warm
+
+
+def served_then_stopped(warm: bool) -> tuple[bool, str, int]:
+    """``serve-site`` started as ``start_cli`` starts it, until SIGTERM: it
+    led its own process group; its first line; its status."""
+    kept, support._WARM = support._WARM, support._WARM if warm else None
+    try:
+        proc = start_cli("serve-site", "--port", "0", "--pages", "1")
+    finally:
+        support._WARM = kept
+    lines = Lines(proc)
+    lines.wait_for(lambda out, err: bool(out))
+    leader = os.getpgid(proc.pid) == proc.pid
+    proc.send_signal(signal.SIGTERM)
+    lines.finish()
+    return leader, lines.out[0].split(" http")[0], proc.returncode
 
 
 @pytest.fixture(autouse=True)
@@ -63,6 +81,13 @@ def test_a_run_has_its_own_environment_and_directory(site_300: SiteServer, tmp_p
     resumed = run_cli(*crawl_args(site_300.url, Path("job")), cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert len(support.read_records(tmp_path / "job" / "pages.jsonl")) == 300
+
+
+def test_a_started_run_leads_its_group_and_ends_as_a_cold_one() -> None:
+    """A SIGTERM sent as soon as the line is read is a clean stop (it may
+    land in the print: serve-site exited 130 then, in 8 of 20 runs)."""
+    stopped = (True, "serving 1 pages at", 0)
+    assert served_then_stopped(warm=True) == served_then_stopped(warm=False) == stopped
 
 
 def test_a_run_past_its_timeout_is_killed(tmp_path: Path) -> None:
