@@ -41,8 +41,8 @@ def run_cli(
     process forked from a warm interpreter (``warm_cli``), or started cold
     where a fork would not start as ``python -m`` does."""
     run_env = _cli_env(env)
-    if _WARM is not None and warm_cli.warm_enough(run_env, _WARM.env):
-        return _WARM.run(args, run_env, str(cwd or os.getcwd()), timeout)
+    if (warm := _warm_for(run_env)) is not None:
+        return warm.run(args, run_env, str(cwd or os.getcwd()), timeout)
     return subprocess.run(
         [sys.executable, "-m", "mpcrawler", *args],
         capture_output=True,
@@ -58,6 +58,11 @@ def run_cli(
 _WARM = None if os.environ.get("MPCRAWLER_COLD_CLI") == "1" else warm_cli.WarmCli(_cli_env())
 
 
+def _warm_for(run_env: dict[str, str]) -> warm_cli.WarmCli | None:
+    """The warm interpreter a run with ``run_env`` forks from; None: start it cold."""
+    return _WARM if _WARM is not None and warm_cli.warm_enough(run_env, _WARM.env) else None
+
+
 def _as_in_a_terminal() -> None:
     """SIGHUP as a terminal session has it, even if the tests run under nohup
     (whose SIG_IGN the child would inherit, and rightly obey)."""
@@ -69,8 +74,8 @@ def start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen
     stdout and stderr piped (read them with :class:`Lines`): forked from the
     warm interpreter as ``run_cli`` does, or started cold."""
     run_env = _cli_env(env)
-    if _WARM is not None and warm_cli.warm_enough(run_env, _WARM.env):
-        return _WARM.start(args, run_env, os.getcwd(), session=True)  # type: ignore[return-value]
+    if (warm := _warm_for(run_env)) is not None:
+        return warm.start(args, run_env, os.getcwd(), session=True)  # type: ignore[return-value]
     return subprocess.Popen(
         [sys.executable, "-m", "mpcrawler", *args],
         stdout=subprocess.PIPE,

@@ -42,7 +42,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.util import spawnv_passfds as _spawnv_passfds
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,6 @@ def serve(address: str, parent: int) -> None:
 
 def _keep(conn: socket.socket) -> None:
     """In a keeper: receive one run, fork it, report its pid and its status."""
-    status = 255 << 8
     try:
         conn.settimeout(None)
         message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
@@ -150,28 +149,13 @@ def _stream(fd: int, like: Any, line_buffering: bool) -> io.TextIOWrapper:
 
 def _run(request: dict[str, Any], fds: list[int]) -> None:
     """In the run: become ``python -m mpcrawler ARGV``, then exit as it would."""
+    import runpy
+
     code = 1
     try:
-        _become(request, fds)
-        import runpy
-
-        try:
-            runpy._run_module_as_main("mpcrawler")  # what ``python -m`` calls
-            code = 0
-        except SystemExit as exit_:
-            code = _exit_code(exit_.code)
-        except KeyboardInterrupt:
-            code = -signal.SIGINT
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-            code = 1
-        code = _finalize(code)
-    except BaseException:  # the run could not start: say why, on its stderr
-        import traceback
-
-        traceback.print_exc()
+        code = _status_of(lambda: _become(request, fds))  # could not start: said on its stderr
+        if code == 0:
+            code = _finalize(_status_of(lambda: runpy._run_module_as_main("mpcrawler")))
     finally:
         if code < 0:  # died of a signal, as Python does on an unhandled SIGINT
             signal.signal(-code, signal.SIG_DFL)
@@ -227,14 +211,7 @@ def _fork_helper(path: str, args: Sequence[str], passfds: Sequence[int]) -> int:
                 with contextlib.suppress(OSError):
                     os.close(int(name))
         sys.argv = ["-c"]
-        exec(code, {"__name__": "__main__"})
-        status = 0
-    except SystemExit as exit_:
-        status = _exit_code(exit_.code)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
+        status = _status_of(lambda: exec(code, {"__name__": "__main__"}))
     finally:
         os._exit(status)
 
@@ -255,14 +232,29 @@ def _fresh_state() -> None:
             importlib.reload(sys.modules[name])
 
 
-def _exit_code(code: object) -> int:
-    """``sys.exit(code)``'s status, as the interpreter makes it."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
+def _status_of(body: Callable[[], object]) -> int:
+    """Run ``body``; the status the interpreter would exit with after it:
+    0, ``sys.exit``'s, minus SIGINT's number for an unhandled
+    KeyboardInterrupt, or 1 for any other exception (its traceback on
+    stderr)."""
+    try:
+        body()
+    except SystemExit as exit_:
+        code = exit_.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code & 0xFF
+        print(code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return -signal.SIGINT
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 def _finalize(code: int) -> int:
@@ -370,6 +362,8 @@ class WarmProcess:
         self.pid: int = json.loads(self._answers.readline())["pid"]
         self._ended = threading.Event()
         threading.Thread(target=self._await_status, daemon=True).start()
+        self._texts: dict[str, str] = {}
+        self._readers: list[threading.Thread] = []  # communicate's, once called
 
     def _await_status(self) -> None:
         try:
@@ -406,8 +400,7 @@ class WarmProcess:
         import time
 
         deadline = None if timeout is None else time.monotonic() + timeout
-        if not hasattr(self, "_readers"):
-            self._texts: dict[str, str] = {}
+        if not self._readers:
             self._readers = [
                 threading.Thread(target=self._read, args=(name,), daemon=True)
                 for name in ("stdout", "stderr")
@@ -435,6 +428,6 @@ class WarmProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.wait()
-        if not any(reader.is_alive() for reader in getattr(self, "_readers", ())):
+        if not any(reader.is_alive() for reader in self._readers):
             for stream in (self.stdout, self.stderr):
                 stream.close()
