@@ -14,13 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bs4 import (
-    BeautifulSoup,
-    MarkupResemblesLocatorWarning,
-    UnicodeDammit,
-    XMLParsedAsHTMLWarning,
-)
-from bs4.builder import LXMLTreeBuilder
+from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 from lxml import etree
 
 from ..archive import requisites
@@ -36,6 +30,7 @@ from ..settings.worker import WorkerConfig
 from ..web.feeds import feed_link
 from ..web.pdf import PdfContent, PdfError, is_pdf, read_pdf
 from .downloader import Response
+from .soup import strained_soup
 from .stream import (
     FRAME_TAGS,
     HIDDEN_TAGS,
@@ -61,86 +56,8 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 warnings.filterwarnings("ignore", category=XMLParsedAsHTMLWarning)
 warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
-# A frame's src (FRAME_TAGS) is a link of its page, as wget -r follows it
-# (with --page-requisites it is an embed instead: requisites.of_element).
-_KEPT_TAGS = frozenset({"a", "area", "base", "title", "meta", "link", *FRAME_TAGS})
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 _HIDDEN_TAGS = HIDDEN_TAGS  # no text a reader sees
-
-
-class _StrainedBuilder(LXMLTreeBuilder):
-    """BeautifulSoup's lxml tree builder that hands the soup only what
-    ``HtmlAnalyzer.parse`` reads: the tags of ``_KEPT_TAGS`` with their
-    attributes (nested only in one another), and the text of ``<title>``.
-    Other tags, strings and comments never reach the soup: a Python call into
-    it for each of them cost more than the rest of the parse (5.2 ms a page
-    of the PostgreSQL docs with a ``SoupStrainer``, against 1.0 ms).  A new one
-    parses each document (BeautifulSoup makes it from the class), so the
-    threads of a worker share none; ``multi_valued_attributes=None`` leaves
-    ``rel`` a string, which ``rel_tokens`` splits."""
-
-    kept_tags = _KEPT_TAGS
-    text_tags = ("title",)
-    keep_styled = False  # also keep any element with a style attribute
-
-    def __init__(self, keep_text: bool = False, **kwargs: Any) -> None:
-        super().__init__(multi_valued_attributes=None, **kwargs)
-        self.keep_text = keep_text  # gather the document's text a reader sees (``texts``)
-        self.texts: list[str] = []
-
-    def feed(self, markup: Any) -> None:
-        self._open: list[bool] = []  # for each open element: was it handed to the soup?
-        self._titles = 0  # open elements of text_tags: their text is kept
-        self._hidden = 0  # open elements of _HIDDEN_TAGS
-        super().feed(markup)
-
-    def start(self, tag: Any, attrib: Any, nsmap: Any = {}) -> None:  # noqa: B006 (lxml's)
-        if tag in _HIDDEN_TAGS:
-            self._hidden += 1
-        kept = tag in self.kept_tags or (self.keep_styled and "style" in attrib)
-        self._open.append(kept)
-        if kept:
-            self._titles += tag in self.text_tags
-            # HTML has no namespaces, and lxml gives every value as a str:
-            # nothing for the builder's start or the dict's __setitem__ to mend.
-            attrs = self.attribute_dict_class()
-            dict.update(attrs, attrib)
-            self.soup.handle_starttag(tag, None, None, attrs)
-        elif self._titles:
-            self.soup.endData()  # a tag in the title still parts its strings
-
-    def end(self, tag: Any) -> None:
-        if tag in _HIDDEN_TAGS and self._hidden:
-            self._hidden -= 1
-        if self._open and self._open.pop():
-            self._titles -= tag in self.text_tags
-            self.soup.handle_endtag(tag)
-        elif self._titles:
-            self.soup.endData()
-
-    def data(self, data: Any) -> None:
-        if self.keep_text and not self._hidden:
-            self.texts.append(data)
-        if self._titles:
-            super().data(data)
-
-    def comment(self, text: Any) -> None:
-        pass
-
-    def pi(self, target: str, data: str) -> None:
-        pass
-
-    def doctype(self, name: str, pubid: str, system: str) -> None:
-        pass
-
-
-class _RequisitesBuilder(_StrainedBuilder):
-    """The strained builder that also keeps the elements that name a
-    page's requisites, and the text of ``<style>`` (--page-requisites)."""
-
-    kept_tags = _KEPT_TAGS | _EMBED_TAGS
-    text_tags = ("title", "style")
-    keep_styled = True
 
 
 @dataclass
@@ -271,10 +188,12 @@ def is_html(response: Response) -> bool:
 
 
 class HtmlAnalyzer(Analyzer):
-    """The default: parses HTML only, with BeautifulSoup on lxml.
+    """The default: parses HTML only, with lxml, and reads it from a
+    BeautifulSoup of the elements it needs (the strained soup,
+    :mod:`mpcrawler.worker.soup`).
 
     Decoding order: the HTTP header's charset, then the document's meta
-    charset, then detection (BeautifulSoup's UnicodeDammit); a declared
+    charset, then detection (BeautifulSoup's EncodingDetector); a declared
     charset that lxml refuses is ignored.  ``<base href>`` is honoured.
     Anything that is not HTML yields no links and no title, whatever its URL
     looks like.  PDFs are read with --extract (``reads_pdfs``).  A page past
@@ -331,26 +250,20 @@ class HtmlAnalyzer(Analyzer):
 
     def parse(self, response: Response) -> Analysis:
         """Links, base and title of an HTML response (``analyze`` has checked
-        that it is one, and counts the call)."""
-        kind = _RequisitesBuilder if self.requisites else _StrainedBuilder
-        builder = kind(keep_text=self.texts)
-        try:
-            soup = BeautifulSoup(response.body, builder=builder, from_encoding=response.charset)
-            encoding = soup.original_encoding
-        except (ValueError, LookupError):  # a declared charset lxml refuses (b"\x00")
-            dammit = UnicodeDammit(response.body, [response.charset or ""], is_html=False)
-            text = dammit.unicode_markup or response.body.decode("utf-8", "replace")
-            builder = kind(keep_text=self.texts)
-            soup = BeautifulSoup(text, builder=builder)
-            encoding = dammit.original_encoding
+        that it is one, and counts the call), read from the strained soup of
+        its tree (:mod:`mpcrawler.worker.soup`)."""
+        root, encoding = _lxml_tree(response.body, response.charset)
+        if root is None:
+            return Analysis(base=response.url, item={"title": None, "encoding": encoding})
+        soup = strained_soup(root, encoding, self.requisites)
         base: str | None = None
         title: str | None = None
         canonical = None
-        links: list[str] = []
+        links: list[str | Link] = []
         nofollow: set[str] = set()
         metas: list[tuple[str, str]] = []
         embeds: list[tuple[str, str]] = []
-        for tag in soup.find_all(True):  # only the tags the builder keeps are there
+        for tag in soup.find_all(True):  # only the tags the strained soup keeps are there
             name, attrs = tag.name, tag.attrs
             if self.requisites and (name in _EMBED_TAGS or "style" in attrs):
                 embeds += requisites.of_element(name, _attr(attrs), tag.get_text)
@@ -385,25 +298,34 @@ class HtmlAnalyzer(Analyzer):
                     base = href.strip() if isinstance(href, str) else ""
             elif name == "title" and title is None:
                 title = tag.get_text(" ", strip=True)
-        item: dict[str, Any] = {"title": title or None, "encoding": encoding}
-        found = None
-        if self.extracts or self.signals:  # the soup holds only what the links need
-            root, _ = _lxml_tree(response.body, response.charset)
-            if root is not None and self.signals:
-                found = signals(root)
-            if root is not None and self.extracts:
-                item.update(self.main_content(root, base or response.url, response))
-        return Analysis(
-            base=base or response.url,
-            links=links,
-            item=item,
-            metas=metas,
-            nofollow=nofollow,
-            canonical=canonical,
-            embeds=embeds,
-            text="".join(builder.texts) if self.texts else None,
-            signals=found,
+        return self.read_tree(
+            root,
+            response,
+            Analysis(
+                base=base or response.url,
+                links=links,
+                item={"title": title or None, "encoding": encoding},
+                metas=metas,
+                nofollow=nofollow,
+                canonical=canonical,
+                embeds=embeds,
+            ),
         )
+
+    def read_tree(self, root: Any, response: Response, analysis: Analysis) -> Analysis:
+        """``analysis`` with what else is asked of the page's tree ``root``,
+        once its links are read: whether it needs a browser, its text a
+        reader sees, and its main content with its metadata (the last two
+        cut the tree, in that order)."""
+        if self.signals:
+            analysis.signals = signals(root)  # before anything is cut
+        metadata = page_metadata(root, analysis.base) if self.extracts else None  # (JSON-LD too)
+        if self.texts:  # late: it strips the hidden elements from the tree
+            etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
+            analysis.text = etree.tostring(root, method="text", encoding=str)
+        if self.extracts:  # last: it cuts the boilerplate from the tree
+            analysis.item.update(self.main_content(root, analysis.base, response, metadata))
+        return analysis
 
 
 def _attr(attrs: dict[str, Any]) -> Any:
@@ -437,7 +359,7 @@ class LxmlAnalyzer(HtmlAnalyzer):
                 if href.strip():
                     base = href.strip()
                 break
-        links: list[str] = []
+        links: list[str | Link] = []
         nofollow: set[str] = set()
         frames = () if self.requisites else FRAME_TAGS
         for element in root.iter(*_LINK_TAGS, *frames):
@@ -480,25 +402,18 @@ class LxmlAnalyzer(HtmlAnalyzer):
                     embeds += requisites.of_element(
                         tag, element.get, lambda e=element: "".join(e.itertext())
                     )
-        found = signals(root) if self.signals else None  # before anything is cut
-        metadata = page_metadata(root, base) if self.extracts else None  # (its JSON-LD too)
-        text = None
-        if self.texts:  # late: it strips the hidden elements from the tree
-            etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
-            text = etree.tostring(root, method="text", encoding=str)
-        item: dict[str, Any] = {"title": title or None, "encoding": encoding}
-        if self.extracts:  # last: it cuts the boilerplate from the tree
-            item.update(self.main_content(root, base, response, metadata))
-        return Analysis(
-            base=base,
-            links=links,
-            item=item,
-            metas=metas,
-            nofollow=nofollow,
-            canonical=canonical,
-            embeds=embeds,
-            text=text,
-            signals=found,
+        return self.read_tree(
+            root,
+            response,
+            Analysis(
+                base=base,
+                links=links,
+                item={"title": title or None, "encoding": encoding},
+                metas=metas,
+                nofollow=nofollow,
+                canonical=canonical,
+                embeds=embeds,
+            ),
         )
 
 

@@ -274,6 +274,12 @@ def _corpus() -> list[tuple[str, bytes, str | None]]:
             None,
         ),
         ("nul bytes", b"<title>a\x00b</title><a href='/n\x00l'>", None),
+        (
+            "attribute names lxml refuses to look up",
+            b"<a {x}=1 href=/braces>x</a><a href=/ctl x\x01y=2>y</a>"
+            b"<link {=1 href=/c rel=canonical><base {}=2 href=/b/>",
+            None,
+        ),
     ]
 
 
