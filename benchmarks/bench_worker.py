@@ -1,7 +1,8 @@
 """One worker process alone on the PostgreSQL docs: its CPU a page, its
 context switches, and where its time goes, with threads or its event loop.
 
-    python benchmarks/bench_worker.py [--slots 8] [--repeat 3]
+    python benchmarks/bench_worker.py [--slots 8] [--repeat 3] [--analyzer lxml]
+        [--variants 'http,curl loop']
 
 nginx serves Debian's PostgreSQL 15 docs (``apt-get install
 postgresql-doc-15``).  A real worker process (``Worker.run``, forked) gets
@@ -11,9 +12,9 @@ master logic runs, so the figures are the worker's own.  Variants,
 alternated:
 
 - ``http``: the default downloader, a thread a slot, a parser thread;
-- ``curl, threads``: the libcurl downloader made to run as ``http`` does
+- ``curl threads``: the libcurl downloader made to run as ``http`` does
   (a thread a slot: ``ThreadedCurlDownloader`` offers no ``transfers``);
-- ``curl, loop``: the libcurl downloader in the worker's event loop.
+- ``curl loop``: the libcurl downloader in the worker's event loop.
 
 For each: the worker's CPU a page (user + system, from the kernel), its
 system time and voluntary context switches a page, and the split of its
@@ -60,8 +61,8 @@ class ThreadedCurlDownloader(CurlDownloader):
 
 VARIANTS = {
     "http": BUILTIN_DOWNLOADERS["http"],
-    "curl, threads": f"{__name__}:ThreadedCurlDownloader",
-    "curl, loop": BUILTIN_DOWNLOADERS["curl"],
+    "curl threads": f"{__name__}:ThreadedCurlDownloader",
+    "curl loop": BUILTIN_DOWNLOADERS["curl"],
 }
 
 
@@ -105,12 +106,14 @@ def _worker(conn: Any, settings: dict[str, Any], url: str) -> None:
     worker.run()
 
 
-def one_run(url: str, urls: list[str], downloader: str, slots: int) -> dict[str, float]:
+def one_run(
+    url: str, urls: list[str], downloader: str, slots: int, analyzer: str
+) -> dict[str, float]:
     settings = Settings(
         seeds=[url],
         threads=slots,
         downloader=downloader,
-        analyzer=BUILTIN_ANALYZERS["lxml"],
+        analyzer=BUILTIN_ANALYZERS[analyzer],
         allow_private_networks=True,
     )
     master, child = multiprocessing.Pipe()
@@ -158,23 +161,28 @@ def main() -> None:
     )
     parser.add_argument("--slots", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--analyzer", choices=sorted(BUILTIN_ANALYZERS), default="lxml")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="of: " + ", ".join(VARIANTS))
     args = parser.parse_args()
+    variants = [v.strip() for v in args.variants.split(",")]
+    if unknown := [v for v in variants if v not in VARIANTS]:
+        parser.error(f"unknown variants: {', '.join(unknown)}")
     if not (DOCS / "index.html").is_file():
         parser.error(f"no {DOCS}/index.html (apt-get install postgresql-doc-15)")
     names = sorted(p.name for p in DOCS.glob("*.html"))
-    runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     with common.nginx_dir(DOCS) as url:
         urls = [url + name for name in names]
-        order = list(VARIANTS)
+        order = variants
         for round_ in range(args.repeat):
             for variant in order if round_ % 2 == 0 else order[::-1]:
-                figures = one_run(url, urls, VARIANTS[variant], args.slots)
+                figures = one_run(url, urls, VARIANTS[variant], args.slots, args.analyzer)
                 runs[variant].append(figures)
                 print(f"round {round_ + 1}, {variant}: {figures}", file=sys.stderr, flush=True)
     print(f"machine: {common.machine()}")
     print(
-        f"one worker, {args.slots} slots, lxml, {len(names)} PostgreSQL doc pages from nginx; "
-        f"medians of {args.repeat} alternated runs; ms a page\n"
+        f"one worker, {args.slots} slots, {args.analyzer}, {len(names)} PostgreSQL doc pages"
+        f" from nginx; medians of {args.repeat} alternated runs; ms a page\n"
     )
     head = "| worker | CPU | system | switches a page | " + " | ".join(PARTS) + " | the rest |"
     print(head)

@@ -6,14 +6,18 @@ canonical link and feeds (and with --page-requisites its embeds) from a
 BeautifulSoup.  A whole soup is a Python object for every element, string
 and comment of the page; this one holds only the elements of ``KEPT_TAGS``
 (with ``requisites``, those that name an embed, and any element with a
-``style`` attribute), nested in one another as the page nests them, with
-their attributes, and the text of ``<title>`` (and of ``<style>``).
+``style`` attribute), in the page's order, with their attributes, and the
+text of ``<title>`` (and of ``<style>``).  They are the soup's children,
+side by side: what the analyzer reads of one never depends on another
+(libxml2 reads ``<title>`` and ``<style>`` as text only), and nesting them
+as the page does would cost a walk over every element.
 
-It is made from the tree lxml built in C (:func:`strained_soup`): the
-walk over the tree is filtered by tag in C, so Python sees only the kept
-elements.  It was made from lxml's parser events before, a Python call for
-every tag, string and comment of the page: 1.8 ms a page of the
-PostgreSQL docs, most of the default analyzer's CPU.  The tree is the one
+It is made from the tree lxml built in C (:func:`strained_soup`), read
+with ``iter`` filtered by tag in C, so Python sees only the kept elements.
+It was made from lxml's parser events before, a Python call for every
+tag, string and comment of the page: most of the default analyzer's CPU
+(the analyzer took 1.1-1.8 ms a page of the PostgreSQL docs, the lxml
+analyzer 0.35-0.6 ms).  The tree is the one
 the lxml analyzer reads, decoded by BeautifulSoup's rules
 (``stream.parse_decoded``), so the two analyzers read one page the same
 way (``tests/unit/test_analyzer.py`` checks it on a corpus, and against a
@@ -27,7 +31,6 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 from bs4.builder import LXMLTreeBuilder
-from lxml import etree
 
 from ..archive import requisites
 from .stream import FRAME_TAGS
@@ -73,29 +76,25 @@ class _TreeWalker(LXMLTreeBuilder):
             return
         soup = self.soup
         assert soup is not None  # (BeautifulSoup sets it before it feeds)
-        # With keep_styled any element may be kept: the walk is not filtered.
-        only = None if self.keep_styled else tuple(self.kept_tags)
-        walker = etree.iterwalk(self.root, events=("start", "end"), tag=only)
-        for event, element in walker:
-            if not self._kept(element):
-                continue
-            if event == "end":
-                soup.handle_endtag(element.tag)
-                continue
+        if self.keep_styled:  # any element may be kept: each is looked at
+            elements = (e for e in self.root.iter() if self._kept(e))
+        else:
+            elements = self.root.iter(*self.kept_tags)
+        text_tags = self.text_tags
+        for element in elements:
+            tag = element.tag
             self._start(element)
-            if element.tag in self.text_tags:
+            if tag in text_tags:
                 # libxml2 reads <title> and <style> as text only: no
                 # element within them (were there one, its text is theirs).
                 text = "".join(element.itertext())
                 if text:
                     soup.handle_data(text)
-                walker.skip_subtree()  # (its end still comes)
+            soup.handle_endtag(tag)
 
     def _kept(self, element: Any) -> bool:
         tag = element.tag
-        return isinstance(tag, str) and (
-            tag in self.kept_tags or (self.keep_styled and element.get("style") is not None)
-        )
+        return isinstance(tag, str) and (tag in self.kept_tags or element.get("style") is not None)
 
     def _start(self, element: Any) -> None:
         # HTML has no namespaces, and lxml gives every value as a str:
