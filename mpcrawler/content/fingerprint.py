@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import itertools
+import operator
 import re
 import struct
 from collections.abc import Iterator
@@ -150,35 +151,31 @@ def _spreads_of(words: list[bytes]) -> list[int]:
 def _simhash(counts: collections.Counter[bytes]) -> int:
     """Each distinct word's 64-bit hash, weighted by how often it occurs
     (``counts``; at most MAX_WEIGHT): a bit is set where more than half the
-    weight has it.  The 64 sums are fields of one integer, and a word of
-    weight w is added w times, once in each of the sets of words seen at
-    least 1, 2, ... w times: additions in C, with no multiplication (a new
-    big integer each) and no Python loop over the words."""
+    weight has it.  The 64 sums are fields of one integer: every word's
+    spread hash is added once, and the few seen more than once are added
+    again times their weight less one (one multiplication each), with one
+    lookup a word in the process's cache of spread hashes."""
     if len(counts) > MAX_WORDS:  # (a dictionary's page)
         counts = collections.Counter(dict(counts.most_common(MAX_WORDS)))
     spreads = _spreads
-    missing = list(itertools.filterfalse(spreads.__contains__, counts))
-    if len(spreads) + len(missing) > _CACHE_WORDS:
-        spreads.clear()
-        missing = list(counts)
-    spreads.update(zip(missing, _spreads_of(missing), strict=True))
-    spread = spreads.__getitem__
-    total = sum(map(spread, counts))
-    half = len(counts)
-    # The words seen more than once, then more than twice, ...
-    seen = list(itertools.compress(counts, map((1).__lt__, counts.values())))
-    for times in range(2, MAX_WEIGHT + 1):
-        total += sum(map(spread, seen))
-        half += len(seen)
-        if times < MAX_WEIGHT:
-            seen = list(itertools.compress(seen, map(times.__lt__, map(counts.__getitem__, seen))))
+    found = list(map(spreads.get, counts))
+    if None in found:
+        missing = [word for word, spread in zip(counts, found, strict=True) if spread is None]
+        if len(spreads) + len(missing) > _CACHE_WORDS:
+            spreads.clear()
+            missing = list(counts)
+        spreads.update(zip(missing, _spreads_of(missing), strict=True))
+        found = list(map(spreads.__getitem__, counts))
+    values = counts.values()
+    again = list(map((1).__lt__, values))  # seen more than once
+    weights = [min(times, MAX_WEIGHT) - 1 for times in itertools.compress(values, again)]
+    total = sum(found) + sum(map(operator.mul, itertools.compress(found, again), weights))
+    half = (len(counts) + sum(weights)) // 2
     fields = struct.unpack("<64H", total.to_bytes(64 * _FIELD // 8, "little"))
-    half //= 2
-    value = 0
-    for bit, ones in enumerate(fields):
-        if ones > half:
-            value |= 1 << bit
-    return value
+    return sum(itertools.compress(_BITS, map(half.__lt__, fields)))
+
+
+_BITS = [1 << bit for bit in range(64)]
 
 
 def hamming(a: int, b: int) -> int:
