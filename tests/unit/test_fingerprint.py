@@ -3,7 +3,9 @@ on a duplicate's links (master/outcome.follows)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import hashlib
 import os
 import random
 import subprocess
@@ -156,3 +158,32 @@ def _pieces_of(size: int) -> Iterator[None]:
         yield
     finally:
         fingerprint_module.PIECE = kept
+
+
+def _textbook_simhash(text: str) -> int:
+    """Charikar's simhash as a textbook writes it, bit by bit: each
+    distinct normalized word's BLAKE2b-64 (little-endian), weighted by its
+    count up to MAX_WEIGHT; a bit is set where more than half the weight
+    has it."""
+    words = text.lower().replace("\xa0", " ").encode("utf-8", "replace")
+    counts = collections.Counter(words.translate(bytes.maketrans(b"0123456789", b"0" * 10)).split())
+    ones, total = [0] * 64, 0
+    for word, times in counts.items():
+        value = int.from_bytes(hashlib.blake2b(word, digest_size=8).digest(), "little")
+        weight = min(times, fingerprint_module.MAX_WEIGHT)
+        total += weight
+        for bit in range(64):
+            ones[bit] += weight * ((value >> bit) & 1)
+    return sum(1 << bit for bit in range(64) if ones[bit] > total // 2)
+
+
+@given(st.lists(st.sampled_from([*WORDS[:12], "The", "the", "1999", "2026", "été"]), max_size=60))
+def test_the_simhash_is_the_textbook_ones(words: list[str]) -> None:
+    """The fast sum (spread hashes, a cache, weights added again only for
+    words seen more than once) gives the bits of the plain bit-by-bit one."""
+    text = " ".join(words)
+    found = fingerprint(text)
+    if len(words) < MIN_WORDS:
+        assert found is None
+    else:
+        assert found is not None and found.simhash == _textbook_simhash(text)
