@@ -2,7 +2,7 @@
 it, and where that goes.
 
     python benchmarks/bench_master_cpu.py --servers builtin,nginx --pages 2000,8000 --repeat 3 \\
-        [--profile] [--base REV]
+        [--profile [--keep-profile DIR]] [--base REV]
 
 Crawls the built-in site (its own server, and nginx) with 2 workers x 4
 threads, host concurrency 64, ``--no-robots``, for each ``--pages`` count,
@@ -84,9 +84,10 @@ def master_cpu(url: str, pages: int, root: Path) -> tuple[int, float]:
     return stats["pages"], stats["processes"]["master"]["cpu_s"]
 
 
-def profile_parts(url: str, pages: int, root: Path) -> dict[str, float]:
+def profile_parts(url: str, pages: int, root: Path, keep: Path | None = None) -> dict[str, float]:
     """Shares of the master's steady state (Engine.run) by part, and of the
-    whole run outside it (``fixed``), from one profiled crawl."""
+    whole run outside it (``fixed``), from one profiled crawl (its profile
+    copied to ``keep``, for pstats)."""
     work = Path(tempfile.mkdtemp(prefix="bench-master-"))
     try:
         out = work / "master.prof"
@@ -99,6 +100,8 @@ def profile_parts(url: str, pages: int, root: Path) -> dict[str, float]:
             env=common.crawl_env(root),
             cwd=root,
         )
+        if keep is not None:
+            shutil.copyfile(out, keep)
         stats = pstats.Stats(str(out))
         cumulative: dict[tuple[str, str], float] = {}
         builtin: dict[str, float] = {}  # C functions: their own time
@@ -134,6 +137,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=30_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--keep-profile", type=Path, help="with --profile: keep each profile in this folder"
+    )
     parser.add_argument("--base", help="also crawl with this git revision, alternated")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
@@ -159,7 +165,12 @@ def main() -> None:
         if args.profile:
             for tree, root in trees.items():
                 for server in servers:
-                    parts[tree, server] = profile_parts(urls[server], counts[-1], root)
+                    keep = (
+                        args.keep_profile / f"master-{tree}-{server}.prof"
+                        if args.keep_profile
+                        else None
+                    )
+                    parts[tree, server] = profile_parts(urls[server], counts[-1], root, keep)
     print(f"\nmachine: {common.machine()}")
     print(
         f"built-in site, pages of {args.size} bytes; 2 workers x 4 threads, host concurrency "
