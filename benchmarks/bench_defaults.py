@@ -13,11 +13,17 @@ but for ``--no-robots`` (as every benchmark's crawl: robots.txt costs a
 request a host, not a page); each feature's row turns that one feature
 off:
 
-- ``dedup``: pages known by their text (the worker's digest and simhash,
-  the master's content index): ``--no-dedup``;
+- ``dedup``: pages known by their text (the worker's digest, the master's
+  content index): ``--no-dedup``;
 - ``nofollow``: what pages ask of robots (meta robots, rel=nofollow)
   obeyed: ``--ignore-nofollow``;
 - ``session ids``: stripped from URLs: ``--keep-session-ids``.
+
+An opt-in feature's row (``--features near``) turns it on instead, and its
+ratio is still on over off:
+
+- ``near``: near duplicates (the worker's simhash, the master's pieces):
+  ``--near-duplicates``.
 
 CPU is the master's and the workers' (their own ``getrusage`` in
 stats.json) in milliseconds a page, medians of ``--repeat``; the ratio is
@@ -42,6 +48,8 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "nofollow": ("--ignore-nofollow",),
     "session ids": ("--keep-session-ids",),
 }
+# opt-in feature -> the options of a crawl with it on
+OPT_IN: dict[str, tuple[str, ...]] = {"near": ("--near-duplicates",)}
 
 
 def site(name: str, stack: contextlib.ExitStack) -> str:
@@ -78,21 +86,30 @@ def main() -> None:
             print("| tree | feature | on: master | on: all | off: master | off: all | ratio |")
             print("|---|---|---|---|---|---|---|")
             for tree in trees:
-                on = common.medians(runs[(tree, "defaults")])
+                defaults = common.medians(runs[(tree, "defaults")])
                 for feature in features:
-                    off = common.medians(runs[(tree, feature)])
+                    on = off = defaults
+                    if feature in OPT_IN:
+                        on = common.medians(runs[(tree, feature)])
+                    else:
+                        off = common.medians(runs[(tree, feature)])
                     print(
                         f"| {tree} | {feature} | {on['master_ms']:.3f} | {on['all_ms']:.3f} "
                         f"| {off['master_ms']:.3f} | {off['all_ms']:.3f} "
                         f"| {on['all_ms'] / off['all_ms']:.3f} |"
                     )
-                print(f"| {tree} | (defaults: {on['pages_per_s']:.0f} pages/s) | | | | | |")
+                print(f"| {tree} | (defaults: {defaults['pages_per_s']:.0f} pages/s) | | | | | |")
 
 
 def measure(url: str, args: argparse.Namespace, root: Path, variant: str) -> dict[str, float]:
     """CPU a page of one crawl of ``url`` by the tree ``root``, with the
-    defaults (``variant`` "defaults") or with one feature off."""
-    extra = (*common.downloader_option(args.downloader), *FEATURES.get(variant, ()))
+    defaults (``variant`` "defaults"), with one feature off, or with an opt-in
+    one on."""
+    extra = (
+        *common.downloader_option(args.downloader),
+        *FEATURES.get(variant, ()),
+        *OPT_IN.get(variant, ()),
+    )
     figures = common.crawl_figures(url, 2, 4, args.analyzer, extra, root)
     figures["all_ms"] = figures["master_ms"] + figures["workers_ms"]
     return figures

@@ -72,21 +72,26 @@ _spreads: dict[bytes, int] = {}
 
 
 class Fingerprint(NamedTuple):
-    """A text's exact digest and its 64-bit simhash."""
+    """A text's exact digest and its 64-bit simhash (None: not asked for)."""
 
     digest: str  # hex of the normalized text's BLAKE2b-128
-    simhash: int  # 64 bits
+    simhash: int | None  # 64 bits
 
 
-def fingerprint(text: str) -> Fingerprint | None:
-    """The fingerprint of ``text`` (None: fewer than MIN_WORDS words)."""
+def fingerprint(text: str, near: bool = True) -> Fingerprint | None:
+    """The fingerprint of ``text`` (None: fewer than MIN_WORDS words), its
+    simhash only if ``near`` (--near-duplicates: counting the words and
+    summing their hashes is two thirds of a fingerprint's CPU)."""
     digest = hashlib.blake2b(digest_size=16)
     counts: collections.Counter[bytes] = collections.Counter()
+    size = 0
     for words in _words(text, digest):
-        counts.update(words)
-    if counts.total() < MIN_WORDS:
+        size += len(words)
+        if near:
+            counts.update(words)
+    if size < MIN_WORDS:
         return None
-    return Fingerprint(digest.hexdigest(), _simhash(counts))
+    return Fingerprint(digest.hexdigest(), _simhash(counts) if near else None)
 
 
 def text_digest(text: str) -> str:

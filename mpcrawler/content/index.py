@@ -53,12 +53,13 @@ PIECE_KEEP = 16  # pages a piece of a host keeps (its newest): candidates a page
 
 
 class Page(NamedTuple):
-    """A page to look up: its URL, host key, text digest and simhash."""
+    """A page to look up: its URL, host key, text digest and simhash (None:
+    near duplicates are not looked for, and the page is in no piece)."""
 
     url: str
     host: str
     digest: str
-    simhash: int
+    simhash: int | None
 
 
 class Met(NamedTuple):

@@ -258,8 +258,8 @@ class Settling:
         pages, where = [], []
         for k, finished in enumerate(batch):
             result, page = finished.result, finished.request.kind == "page"
-            digest, simhash = result.text_digest, result.simhash
-            if digest is not None and simhash is not None and page and outcome.is_ok(result):
+            digest, simhash = result.text_digest, result.simhash  # (simhash: --near-duplicates)
+            if digest is not None and page and outcome.is_ok(result):
                 pages.append(Page(result.url, host_key(result.url), digest, simhash))
                 where.append(k)
         for k, seen in zip(where, self.content.check(pages), strict=True):

@@ -65,6 +65,7 @@ class WorkerConfig(Derived):
     record_links: bool
     # content
     dedup: bool
+    near_duplicates: bool  # (ContentOptions.finds_near)
     extract: bool
     max_text: int
     pdf_timeout: float
@@ -87,7 +88,9 @@ class WorkerConfig(Derived):
     @classmethod
     def of(cls, settings: Settings) -> WorkerConfig:
         """The worker's part of ``settings``."""
-        return cls(**{name: getattr(settings, name) for name in WORKER_FIELDS})
+        fields = {name: getattr(settings, name) for name in WORKER_FIELDS}
+        fields["near_duplicates"] = settings.content.finds_near
+        return cls(**fields)
 
     def to_dict(self) -> dict[str, Any]:
         """As plain data, for the worker's pipe (the credentials in it:

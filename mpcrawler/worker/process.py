@@ -488,9 +488,9 @@ class Worker:
             if analysis.embeds and self.settings.page_requisites:
                 self.listings.add_embeds(result, analysis.embeds, base)
             result.canonical = self.listings.canonical(analysis.canonical, response, base)
-            found = fingerprint(analysis.text) if analysis.text and self.settings.dedup else None
-            if found is not None:
-                result.text_digest, result.simhash = found
+            if analysis.text and self.settings.dedup:  # (a simhash: --near-duplicates)
+                found = fingerprint(analysis.text, self.settings.near_duplicates)
+                result.text_digest, result.simhash = found or (None, None)
             result.item = analysis.item if not (obey and "noindex" in directives) else {}
             self.recorder.page(result, response, [url for url, _, _ in links])
         except Exception as exc:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +27,8 @@ from mpcrawler.content.fingerprint import (
 )
 from mpcrawler.content.index import Met
 from mpcrawler.master.outcome import follows
+from mpcrawler.settings import Settings
+from mpcrawler.settings.worker import WorkerConfig
 
 WORDS = [f"{a}{b}" for a in "bcdfghjklmnpqrstvwz" for b in ("a", "e", "i", "o", "u", "ar", "en")]
 
@@ -187,3 +190,33 @@ def test_the_simhash_is_the_textbook_ones(words: list[str]) -> None:
         assert found is None
     else:
         assert found is not None and found.simhash == _textbook_simhash(text)
+
+
+def test_without_near_a_fingerprint_is_its_digest_alone() -> None:
+    """No --near-duplicates: the same digest, no simhash; a text of fewer
+    than MIN_WORDS words still has none."""
+    sample = text(5)
+    whole, digest_only = fingerprint(sample), fingerprint(sample, near=False)
+    assert whole is not None and digest_only == (whole.digest, None)
+    assert fingerprint("Loading, please wait", near=False) is None
+    assert fingerprint("No events this month", near=False) is not None
+
+
+@pytest.mark.parametrize(
+    "options, near",
+    [
+        ({}, False),
+        ({"near_duplicates": True}, True),
+        ({"skip_near_duplicates": True}, True),
+        ({"near_duplicates": True, "dedup": False}, False),
+        ({"skip_near_duplicates": True, "dedup": False}, False),
+    ],
+)
+def test_near_duplicates_are_looked_for_only_when_asked(
+    options: dict[str, bool], near: bool
+) -> None:
+    """--near-duplicates (or --skip-near-duplicates) turns the simhash on in
+    the workers, unless --no-dedup."""
+    settings = Settings(seeds=["http://a.test/"], **options)
+    assert settings.content.finds_near is near
+    assert WorkerConfig.of(settings).near_duplicates is near

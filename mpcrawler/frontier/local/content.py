@@ -58,7 +58,9 @@ def _signed(value: int) -> int:
 
 
 def _keys_of(page: Page) -> list[int]:
-    """The keys of a page's pieces, one a band."""
+    """The keys of a page's pieces, one a band (none without a simhash)."""
+    if page.simhash is None:
+        return []
     return [band_key(page.host, k, v) for k, v in enumerate(bands(page.simhash))]
 
 
@@ -67,8 +69,9 @@ class ContentLog:
     (one write a batch) before the index holds them: a kill loses none, and
     the next opening takes them into the file.  A frame (length, CRC32) a
     batch, of entries: page id, simhash, digest, the host's and the URL's
-    lengths, the host, the URL.  A failed append leaves the file as it was
-    (no torn frame before the next)."""
+    lengths, the host, the URL; a page without a simhash (no
+    --near-duplicates) has its id negated, and a simhash of 0.  A failed
+    append leaves the file as it was (no torn frame before the next)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -79,7 +82,10 @@ class ContentLog:
         frames, payload = [], bytearray()
         for page_id, digest, page in added:
             host, url = page.host.encode(_UTF8, _SURROGATES), page.url.encode(_UTF8, _SURROGATES)
-            payload += _ENTRY.pack(page_id, page.simhash, digest, len(host), len(url))
+            simhash = page.simhash
+            if simhash is None:
+                page_id, simhash = -page_id, 0
+            payload += _ENTRY.pack(page_id, simhash, digest, len(host), len(url))
             payload += host + url
             if len(payload) >= _FRAME_BYTES:
                 frames.append(frame_payload(bytes(payload)))
@@ -109,7 +115,10 @@ class ContentLog:
                 at += host_size
                 url = payload[at : at + url_size].decode(_UTF8, _SURROGATES)
                 at += url_size
-                yield page_id, digest, Page(url, host, digest.hex(), simhash)
+                if page_id < 0:  # (no simhash)
+                    yield -page_id, digest, Page(url, host, digest.hex(), None)
+                else:
+                    yield page_id, digest, Page(url, host, digest.hex(), simhash)
 
     def clear(self) -> None:
         if self.size:
@@ -191,12 +200,14 @@ class LocalContentIndex:
             if first is not None:
                 met.append(Met(first if first != page.url else None))
                 continue
-            # each page once, though it shares several pieces: url -> simhash
-            candidates = {u: s for key in page_keys for _, s, u in pieces[key]}
-            self.compared += len(candidates)
-            met.append(
-                Met(None, nearest(page.simhash, ((s, u) for u, s in candidates.items()), page.url))
-            )
+            if page.simhash is None:
+                met.append(Met())
+            else:
+                # each page once, though it shares several pieces: url -> simhash
+                candidates = {u: s for key in page_keys for _, s, u in pieces[key]}
+                self.compared += len(candidates)
+                near = nearest(page.simhash, ((s, u) for u, s in candidates.items()), page.url)
+                met.append(Met(None, near))
             known[digest] = page.url
             next_id += 1
             added.append((next_id, digest, page, page_keys))
@@ -221,7 +232,7 @@ class LocalContentIndex:
         pieces: dict[int, list[tuple[int, int, str]]],
         keys: list[int],
         page: int,
-        simhash: int,
+        simhash: int | None,
         url: str,
     ) -> list[tuple[int, int]]:
         """A new page into each of its ``pieces``; the (key, page id) that
@@ -249,8 +260,9 @@ class LocalContentIndex:
         for page_id, digest, page, keys in added:
             self._pending[digest] = page.url
             self._pages.append((page_id, digest, page.url))
-            signed = _signed(page.simhash)
-            self._pieces_in += [(key, page_id, signed) for key in keys]
+            if page.simhash is not None:
+                signed = _signed(page.simhash)
+                self._pieces_in += [(key, page_id, signed) for key in keys]
         self._pieces_out += forgotten
         self._last_id = last_id
 

@@ -3,7 +3,8 @@
 -- KEYS[1] is the crawl's `seq` key (the crawl's hash slot).  ARGV: prefix,
 -- how many entries a piece keeps, then per page: url, digest (32 hex),
 -- host, simhash (16 hex), its 4 pieces of 16 bits (4 hex each) and its URL
--- less the host (its path).  Keys:
+-- less the host (its path); a page without a simhash ('' and its pieces
+-- '': near duplicates not looked for) is in no piece.  Keys:
 --   dig:XXXX   HASH digest (its last 28 hex) -> the first URL whose page had
 --              it; 65,536 buckets by the digest's first 4 hex, as the seen set
 --   near:HOST  HASH piece 'K:hhhh' -> entries 'SIMHASH PATH', newest last,
@@ -20,6 +21,10 @@ while a <= #ARGV do
   local first = redis.call('HGET', bucket, tail)
   if first then
     out[#out + 1] = first
+    out[#out + 1] = ''
+  elseif sim == '' then
+    redis.call('HSET', bucket, tail, url)
+    out[#out + 1] = ''
     out[#out + 1] = ''
   else
     redis.call('HSET', bucket, tail, url)

@@ -46,20 +46,20 @@ class RedisContentIndex:
         self.link.check_up()
         args: list[str | int] = [self.prefix, PIECE_KEEP]
         for page in pages:
-            args += [
-                page.url,
-                page.digest,
-                page.host,
-                f"{page.simhash:016x}",
-                *(f"{v:04x}" for v in bands(page.simhash)),
-                _path(page),
-            ]
+            if page.simhash is None:  # (no --near-duplicates: in no piece)
+                pieces: list[str] = ["", "", "", "", ""]
+            else:
+                pieces = [f"{page.simhash:016x}", *(f"{v:04x}" for v in bands(page.simhash))]
+            args += [page.url, page.digest, page.host, *pieces, _path(page)]
         reply = self.link.content(self.prefix + "seq", args)
         met = []
         for k, page in enumerate(pages):
             first, found = reply[2 * k].decode(), reply[2 * k + 1].decode()
             if first:
                 met.append(Met(first if first != page.url else None))
+                continue
+            if page.simhash is None:
+                met.append(Met())
                 continue
             # an entry: 16 hex digits of its simhash, a space, its path (once
             # a piece: a page in several of this page's pieces is compared once)
