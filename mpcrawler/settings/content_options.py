@@ -30,7 +30,7 @@ class ContentOptions:
         False,
         group="content",
         help="also record a page within a few bits of the simhash of a page of its host with "
-        "near_duplicate_of (its words' simhash: about a third more CPU a page; not with "
+        "near_duplicate_of (its words' simhash: up to a third more CPU a page; not with "
         "--no-dedup)",
     )
     skip_near_duplicates: bool = option(
