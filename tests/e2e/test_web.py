@@ -75,6 +75,15 @@ def figure(page: Any, name: str) -> int:
     return int(text.replace(",", "") or 0)
 
 
+# Marks the figures and the first paused host's button as seen (a status
+# makes the figures anew: a mark gone is a status shown).
+MARK = """() => {
+  document.getElementById('figures').dataset.seen = '1';
+  document.querySelector('#paused-hosts button').dataset.seen = '1';
+}"""
+STILL_THERE = "() => document.querySelector('#paused-hosts button').dataset.seen === '1'"
+
+
 def press(page: Any, name: str, answer: str) -> float:
     """Click the button ``name``; wait for the crawl's ``answer``; when it came."""
     page.get_by_role("button", name=name, exact=True).first.click()
@@ -164,6 +173,12 @@ def test_the_page_shows_a_crawl_and_steers_it_across_a_kill(tmp_path: Path) -> N
                 assert page.evaluate("window.pwned") is None
                 assert page.locator("#pages img").count() == 0
 
+                # A new status leaves rows as they were in place, with their
+                # buttons (the figures are made anew at each): a click that lands
+                # between two statuses is not lost on a button made anew.
+                page.evaluate(MARK)
+                page.wait_for_function("() => !document.getElementById('figures').dataset.seen")
+                assert page.evaluate(STILL_THERE), "the paused hosts' rows were made anew"
                 # Its button resumes it.
                 resumed = press(page, "Resume host", "resume-host: applied")
                 assert wait_for(lambda: any(h.start > resumed for h in b_hits), 10)

@@ -25,6 +25,11 @@ function cell(row, value, cls) {
 }
 
 function fill(id, rows, make, empty) {
+  // Rows as they were are left in place, with their buttons: a table rebuilt
+  // at every status would lose a click that lands between two of them.
+  const key = JSON.stringify([rows, empty || ""]);
+  if ($(id).dataset.rows === key) return;
+  $(id).dataset.rows = key;
   const body = $(id).tBodies[0];
   const fresh = document.createElement("tbody");
   for (const item of rows) {
