@@ -297,7 +297,7 @@ def test_lxml_analyzer_agrees_with_beautifulsoup(
 
 def _plain_soup_reading(body: bytes, charset: str | None) -> tuple[str, list[str], str | None]:
     """(base, links, title) as a whole BeautifulSoup tree gives them, without
-    the analyzer's strained builder: the reference it must agree with."""
+    the analyzer's strained soup: the reference it must agree with."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(body, "lxml", from_encoding=charset)
