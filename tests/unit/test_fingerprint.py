@@ -220,3 +220,25 @@ def test_near_duplicates_are_looked_for_only_when_asked(
     settings = Settings(seeds=["http://a.test/"], **options)
     assert settings.content.finds_near is near
     assert WorkerConfig.of(settings).near_duplicates is near
+
+
+LOWERED = st.text(
+    alphabet=st.sampled_from(
+        list("aB9 \xa0\t\u2192\u00a7\u201c.")  # what the PostgreSQL docs have
+        + list("\u03a3\u03c3\u03c2\u0130\u0131\u00c9\u00e9\u1e9e\ud800\u01c4")  # what lower() reads
+    ),
+    max_size=40,
+)
+
+
+@given(LOWERED)
+def test_a_text_is_lowered_as_str_lower_lowers_it(text: str) -> None:
+    """The words are those of ``str.lower`` however they are made: in bytes
+    where only ASCII letters have a case (arrows, quotes, non-breaking
+    spaces), through ``str.lower`` otherwise (Greek sigmas, a dotted I, a
+    sharp S, a titlecase digraph, a lone surrogate)."""
+    expected = text.lower().replace("\xa0", " ").encode("utf-8", "replace")
+    assert (
+        fingerprint_module._normalized(text)
+        == expected.translate(bytes.maketrans(b"0123456789", b"0" * 10)).split()
+    )
