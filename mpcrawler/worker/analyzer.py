@@ -249,12 +249,20 @@ class HtmlAnalyzer(Analyzer):
         )
 
     def parse(self, response: Response) -> Analysis:
-        """Links, base and title of an HTML response (``analyze`` has checked
-        that it is one, and counts the call), read from the strained soup of
-        its tree (:mod:`mpcrawler.worker.soup`)."""
+        """What an HTML response says (``analyze`` has checked that it is
+        one, and counts the call), from its lxml tree: its links, base and
+        title (``read_links``), then what else is asked (``read_tree``)."""
         root, encoding = _lxml_tree(response.body, response.charset)
         if root is None:
             return Analysis(base=response.url, item={"title": None, "encoding": encoding})
+        analysis = self.read_links(root, encoding, response)
+        analysis.item["encoding"] = encoding  # (after the title, as records show them)
+        return self.read_tree(root, response, analysis)
+
+    def read_links(self, root: Any, encoding: str | None, response: Response) -> Analysis:
+        """Links, base, title, robots meta tags, canonical link and embeds of
+        the tree ``root``, read from its strained soup
+        (:mod:`mpcrawler.worker.soup`)."""
         soup = strained_soup(root, encoding, self.requisites)
         base: str | None = None
         title: str | None = None
@@ -298,18 +306,14 @@ class HtmlAnalyzer(Analyzer):
                     base = href.strip() if isinstance(href, str) else ""
             elif name == "title" and title is None:
                 title = tag.get_text(" ", strip=True)
-        return self.read_tree(
-            root,
-            response,
-            Analysis(
-                base=base or response.url,
-                links=links,
-                item={"title": title or None, "encoding": encoding},
-                metas=metas,
-                nofollow=nofollow,
-                canonical=canonical,
-                embeds=embeds,
-            ),
+        return Analysis(
+            base=base or response.url,
+            links=links,
+            item={"title": title or None},
+            metas=metas,
+            nofollow=nofollow,
+            canonical=canonical,
+            embeds=embeds,
         )
 
     def read_tree(self, root: Any, response: Response, analysis: Analysis) -> Analysis:
@@ -348,10 +352,8 @@ class LxmlAnalyzer(HtmlAnalyzer):
     ``soup(response)`` still gives a BeautifulSoup when a subclass wants one.
     """
 
-    def parse(self, response: Response) -> Analysis:
-        root, encoding = _lxml_tree(response.body, response.charset)
-        if root is None:
-            return Analysis(base=response.url, item={"title": None, "encoding": encoding})
+    def read_links(self, root: Any, encoding: str | None, response: Response) -> Analysis:
+        """The same as HtmlAnalyzer's, read from the tree itself."""
         base = response.url
         for element in root.iter("base"):
             href = element.get("href")
@@ -402,18 +404,14 @@ class LxmlAnalyzer(HtmlAnalyzer):
                     embeds += requisites.of_element(
                         tag, element.get, lambda e=element: "".join(e.itertext())
                     )
-        return self.read_tree(
-            root,
-            response,
-            Analysis(
-                base=base,
-                links=links,
-                item={"title": title or None, "encoding": encoding},
-                metas=metas,
-                nofollow=nofollow,
-                canonical=canonical,
-                embeds=embeds,
-            ),
+        return Analysis(
+            base=base,
+            links=links,
+            item={"title": title or None},
+            metas=metas,
+            nofollow=nofollow,
+            canonical=canonical,
+            embeds=embeds,
         )
 
 
