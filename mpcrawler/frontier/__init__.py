@@ -9,17 +9,38 @@
 * :mod:`.redis`      -- :class:`RedisFrontier`, the same protocol on Redis, shared by
   the nodes of a crawl (``frontier``, ``client``, ``status``, ``step.lua``)
 
-The master holds one Frontier and is its only user.
+The master holds one Frontier and is its only user.  A worker reads only
+``UrlInfo`` (in its requests): the local frontier's modules are imported at
+the first use of their names (``__getattr__``), so the workers' forkserver
+does not import them (34 ms of each crawl's start).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .. import lazy
 from ..errors import FrontierError
 from .base import FOREVER, Frontier, Revisit, UrlInfo
-from .local.frontier import LocalFrontier
-from .local.queue import FORMAT_VERSION, UrlQueueManager, inspect
-from .local.seen import SeenSet
-from .local.storage import frame_payload
+
+if TYPE_CHECKING:
+    from .local.frontier import LocalFrontier
+    from .local.queue import FORMAT_VERSION, UrlQueueManager, inspect
+    from .local.seen import SeenSet
+    from .local.storage import frame_payload
+
+__getattr__ = lazy.attributes(
+    globals(),
+    {  # name: the module that has it, imported at the name's first use
+        "LocalFrontier": ".local.frontier",
+        "FORMAT_VERSION": ".local.queue",
+        "UrlQueueManager": ".local.queue",
+        "inspect": ".local.queue",
+        "SeenSet": ".local.seen",
+        "frame_payload": ".local.storage",
+    },
+)
+
 
 __all__ = [
     "FOREVER",

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .crawl_settings import Settings
 from .derived import Derived
+
+if TYPE_CHECKING:
+    from .crawl_settings import Settings
 
 __all__ = ["WORKER_FIELDS", "WorkerConfig"]
 

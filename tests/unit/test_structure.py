@@ -318,3 +318,33 @@ def test_a_crawl_without_redis_imports_nothing_of_it() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert found.strip() == "[]"
+
+
+def test_the_workers_forkserver_imports_neither_the_settings_table_nor_the_local_frontier() -> None:
+    """A worker reads its WorkerConfig and a request's UrlInfo: the packages
+    that hold them import ``Settings`` and the local frontier at their first
+    use only (``mpcrawler.lazy``), and the forkserver, whose imports every
+    crawl's first worker waits for, imports neither (60 ms of its 0.25 s)."""
+    code = (
+        "import importlib, sys;"
+        "from mpcrawler.master.pool import preload;"
+        "[importlib.import_module(m) for m in preload('http')];"
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('mpcrawler.settings.crawl_settings', 'mpcrawler.frontier.local'))))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert found.strip() == "[]"
+
+
+def test_a_lazy_name_is_imported_at_its_first_use_and_kept() -> None:
+    import mpcrawler.frontier as frontier
+    import mpcrawler.settings as settings
+    from mpcrawler.frontier.local.frontier import LocalFrontier
+    from mpcrawler.settings.crawl_settings import Settings
+
+    assert frontier.LocalFrontier is LocalFrontier and "LocalFrontier" in vars(frontier)
+    assert settings.Settings is Settings and "Settings" in vars(settings)
+    with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
+        _ = frontier.Nothing  # type: ignore[attr-defined]
