@@ -502,3 +502,49 @@ def test_a_kill_between_checkpoints_loses_no_seen_url(tmp_path: Path, kill_at: i
         assert not missing, missing[:5]
     finally:
         frontier.close()
+
+
+def test_the_pages_spent_read_no_url_queued_on_disk_to_count_the_embeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once --max-pages is spent, a lease asks whether an embed is still
+    queued.  A frontier that opened empty counted its embeds as it admitted
+    them: that question reads no URL of the 100,000 queued on disk (it read
+    every one, 13 MB of the master's peak memory at 90,000).  One reopened
+    with URLs queued counts them once, by a walk."""
+    from mpcrawler.frontier import LocalFrontier
+    from mpcrawler.frontier.base import embed_priority
+    from mpcrawler.frontier.local import queue as queue_module
+
+    read = [0]
+    real = queue_module.read_items
+
+    def counting(*args: object, **kwargs: object) -> tuple[list[object], int]:
+        items, offset = real(*args, **kwargs)  # type: ignore[arg-type]
+        read[0] += len(items)
+        return items, offset
+
+    monkeypatch.setattr(queue_module, "read_items", counting)
+    frontier = LocalFrontier(tmp_path / "f", cache_size=1_000, fsync=False)
+    try:
+        frontier.set_budget(10, None)
+        hosts = [f"http://h{n}.example" for n in range(10)]
+        frontier.admit_many([(f"{hosts[n % 10]}/p{n}", 1, 0, "page", None) for n in range(100_000)])
+        frontier.admit(f"{hosts[0]}/logo.png", 1, embed_priority(1), "embed", f"{hosts[0]}/p0")
+        read[0] = 0
+        leased = []
+        while (item := frontier.lease(None)) is not None:
+            leased.append(item)
+            frontier.ack(item)
+        assert [i.kind for i in leased] == ["embed"] + ["page"] * 10
+        assert frontier.lease(None) is None and not frontier.budget_left()
+        assert read[0] <= 1_000  # a refill of the memory's lanes at most, not the queue
+    finally:
+        frontier.close()
+    reopened = LocalFrontier(tmp_path / "f", cache_size=1_000, fsync=False)
+    try:
+        reopened.admit(f"{hosts[1]}/logo.png", 1, embed_priority(1), "embed", f"{hosts[1]}/p1")
+        assert reopened.embeds() == 1  # by a walk: it opened with URLs queued
+        assert read[0] > 90_000
+    finally:
+        reopened.close()

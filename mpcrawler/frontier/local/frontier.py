@@ -80,7 +80,10 @@ class LocalFrontier:
         self.before = math.inf  # ... if its time is before this
         self._revisit_seqs: set[int] = set()  # leased copies that their row names
         self.stale = 0  # queued copies dropped: their row did not name them
-        self._embeds: int | None = None  # embeds queued (None: not counted since opening)
+        # Embeds queued (None: not counted since opening).  A queue that opens
+        # empty has none: counted from its admissions, with no walk of the
+        # queue when the pages are spent (a read of every URL queued on disk).
+        self._embeds: int | None = 0 if not len(self.queue) else None
         self.excluded: Callable[[str], bool] | None = None  # `control exclude`
         self.dropped = 0  # URLs dropped by it
         if (self.directory / REVISITS_FILE).exists():
