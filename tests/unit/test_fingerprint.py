@@ -242,3 +242,12 @@ def test_a_text_is_lowered_as_str_lower_lowers_it(text: str) -> None:
         fingerprint_module._normalized(text)
         == expected.translate(bytes.maketrans(b"0123456789", b"0" * 10)).split()
     )
+
+
+def test_a_non_breaking_space_parts_words_as_a_space_does() -> None:
+    """What a reader sees: ``one\\xa0two`` is two words, in an ASCII text's
+    company or not (the look for one is skipped in an all-ASCII text)."""
+    words = "alpha beta gamma delta epsilon"
+    assert text_digest(words.replace(" ", "\xa0", 2)) == text_digest(words)
+    assert fingerprint(words.replace(" ", " \xa0 ")) == fingerprint(words)
+    assert text_digest("é " + words.replace(" ", "\xa0")) == text_digest("é " + words)
