@@ -304,20 +304,27 @@ def test_a_worker_is_sent_no_secret_it_does_not_use() -> None:
     assert WorkerConfig.from_dict(settings.to_dict(secrets=True)) == WorkerConfig.of(settings)
 
 
-def test_a_crawl_without_redis_imports_nothing_of_it() -> None:
-    """A crawl's master and its workers' forkserver import no module of the
-    Redis frontier, nor redis-py, unless --redis opens one (the master's
-    imports took 20 ms more of each crawl's start when they did)."""
+def imported(first: str, shown: str) -> list[str]:
+    """The modules a fresh interpreter holds, of those ``shown`` (an
+    expression of ``m``) names, once it ran ``first`` and imported what the
+    workers' forkserver preloads."""
     code = (
-        "import importlib, sys, mpcrawler.cli.crawl, mpcrawler.master.crawler;"
+        f"import importlib, sys; {first};"
         "from mpcrawler.master.pool import preload;"
         "[importlib.import_module(m) for m in preload('http')];"
-        "print(sorted(m for m in sys.modules if 'redis' in m))"
+        f"print('\\n'.join(sorted(m for m in sys.modules if {shown})))"
     )
     found = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert found.strip() == "[]"
+    return found.split()
+
+
+def test_a_crawl_without_redis_imports_nothing_of_it() -> None:
+    """A crawl's master and its workers' forkserver import no module of the
+    Redis frontier, nor redis-py, unless --redis opens one (the master's
+    imports took 20 ms more of each crawl's start when they did)."""
+    assert imported("import mpcrawler.cli.crawl, mpcrawler.master.crawler", "'redis' in m") == []
 
 
 def test_the_workers_forkserver_imports_neither_the_settings_table_nor_the_local_frontier() -> None:
@@ -325,17 +332,8 @@ def test_the_workers_forkserver_imports_neither_the_settings_table_nor_the_local
     that hold them import ``Settings`` and the local frontier at their first
     use only (``mpcrawler.lazy``), and the forkserver, whose imports every
     crawl's first worker waits for, imports neither (60 ms of its 0.25 s)."""
-    code = (
-        "import importlib, sys;"
-        "from mpcrawler.master.pool import preload;"
-        "[importlib.import_module(m) for m in preload('http')];"
-        "print(sorted(m for m in sys.modules if m.startswith("
-        "('mpcrawler.settings.crawl_settings', 'mpcrawler.frontier.local'))))"
-    )
-    found = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert found.strip() == "[]"
+    heavy = "('mpcrawler.settings.crawl_settings', 'mpcrawler.frontier.local')"
+    assert imported("pass", f"m.startswith({heavy})") == []
 
 
 def test_a_lazy_name_is_imported_at_its_first_use_and_kept() -> None:
