@@ -10,7 +10,7 @@ stopsignals.install()
 if __name__ == "__main__" and sys.argv[1:2] == ["crawl"]:
     # The workers' imports (the forkserver's) start now, beside the master's
     # own: a crawl's first worker was ready 0.1 s after the crawl started.
-    from .master.pool import named_downloader, start_forkserver
+    from .master.forkserver import named_downloader, start_forkserver
 
     start_forkserver(named_downloader(sys.argv[2:]))
 

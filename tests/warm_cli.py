@@ -58,7 +58,7 @@ PRELOAD = (
     "mpcrawler.frontier.local",
     "mpcrawler.output.sinks",
 )
-# What its forkserver preloads for the workers (``master.pool.preload``): a
+# What its forkserver preloads for the workers (``master.forkserver.preload``): a
 # forkserver forked from the run has them already.
 WORKER_PRELOAD = ("mpcrawler.worker.process", "mpcrawler.worker.http", "mpcrawler.worker.curl")
 # The helper processes multiprocessing starts as ``python -c CODE``: a run

@@ -194,7 +194,7 @@ def format_summary(stats: dict[str, Any]) -> str:
 
 
 def run_crawl(settings: Settings) -> int:
-    from ..master.pool import start_forkserver
+    from ..master.forkserver import start_forkserver
 
     start_forkserver(settings.startup.downloader)  # the workers' imports, beside the master's
     from ..master.crawler import Crawler, configure_logging

@@ -12,7 +12,7 @@ The built-in downloaders live beside it, each with its client:
 :mod:`.http` (``http``, the default, on requests and urllib3) and
 :mod:`.curl` (``curl``, on libcurl).  This module imports neither, so a
 worker loads only its crawl's (the forkserver preloads it:
-``mpcrawler.master.pool.preload``).  A path that names ``HttpDownloader``
+``mpcrawler.master.forkserver.preload``).  A path that names ``HttpDownloader``
 here, as before (a job dir's ``downloader``), is read as the one in
 :mod:`.http` (``modules.MOVED_OBJECTS``).
 """

@@ -310,7 +310,7 @@ def imported(first: str, shown: str) -> list[str]:
     workers' forkserver preloads."""
     code = (
         f"import importlib, sys; {first};"
-        "from mpcrawler.master.pool import preload;"
+        "from mpcrawler.master.forkserver import preload;"
         "[importlib.import_module(m) for m in preload('http')];"
         f"print('\\n'.join(sorted(m for m in sys.modules if {shown})))"
     )

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from mpcrawler.master.pool import PRELOAD, named_downloader, preload
+from mpcrawler.master.forkserver import PRELOAD, named_downloader, preload
 from mpcrawler.modules import load_object
 
 
