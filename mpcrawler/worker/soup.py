@@ -100,7 +100,15 @@ class _TreeWalker(LXMLTreeBuilder):
         # HTML has no namespaces, and lxml gives every value as a str:
         # nothing for the builder's start or the dict's __setitem__ to mend.
         # (``items``, not ``attrib``: lxml looks no name up again, and some
-        # a page may have, such as "{x}", it would refuse.)
+        # a page may have, such as "{x}", it would refuse.)  A Tag made with
+        # attributes copies them one by one through that __setitem__ (a
+        # seventh of the soup's CPU): it is made without, and given the
+        # dict, then the one thing its making reads of them, a <meta>'s
+        # charset made a placeholder (``set_up_substitutions``).
         attrs = self.attribute_dict_class()
         dict.update(attrs, element.items())
-        self.soup.handle_starttag(element.tag, None, None, attrs)  # type: ignore[union-attr]
+        tag = self.soup.handle_starttag(element.tag, None, None, None)  # type: ignore[union-attr]
+        assert tag is not None  # (no parse_only: every tag is made)
+        tag.attrs = attrs
+        if tag.name == "meta":
+            self.set_up_substitutions(tag)

@@ -320,6 +320,37 @@ def test_the_strained_soup_reads_what_a_whole_soup_reads(
     )
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'<meta charset="iso-8859-1"><title>t</title><a href=/x>x</a>',
+        b'<meta http-equiv="Content-Type" content="text/html; charset=latin-1"><a href=/y>',
+        b'<meta name="robots" content="noindex"><meta charset=utf-8 content=x><a href=/z>',
+    ],
+)
+def test_the_strained_soups_meta_tags_are_the_whole_soups(body: bytes) -> None:
+    """A <meta>'s attributes are a whole soup's, each value of the same
+    type: its declared charset the placeholder BeautifulSoup makes it, so
+    the soup encoded to another encoding declares that one."""
+    from bs4 import BeautifulSoup
+
+    from mpcrawler.worker.soup import strained_soup
+
+    whole = BeautifulSoup(body, "lxml", multi_valued_attributes=None)
+    root, encoding = analyzer_module._lxml_tree(body, None)  # the tree both analyzers read
+    strained = strained_soup(root, encoding)
+
+    def metas(soup: Any) -> list[list[tuple[str, str, str]]]:
+        return [
+            [(k, str(v), type(v).__name__) for k, v in tag.attrs.items()]
+            for tag in soup.find_all("meta")
+        ]
+
+    assert metas(strained) == metas(whole)
+    assert any(t for m in metas(whole) for _, _, t in m if t.endswith("MetaAttributeValue"))
+    assert "utf-16" in strained.encode("utf-16").decode("utf-16")
+
+
 def test_a_soup_is_there_for_the_asking() -> None:
     response = Response(url=BASE, status=200, body=b"<p class=x>hi</p>", content_type="text/html")
     for cls in (HtmlAnalyzer, LxmlAnalyzer):
