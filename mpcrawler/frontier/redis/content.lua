@@ -22,27 +22,26 @@ while a <= #ARGV do
   if first then
     out[#out + 1] = first
     out[#out + 1] = ''
-  elseif sim == '' then
-    redis.call('HSET', bucket, tail, url)
-    out[#out + 1] = ''
-    out[#out + 1] = ''
   else
     redis.call('HSET', bucket, tail, url)
-    local near, found, entry = P .. 'near:' .. host, {}, sim .. ' ' .. ARGV[a + 8]
-    for k = 0, 3 do
-      local piece = k .. ':' .. ARGV[a + 4 + k]
-      local list = redis.call('HGET', near, piece)
-      if list then
-        found[#found + 1] = list
-        local _, breaks = string.gsub(list, '\n', '')
-        if breaks + 1 >= keep then
-          list = string.sub(list, string.find(list, '\n', 1, true) + 1)
+    local found = {}
+    if sim ~= '' then  -- (no simhash: near duplicates not looked for, in no piece)
+      local near, entry = P .. 'near:' .. host, sim .. ' ' .. ARGV[a + 8]
+      for k = 0, 3 do
+        local piece = k .. ':' .. ARGV[a + 4 + k]
+        local list = redis.call('HGET', near, piece)
+        if list then
+          found[#found + 1] = list
+          local _, breaks = string.gsub(list, '\n', '')
+          if breaks + 1 >= keep then
+            list = string.sub(list, string.find(list, '\n', 1, true) + 1)
+          end
+          list = list .. '\n' .. entry
+        else
+          list = entry
         end
-        list = list .. '\n' .. entry
-      else
-        list = entry
+        redis.call('HSET', near, piece, list)
       end
-      redis.call('HSET', near, piece, list)
     end
     out[#out + 1] = ''
     out[#out + 1] = table.concat(found, '\n')

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...content.fingerprint import bands
+from ...content.fingerprint import BANDS, bands
 from ...content.index import PIECE_KEEP, Met, Page, nearest
 from .link import Link
 
@@ -47,7 +47,7 @@ class RedisContentIndex:
         args: list[str | int] = [self.prefix, PIECE_KEEP]
         for page in pages:
             if page.simhash is None:  # (no --near-duplicates: in no piece)
-                pieces: list[str] = ["", "", "", "", ""]
+                pieces: list[str] = [""] * (1 + BANDS)
             else:
                 pieces = [f"{page.simhash:016x}", *(f"{v:04x}" for v in bands(page.simhash))]
             args += [page.url, page.digest, page.host, *pieces, _path(page)]
