@@ -58,6 +58,11 @@ warnings.filterwarnings("ignore", category=MarkupResemblesLocatorWarning)
 _LINK_TAGS = ("a", "area")
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 _HIDDEN_TAGS = HIDDEN_TAGS  # no text a reader sees
+# A tree's text, its whitespace collapsed by libxml2 (XPath's string value,
+# its spaces, tabs and line ends a space each, none first or last), and its
+# non-breaking spaces spaces first: the fingerprint digests it as it is,
+# with no list of its words (``content.fingerprint._joined``).
+_TEXT = etree.XPath("normalize-space(.)", smart_strings=False)
 
 
 @dataclass
@@ -74,7 +79,8 @@ class Analysis:
     embeds: list[tuple[str, str]] = field(default_factory=list)  # requisites: (href, kind)
     # The text a reader sees, its text nodes joined as they come (as lxml's
     # text serialization: an element does not part words), when the
-    # analyzer was asked (``texts``).
+    # analyzer was asked (``texts``); from a tree, its whitespace collapsed
+    # (``_TEXT``).
     text: str | None = None
     # What the page's HTML says of needing a browser (--render auto), when asked.
     signals: Signals | None = None
@@ -326,7 +332,7 @@ class HtmlAnalyzer(Analyzer):
         metadata = page_metadata(root, analysis.base) if self.extracts else None  # (JSON-LD too)
         if self.texts:  # late: it strips the hidden elements from the tree
             etree.strip_elements(root, *_HIDDEN_TAGS, with_tail=False)
-            analysis.text = etree.tostring(root, method="text", encoding=str)
+            analysis.text = _TEXT(root)
         if self.extracts:  # last: it cuts the boilerplate from the tree
             analysis.item.update(self.main_content(root, analysis.base, response, metadata))
         return analysis

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import os
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -137,7 +138,7 @@ def test_a_long_texts_words_are_never_all_held_at_once() -> None:
     sizes: list[int] = []
     normalized = fingerprint_module._normalized
 
-    def counted(piece: str) -> list[bytes]:
+    def counted(piece: str) -> bytes:
         sizes.append(len(piece))
         return normalized(piece)
 
@@ -239,9 +240,38 @@ def test_a_text_is_lowered_as_str_lower_lowers_it(text: str) -> None:
     sharp S, a titlecase digraph, a lone surrogate)."""
     expected = text.lower().replace("\xa0", " ").encode("utf-8", "replace")
     assert (
-        fingerprint_module._normalized(text)
+        fingerprint_module._normalized(text).split()
         == expected.translate(bytes.maketrans(b"0123456789", b"0" * 10)).split()
     )
+
+
+@given(TEXTS, st.booleans())
+def test_a_text_whose_whitespace_is_collapsed_has_the_fingerprint_of_the_raw_one(
+    text: str, near: bool
+) -> None:
+    """The analyzer's text has its whitespace collapsed (XPath's
+    normalize-space: spaces, tabs, line ends), and is digested as it is,
+    its words not listed: the same digest and simhash as the raw text's
+    (non-breaking spaces, vertical tabs and em spaces left as they are)."""
+    collapsed = re.sub("[ \t\r\n]+", " ", text).strip(" \t\r\n")
+    assert fingerprint(collapsed, near) == fingerprint(text, near)
+    assert text_digest(collapsed) == text_digest(text)
+
+
+def test_a_collapsed_texts_digest_lists_no_words() -> None:
+    """Its digest alone makes no list of a collapsed text's words, and counts
+    them as far as MIN_WORDS; a raw text's are listed, and joined."""
+    joined = fingerprint_module._joined
+    assert joined(b"one two 0") and joined(b"x")
+    assert not any(map(joined, [b"one  two", b" one", b"one ", b"", b" "]))
+    digest = hashlib.blake2b(digest_size=16)
+    assert list(fingerprint_module._words("one two  3", digest, listed=False)) == [(None, 3)]
+    assert list(fingerprint_module._words("one two 3", digest, listed=False)) == [(None, 3)]
+    assert list(fingerprint_module._words("a b c d e f", digest, listed=False)) == [(None, 4)]
+    assert list(fingerprint_module._words("one two 3", digest, listed=True)) == [
+        ([b"one", b"two", b"0"], 3)
+    ]
+    assert list(fingerprint_module._words(" \n", digest, listed=False)) == []
 
 
 def test_a_non_breaking_space_parts_words_as_a_space_does() -> None:
