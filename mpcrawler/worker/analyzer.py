@@ -59,9 +59,10 @@ _LINK_TAGS = ("a", "area")
 _EMBED_TAGS = frozenset(requisites.EMBED_TAGS)
 _HIDDEN_TAGS = HIDDEN_TAGS  # no text a reader sees
 # A tree's text, its whitespace collapsed by libxml2 (XPath's string value,
-# its spaces, tabs and line ends a space each, none first or last), and its
-# non-breaking spaces spaces first: the fingerprint digests it as it is,
-# with no list of its words (``content.fingerprint._joined``).
+# each run of spaces, tabs and line ends one space, none first or last): the
+# fingerprint digests it as it is, with no list of its words
+# (``content.fingerprint._joined``).  Non-breaking spaces are left to the
+# fingerprint (XPath's translate() took 1.1 ms on a page of 30 KB).
 _TEXT = etree.XPath("normalize-space(.)", smart_strings=False)
 
 
