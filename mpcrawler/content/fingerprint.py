@@ -113,10 +113,10 @@ def _words(
     text: str, digest: hashlib.blake2b, listed: bool = True
 ) -> Iterator[tuple[list[bytes] | None, int]]:
     """The normalized words of each piece of ``text`` (cut where a word
-    ends; a list of them only if ``listed``) and their number (at most
-    MIN_WORDS of a piece whose words are not listed), each
-    piece's fed to ``digest``, a space between pieces: the digest of all
-    the words joined by a space.
+    ends; a list of them only if ``listed``) and their number (of a joined
+    piece whose words are not listed, counted only as far as MIN_WORDS),
+    each piece's fed to ``digest``, a space between pieces: the digest of
+    all the words joined by a space.
 
     A piece whose normalized bytes are its words joined already (``_joined``:
     the analyzer's text, whitespace collapsed by libxml2) is fed as it is

@@ -13,6 +13,7 @@ from hostile import Reply, html, redirect, serve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mpcrawler.content import fingerprint as fingerprint_module
 from mpcrawler.settings import Settings
 from mpcrawler.testing.redis import free_port
 from mpcrawler.testing.site import TestSite
@@ -293,6 +294,25 @@ def test_lxml_analyzer_agrees_with_beautifulsoup(
     assert (tree.base, tree.links, tree.item) == (soup.base, soup.links, soup.item)
     assert _words(tree.text) == _words(soup.text)  # one fingerprint, whichever analyzer
     assert soup.links or name in ("no title", "blank title", "title with tags", "svg title")
+
+
+def test_a_trees_text_comes_collapsed_and_is_digested_as_it_is() -> None:
+    """Both analyzers hand over a page's text with its whitespace collapsed
+    (libxml2's normalize-space), which the fingerprint digests without
+    listing its words (``_joined``); the same fingerprint as the text as
+    lxml serializes it."""
+    body = (
+        b"<html><head><title>T</title><style>p {}</style></head><body>\n"
+        b"  <p>One\n\t two</p>  <div>three <b>fo</b>ur  2026</div>\r\n <script>x</script>"
+        b"</body></html>"
+    )
+    response = Response(url=BASE, status=200, body=body, content_type="text/html")
+    raw = "T\n  One\n\t two  three four  2026\r\n "
+    for analyzer in (HtmlAnalyzer(Settings()), LxmlAnalyzer(Settings())):
+        text = analyzer.analyze(response).text
+        assert text == "T One two three four 2026"
+        assert fingerprint_module._joined(fingerprint_module._normalized(text))
+        assert fingerprint_module.fingerprint(text) == fingerprint_module.fingerprint(raw)
 
 
 def _plain_soup_reading(body: bytes, charset: str | None) -> tuple[str, list[str], str | None]:
